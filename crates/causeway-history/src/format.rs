@@ -1,0 +1,248 @@
+//! The history format: JSON Lines, one object per finished transaction, then
+//! one `final` line per DC. Part of Causeway's public interface; see
+//! `docs/HISTORY.md`.
+
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, BufRead, Write};
+use thiserror::Error;
+
+/// Outcome of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Committed,
+    Aborted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OpKind {
+    #[serde(rename = "r")]
+    Read,
+    #[serde(rename = "w")]
+    Write,
+}
+
+/// One read or write, in program order. A read of a key with no version has
+/// `value: null`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Op {
+    pub op: OpKind,
+    pub key: String,
+    pub value: Option<String>,
+}
+
+impl Op {
+    pub fn read(key: impl Into<String>, value: Option<String>) -> Self {
+        Op { op: OpKind::Read, key: key.into(), value }
+    }
+
+    pub fn write(key: impl Into<String>, value: impl Into<String>) -> Self {
+        Op { op: OpKind::Write, key: key.into(), value: Some(value.into()) }
+    }
+}
+
+/// One element of a commit timestamp: a number or a string.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StampElem {
+    Int(u64),
+    Str(String),
+}
+
+impl PartialOrd for StampElem {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for StampElem {
+    /// Numbers compare as numbers, strings as strings; a number sorts before
+    /// a string (histories should not mix them at one position).
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (StampElem::Int(a), StampElem::Int(b)) => a.cmp(b),
+            (StampElem::Str(a), StampElem::Str(b)) => a.cmp(b),
+            (StampElem::Int(_), StampElem::Str(_)) => Ordering::Less,
+            (StampElem::Str(_), StampElem::Int(_)) => Ordering::Greater,
+        }
+    }
+}
+
+impl fmt::Display for StampElem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StampElem::Int(n) => write!(f, "{n}"),
+            StampElem::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The last-writer-wins order of update transactions, compared element by
+/// element (lexicographically).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CommitTs(pub Vec<StampElem>);
+
+impl fmt::Display for CommitTs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+/// A finished transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnRecord {
+    pub txid: String,
+    pub session: String,
+    pub seq: u64,
+    pub dc: u16,
+    pub status: Status,
+    pub ops: Vec<Op>,
+    /// Present on committed update transactions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_ts: Option<CommitTs>,
+    pub start_us: u64,
+    pub end_us: u64,
+}
+
+/// The state of one DC after the run quiesced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinalState {
+    pub dc: u16,
+    pub state: BTreeMap<String, String>,
+    /// True when the DC holds only some partitions (partial replication), so
+    /// a key it does not list is not a lost key.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+}
+
+#[derive(Serialize)]
+struct FinalLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(flatten)]
+    state: &'a FinalState,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    pub txns: Vec<TxnRecord>,
+    pub finals: Vec<FinalState>,
+}
+
+#[derive(Debug, Error)]
+pub enum ParseError {
+    #[error("cannot read the history: {0}")]
+    Io(#[from] io::Error),
+    #[error("line {line}: {message}")]
+    Line { line: usize, message: String },
+}
+
+impl History {
+    /// Writes the history as JSON Lines: transactions, then finals.
+    pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
+        for t in &self.txns {
+            serde_json::to_writer(&mut w, t)?;
+            w.write_all(b"\n")?;
+        }
+        for f in &self.finals {
+            serde_json::to_writer(&mut w, &FinalLine { kind: "final", state: f })?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    pub fn to_jsonl_string(&self) -> String {
+        let mut buf = Vec::new();
+        self.write_jsonl(&mut buf).expect("writing to memory cannot fail");
+        String::from_utf8(buf).expect("JSON is UTF-8")
+    }
+
+    /// Reads a history. Blank lines are skipped; any other line that is not
+    /// a transaction or a `final` object is an error naming its line.
+    pub fn read_jsonl(r: impl BufRead) -> Result<History, ParseError> {
+        let mut history = History::default();
+        for (i, line) in r.lines().enumerate() {
+            let line = line?;
+            let lineno = i + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let value: serde_json::Value = serde_json::from_str(&line)
+                .map_err(|e| ParseError::Line { line: lineno, message: format!("not JSON: {e}") })?;
+            let kind = value.get("type").and_then(|t| t.as_str()).map(str::to_owned);
+            match kind.as_deref() {
+                Some("final") => {
+                    let f: FinalState = serde_json::from_value(value)
+                        .map_err(|e| ParseError::Line { line: lineno, message: format!("bad final line: {e}") })?;
+                    history.finals.push(f);
+                }
+                None | Some("txn") => {
+                    let t: TxnRecord = serde_json::from_value(value)
+                        .map_err(|e| ParseError::Line { line: lineno, message: format!("bad transaction: {e}") })?;
+                    history.txns.push(t);
+                }
+                Some(other) => {
+                    return Err(ParseError::Line { line: lineno, message: format!("unknown line type {other:?}") })
+                }
+            }
+        }
+        Ok(history)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn design_example_round_trips() {
+        let line = r#"{"txid": "dc0-c3-17", "session": "dc0-c3", "seq": 17, "dc": 0,
+ "status": "committed",
+ "ops": [{"op": "r", "key": "k12", "value": "dc0-c1-4:k12"},
+         {"op": "r", "key": "k40", "value": null},
+         {"op": "w", "key": "k12", "value": "dc0-c3-17:k12"}],
+ "commit_ts": [172633, 0, "dc0-c3-17"],
+ "start_us": 1200, "end_us": 1790}"#
+            .replace('\n', " ");
+        let text = format!("{line}\n{{\"type\": \"final\", \"dc\": 0, \"state\": {{\"k12\": \"dc0-c3-17:k12\"}}}}\n");
+        let h = History::read_jsonl(text.as_bytes()).unwrap();
+        assert_eq!(h.txns.len(), 1);
+        assert_eq!(h.finals.len(), 1);
+        let t = &h.txns[0];
+        assert_eq!(t.ops[1], Op::read("k40", None));
+        assert_eq!(
+            t.commit_ts,
+            Some(CommitTs(vec![StampElem::Int(172633), StampElem::Int(0), StampElem::Str("dc0-c3-17".into())]))
+        );
+        let again = History::read_jsonl(h.to_jsonl_string().as_bytes()).unwrap();
+        assert_eq!(again, h);
+        assert!(h.to_jsonl_string().contains(r#"{"type":"final","dc":0,"state":{"k12":"dc0-c3-17:k12"}}"#));
+    }
+
+    #[test]
+    fn commit_ts_compares_element_by_element() {
+        let a = CommitTs(vec![StampElem::Int(10), StampElem::Int(1)]);
+        let b = CommitTs(vec![StampElem::Int(10), StampElem::Int(2)]);
+        let c = CommitTs(vec![StampElem::Int(9), StampElem::Int(5)]);
+        assert!(c < a && a < b);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let err = History::read_jsonl("\n{\"txid\": 3}\n".as_bytes()).unwrap_err();
+        assert!(err.to_string().starts_with("line 2:"), "{err}");
+        let err = History::read_jsonl("{nope\n".as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("not JSON"), "{err}");
+    }
+}

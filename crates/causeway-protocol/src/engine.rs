@@ -1,0 +1,201 @@
+//! The sans-IO contract between protocols and their drivers.
+//!
+//! A protocol is two kinds of state machine: the [`Replica`] of a partition
+//! (`p_n^m`) and the client [`Session`]. Both take inputs — a message, a timer,
+//! a client call — together with the current physical clock reading, and
+//! answer with outputs in an [`Outbox`]: messages to send and timers to set.
+//! They own no sockets, threads, clocks or random sources; the deterministic
+//! simulator and the runtime drive the very same values.
+
+use crate::hlc::{PhysicalMicros, Timestamp};
+use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
+use crate::topology::Topology;
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt::Debug;
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Keys and values are byte strings; `Bytes` makes copies into replication
+/// messages cheap.
+pub type Key = Bytes;
+pub type Value = Bytes;
+
+/// The total order of last-writer-wins: commit timestamp, then the DC the
+/// write comes from, then the transaction id. Field order is the order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CommitStamp {
+    pub ts: Timestamp,
+    pub dc: DcId,
+    pub txid: TxId,
+}
+
+/// What a message is for; drivers count bytes and messages per class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum MsgClass {
+    /// Between a client and its coordinator.
+    Client,
+    /// Coordinator to cohorts: read slices, prepare, commit.
+    Transaction,
+    /// Between replicas of a partition in different DCs: updates and heartbeats.
+    Replication,
+    /// Inside a DC: stable-time gossip and garbage-collection bounds.
+    Stabilization,
+}
+
+pub trait Message: Clone + Debug + Serialize + DeserializeOwned + Send + 'static {
+    fn class(&self) -> MsgClass;
+
+    /// A read that a replica must answer (a read slice), named by a tag that
+    /// its reply repeats. Drivers use the pair to measure, from the outside,
+    /// whether a replica answered a read at once or made it wait.
+    fn read_request_tag(&self) -> Option<u64> {
+        None
+    }
+
+    /// The tag of the read request this message answers.
+    fn read_reply_tag(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Outputs of one step of a replica.
+#[derive(Debug)]
+pub struct Outbox<M, T> {
+    pub messages: Vec<(Addr, M)>,
+    /// Timers to arm: fire `timer` after this many microseconds.
+    pub timers: Vec<(T, u64)>,
+}
+
+impl<M, T> Default for Outbox<M, T> {
+    fn default() -> Self {
+        Outbox { messages: Vec::new(), timers: Vec::new() }
+    }
+}
+
+impl<M, T> Outbox<M, T> {
+    pub fn send(&mut self, to: Addr, msg: M) {
+        self.messages.push((to, msg));
+    }
+
+    pub fn set_timer(&mut self, timer: T, after_us: u64) {
+        self.timers.push((timer, after_us));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.timers.is_empty()
+    }
+}
+
+/// Counters every replica keeps, whatever its protocol.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaStats {
+    /// Versions currently stored, over all keys.
+    pub versions: u64,
+    /// Versions removed by garbage collection so far.
+    pub versions_collected: u64,
+    /// Coordinator contexts dropped because their client went silent.
+    pub contexts_expired: u64,
+    /// Transactions this replica has applied (local and replicated).
+    pub transactions_applied: u64,
+}
+
+/// A partition replica.
+pub trait Replica {
+    type Message: Message;
+    type Timer: Copy + Debug + Eq;
+
+    fn id(&self) -> ReplicaId;
+
+    /// Called once before any other input; arms the periodic timers.
+    fn start(&mut self, now: PhysicalMicros, out: &mut Outbox<Self::Message, Self::Timer>);
+
+    fn on_message(
+        &mut self,
+        now: PhysicalMicros,
+        from: Addr,
+        msg: Self::Message,
+        out: &mut Outbox<Self::Message, Self::Timer>,
+    );
+
+    fn on_timer(&mut self, now: PhysicalMicros, timer: Self::Timer, out: &mut Outbox<Self::Message, Self::Timer>);
+
+    /// True when no transaction is between prepare and apply here.
+    fn is_quiescent(&self) -> bool;
+
+    /// The newest applied value of every key this replica stores, by
+    /// last-writer-wins; what the history's `final` lines list.
+    fn latest_values(&self) -> Vec<(Key, Value)>;
+
+    fn stats(&self) -> ReplicaStats;
+}
+
+/// Errors a client session reports. Operational errors, not bugs: a driver
+/// shows them to the user.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+pub enum SessionError {
+    #[error("no transaction is active; call begin first")]
+    NoActiveTransaction,
+    #[error("a transaction is already active; commit or abort it first")]
+    TransactionActive,
+    #[error("the previous operation has not finished")]
+    OperationInProgress,
+    #[error("the coordinator does not know this transaction (it may have expired)")]
+    UnknownTransaction,
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// The completion of a session call, delivered either at once (the call
+/// returns it) or later (from [`Session::on_message`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionEvent {
+    Started,
+    /// Values in the order the keys were asked for; `None`: no version exists.
+    Read(Vec<(Key, Option<Value>)>),
+    /// The transaction committed; `None` for a transaction without writes.
+    Committed(Option<CommitStamp>),
+    /// The transaction failed and is over.
+    Failed(SessionError),
+}
+
+pub type SessionOut<M> = Vec<(Addr, M)>;
+
+/// A client session: one transaction at a time, one operation at a time.
+pub trait Session {
+    type Message: Message;
+
+    fn id(&self) -> ClientId;
+
+    fn begin(&mut self, out: &mut SessionOut<Self::Message>) -> Result<Option<SessionEvent>, SessionError>;
+
+    fn read(&mut self, keys: &[Key], out: &mut SessionOut<Self::Message>) -> Result<Option<SessionEvent>, SessionError>;
+
+    /// Buffers a write; it is sent at commit.
+    fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError>;
+
+    fn commit(&mut self, out: &mut SessionOut<Self::Message>) -> Result<Option<SessionEvent>, SessionError>;
+
+    fn abort(&mut self, out: &mut SessionOut<Self::Message>) -> Result<(), SessionError>;
+
+    /// A message from the cluster; returns the completion it brings, if any.
+    fn on_message(&mut self, from: Addr, msg: Self::Message, out: &mut SessionOut<Self::Message>) -> Option<SessionEvent>;
+}
+
+/// A protocol of the engine: its replica, its session and its messages.
+pub trait Protocol: 'static {
+    const NAME: &'static str;
+    type Config: Clone + Debug + Default + Send + Sync;
+    type Message: Message;
+    type Replica: Replica<Message = Self::Message>;
+    type Session: Session<Message = Self::Message>;
+
+    /// Says why this protocol cannot run on this topology, if it cannot.
+    fn validate(topology: &Topology, config: &Self::Config) -> Result<(), String>;
+
+    fn replica(id: ReplicaId, topology: Arc<Topology>, config: &Self::Config) -> Self::Replica;
+
+    /// A session attached to a coordinator replica in the client's DC.
+    fn session(id: ClientId, coordinator: ReplicaId, topology: Arc<Topology>, config: &Self::Config) -> Self::Session;
+}

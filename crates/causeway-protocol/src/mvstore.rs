@@ -1,0 +1,215 @@
+//! The multi-version store of one partition replica: a version chain per key,
+//! ordered by last-writer-wins.
+//!
+//! Protocols differ in what a version carries besides its value and stamp
+//! (Wren: the remote dependency time; Cure: a vector), so the metadata is a
+//! type parameter. Visibility is a predicate the protocol passes in.
+//!
+//! Hot path: reads scan a chain from its newest end; versions almost always
+//! arrive in stamp order, so inserts are appends.
+
+use crate::engine::{CommitStamp, Key, Value};
+use rustc_hash::FxHashMap;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Version<M> {
+    pub value: Value,
+    pub stamp: CommitStamp,
+    pub meta: M,
+}
+
+/// Versions of one key, oldest first by [`CommitStamp`].
+#[derive(Clone, Debug)]
+pub struct VersionChain<M> {
+    versions: Vec<Version<M>>,
+}
+
+impl<M> Default for VersionChain<M> {
+    fn default() -> Self {
+        VersionChain { versions: Vec::new() }
+    }
+}
+
+impl<M> VersionChain<M> {
+    /// Inserts a version at its place in LWW order. A version with the same
+    /// stamp is the same write delivered twice and is ignored.
+    pub fn insert(&mut self, version: Version<M>) -> bool {
+        match self.versions.last() {
+            Some(last) if last.stamp < version.stamp => {
+                self.versions.push(version);
+                true
+            }
+            None => {
+                self.versions.push(version);
+                true
+            }
+            Some(_) => match self.versions.binary_search_by(|v| v.stamp.cmp(&version.stamp)) {
+                Ok(_) => false,
+                Err(at) => {
+                    self.versions.insert(at, version);
+                    true
+                }
+            },
+        }
+    }
+
+    /// The LWW-greatest version.
+    pub fn newest(&self) -> Option<&Version<M>> {
+        self.versions.last()
+    }
+
+    /// The LWW-greatest version that `visible` admits.
+    pub fn newest_visible(&self, mut visible: impl FnMut(&Version<M>) -> bool) -> Option<&Version<M>> {
+        self.versions.iter().rev().find(|v| visible(v))
+    }
+
+    /// Garbage collection: drops every version older than the newest one
+    /// `visible_in_oldest` admits. When every snapshot still in use sees at
+    /// least what the oldest one sees, those versions can never be read
+    /// again. Returns how many were dropped.
+    pub fn prune(&mut self, mut visible_in_oldest: impl FnMut(&Version<M>) -> bool) -> usize {
+        match self.versions.iter().rposition(|v| visible_in_oldest(v)) {
+            Some(0) | None => 0,
+            Some(keep_from) => {
+                self.versions.drain(..keep_from);
+                keep_from
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.versions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.versions.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Version<M>> {
+        self.versions.iter()
+    }
+}
+
+/// All version chains of a replica.
+#[derive(Clone, Debug)]
+pub struct MvStore<M> {
+    chains: FxHashMap<Key, VersionChain<M>>,
+    versions: u64,
+    collected: u64,
+}
+
+impl<M> Default for MvStore<M> {
+    fn default() -> Self {
+        MvStore { chains: FxHashMap::default(), versions: 0, collected: 0 }
+    }
+}
+
+impl<M> MvStore<M> {
+    pub fn chain(&self, key: &[u8]) -> Option<&VersionChain<M>> {
+        self.chains.get(key)
+    }
+
+    /// Inserts a version, then prunes the chain with the GC predicate.
+    pub fn insert(&mut self, key: Key, version: Version<M>, visible_in_oldest: impl FnMut(&Version<M>) -> bool) {
+        let chain = self.chains.entry(key).or_default();
+        if chain.insert(version) {
+            self.versions += 1;
+        }
+        let dropped = chain.prune(visible_in_oldest) as u64;
+        self.versions -= dropped;
+        self.collected += dropped;
+    }
+
+    /// Number of versions stored, over all keys.
+    pub fn version_count(&self) -> u64 {
+        self.versions
+    }
+
+    /// Number of versions garbage-collected so far.
+    pub fn collected_count(&self) -> u64 {
+        self.collected
+    }
+
+    /// The newest version of every key, sorted by key.
+    pub fn latest(&self) -> Vec<(Key, Value)> {
+        let mut out: Vec<(Key, Value)> =
+            self.chains.iter().filter_map(|(k, c)| c.newest().map(|v| (k.clone(), v.value.clone()))).collect();
+        out.sort();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hlc::Timestamp;
+    use crate::ids::{DcId, TxId};
+
+    fn stamp(ts: u64, dc: u16, tx: u64) -> CommitStamp {
+        CommitStamp { ts: Timestamp(ts), dc: DcId(dc), txid: TxId(tx) }
+    }
+
+    fn version(ts: u64, dc: u16, tx: u64) -> Version<()> {
+        Version { value: Value::from(format!("{ts}/{dc}/{tx}")), stamp: stamp(ts, dc, tx), meta: () }
+    }
+
+    #[test]
+    fn lww_orders_by_timestamp_then_dc_then_txid() {
+        assert!(stamp(10, 5, 5) < stamp(11, 0, 0));
+        assert!(stamp(10, 0, 9) < stamp(10, 1, 0));
+        assert!(stamp(10, 1, 1) < stamp(10, 1, 2));
+    }
+
+    #[test]
+    fn chain_keeps_lww_order_whatever_the_arrival_order() {
+        let mut chain = VersionChain::default();
+        for (ts, dc, tx) in [(20, 0, 1), (10, 1, 1), (20, 1, 0), (15, 0, 3), (20, 0, 0)] {
+            assert!(chain.insert(version(ts, dc, tx)));
+        }
+        let order: Vec<_> = chain.iter().map(|v| v.stamp).collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(order, sorted);
+        assert_eq!(chain.newest().unwrap().stamp, stamp(20, 1, 0));
+        assert!(!chain.insert(version(15, 0, 3)), "a duplicate is ignored");
+        assert_eq!(chain.len(), 5);
+    }
+
+    #[test]
+    fn newest_visible_returns_the_lww_greatest_admitted_version() {
+        let mut chain = VersionChain::default();
+        for ts in [10, 20, 30] {
+            chain.insert(version(ts, 0, 0));
+        }
+        let v = chain.newest_visible(|v| v.stamp.ts <= Timestamp(25)).unwrap();
+        assert_eq!(v.stamp.ts, Timestamp(20));
+        assert!(chain.newest_visible(|v| v.stamp.ts <= Timestamp(5)).is_none());
+    }
+
+    #[test]
+    fn gc_keeps_the_newest_version_of_the_oldest_snapshot_and_everything_after() {
+        let mut chain = VersionChain::default();
+        for ts in [10, 20, 30, 40] {
+            chain.insert(version(ts, 0, 0));
+        }
+        assert_eq!(chain.prune(|v| v.stamp.ts <= Timestamp(5)), 0, "nothing visible: keep all");
+        assert_eq!(chain.prune(|v| v.stamp.ts <= Timestamp(10)), 0, "oldest already kept");
+        assert_eq!(chain.prune(|v| v.stamp.ts <= Timestamp(35)), 2);
+        let left: Vec<_> = chain.iter().map(|v| v.stamp.ts.0).collect();
+        assert_eq!(left, vec![30, 40]);
+        // Whatever a newer snapshot reads is still there.
+        assert_eq!(chain.newest_visible(|v| v.stamp.ts <= Timestamp(39)).unwrap().stamp.ts, Timestamp(30));
+    }
+
+    #[test]
+    fn store_counts_versions_and_collections() {
+        let mut store = MvStore::default();
+        let key = Key::from_static(b"k");
+        for ts in [10, 20, 30] {
+            store.insert(key.clone(), version(ts, 0, 0), |v| v.stamp.ts <= Timestamp(25));
+        }
+        assert_eq!(store.version_count(), 2);
+        assert_eq!(store.collected_count(), 1);
+        assert_eq!(store.latest(), vec![(key, Value::from("30/0/0"))]);
+    }
+}

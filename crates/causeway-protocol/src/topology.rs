@@ -1,0 +1,186 @@
+//! The shape of a cluster: M data centers, N partitions, and the placement
+//! map that says which DCs hold a replica of each partition.
+//!
+//! Keys go to partitions by a stable hash: 64-bit FNV-1a of the key's bytes,
+//! modulo N. It is part of the on-disk and on-wire contract — changing it
+//! moves every key — so it is spelled out here and pinned by a test.
+
+use crate::ids::{DcId, PartitionId, ReplicaId};
+use thiserror::Error;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topology {
+    dcs: u16,
+    partitions: u32,
+    /// For each partition, the DCs holding a replica, sorted.
+    placement: Vec<Vec<DcId>>,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum TopologyError {
+    #[error("a cluster needs at least one data center")]
+    NoDcs,
+    #[error("a cluster needs at least one partition")]
+    NoPartitions,
+    #[error("placement lists {found} partitions, the topology has {expected}")]
+    PlacementLength { expected: u32, found: usize },
+    #[error("partition {0} has no replica")]
+    NoReplica(PartitionId),
+    #[error("partition {partition} is placed in {dc}, which does not exist")]
+    UnknownDc { partition: PartitionId, dc: DcId },
+    #[error("partition {partition} is placed twice in {dc}")]
+    DuplicateReplica { partition: PartitionId, dc: DcId },
+}
+
+impl Topology {
+    /// Full replication: every DC holds every partition (R = M).
+    pub fn full(dcs: u16, partitions: u32) -> Result<Self, TopologyError> {
+        let all: Vec<DcId> = (0..dcs).map(DcId).collect();
+        Self::with_placement(dcs, partitions, vec![all; partitions as usize])
+    }
+
+    /// Any placement, as long as every partition has at least one replica in
+    /// DCs that exist. Partial replication (R < M) is for protocols that
+    /// support it (PaRiS); Wren requires full replication.
+    pub fn with_placement(dcs: u16, partitions: u32, mut placement: Vec<Vec<DcId>>) -> Result<Self, TopologyError> {
+        if dcs == 0 {
+            return Err(TopologyError::NoDcs);
+        }
+        if partitions == 0 {
+            return Err(TopologyError::NoPartitions);
+        }
+        if placement.len() != partitions as usize {
+            return Err(TopologyError::PlacementLength { expected: partitions, found: placement.len() });
+        }
+        for (n, replicas) in placement.iter_mut().enumerate() {
+            let partition = PartitionId(n as u32);
+            if replicas.is_empty() {
+                return Err(TopologyError::NoReplica(partition));
+            }
+            replicas.sort();
+            for pair in replicas.windows(2) {
+                if pair[0] == pair[1] {
+                    return Err(TopologyError::DuplicateReplica { partition, dc: pair[0] });
+                }
+            }
+            if let Some(&dc) = replicas.iter().find(|dc| dc.0 >= dcs) {
+                return Err(TopologyError::UnknownDc { partition, dc });
+            }
+        }
+        Ok(Topology { dcs, partitions, placement })
+    }
+
+    pub fn dc_count(&self) -> u16 {
+        self.dcs
+    }
+
+    pub fn partition_count(&self) -> u32 {
+        self.partitions
+    }
+
+    pub fn dcs(&self) -> impl Iterator<Item = DcId> + Clone {
+        (0..self.dcs).map(DcId)
+    }
+
+    pub fn partitions(&self) -> impl Iterator<Item = PartitionId> + Clone {
+        (0..self.partitions).map(PartitionId)
+    }
+
+    /// The DCs holding a replica of `partition`, sorted.
+    pub fn replicas_of(&self, partition: PartitionId) -> &[DcId] {
+        &self.placement[partition.0 as usize]
+    }
+
+    pub fn holds(&self, dc: DcId, partition: PartitionId) -> bool {
+        self.replicas_of(partition).binary_search(&dc).is_ok()
+    }
+
+    pub fn is_fully_replicated(&self) -> bool {
+        self.placement.iter().all(|r| r.len() == self.dcs as usize)
+    }
+
+    /// Every replica in the cluster, DC by DC.
+    pub fn all_replicas(&self) -> Vec<ReplicaId> {
+        let mut all = Vec::new();
+        for dc in self.dcs() {
+            for p in self.partitions() {
+                if self.holds(dc, p) {
+                    all.push(ReplicaId { dc, partition: p });
+                }
+            }
+        }
+        all
+    }
+
+    /// The replicas a DC holds.
+    pub fn replicas_in(&self, dc: DcId) -> Vec<ReplicaId> {
+        self.partitions().filter(|&p| self.holds(dc, p)).map(|p| ReplicaId { dc, partition: p }).collect()
+    }
+
+    /// The partition that stores `key`.
+    pub fn partition_of(&self, key: &[u8]) -> PartitionId {
+        PartitionId((fnv1a64(key) % u64::from(self.partitions)) as u32)
+    }
+}
+
+/// 64-bit FNV-1a.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_the_documented_fnv1a() {
+        // Reference values of 64-bit FNV-1a.
+        assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+        let t = Topology::full(1, 8).unwrap();
+        assert_eq!(t.partition_of(b"foobar"), PartitionId((0x85944171f73967e8u64 % 8) as u32));
+    }
+
+    #[test]
+    fn keys_spread_over_partitions() {
+        let t = Topology::full(1, 8).unwrap();
+        let mut counts = [0u32; 8];
+        for i in 0..8000 {
+            counts[t.partition_of(format!("k{i}").as_bytes()).0 as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+    }
+
+    #[test]
+    fn full_replication_places_every_partition_everywhere() {
+        let t = Topology::full(3, 4).unwrap();
+        assert!(t.is_fully_replicated());
+        assert_eq!(t.all_replicas().len(), 12);
+        assert_eq!(t.replicas_of(PartitionId(2)), &[DcId(0), DcId(1), DcId(2)]);
+    }
+
+    #[test]
+    fn partial_placement_is_admitted_and_validated() {
+        let t = Topology::with_placement(3, 2, vec![vec![DcId(1), DcId(0)], vec![DcId(2)]]).unwrap();
+        assert!(!t.is_fully_replicated());
+        assert!(t.holds(DcId(0), PartitionId(0)) && !t.holds(DcId(0), PartitionId(1)));
+        assert_eq!(t.replicas_in(DcId(2)), vec![ReplicaId::new(2, 1)]);
+        assert_eq!(
+            Topology::with_placement(3, 1, vec![vec![]]),
+            Err(TopologyError::NoReplica(PartitionId(0)))
+        );
+        assert_eq!(
+            Topology::with_placement(2, 1, vec![vec![DcId(5)]]),
+            Err(TopologyError::UnknownDc { partition: PartitionId(0), dc: DcId(5) })
+        );
+        assert_eq!(
+            Topology::with_placement(2, 1, vec![vec![DcId(1), DcId(1)]]),
+            Err(TopologyError::DuplicateReplica { partition: PartitionId(0), dc: DcId(1) })
+        );
+        assert_eq!(Topology::full(0, 1), Err(TopologyError::NoDcs));
+        assert_eq!(Topology::full(1, 0), Err(TopologyError::NoPartitions));
+    }
+}
