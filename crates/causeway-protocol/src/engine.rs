@@ -170,7 +170,8 @@ pub trait Session {
 
     fn begin(&mut self, out: &mut SessionOut<Self::Message>) -> Result<Option<SessionEvent>, SessionError>;
 
-    fn read(&mut self, keys: &[Key], out: &mut SessionOut<Self::Message>) -> Result<Option<SessionEvent>, SessionError>;
+    fn read(&mut self, keys: &[Key], out: &mut SessionOut<Self::Message>)
+        -> Result<Option<SessionEvent>, SessionError>;
 
     /// Buffers a write; it is sent at commit.
     fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError>;
@@ -180,7 +181,12 @@ pub trait Session {
     fn abort(&mut self, out: &mut SessionOut<Self::Message>) -> Result<(), SessionError>;
 
     /// A message from the cluster; returns the completion it brings, if any.
-    fn on_message(&mut self, from: Addr, msg: Self::Message, out: &mut SessionOut<Self::Message>) -> Option<SessionEvent>;
+    fn on_message(
+        &mut self,
+        from: Addr,
+        msg: Self::Message,
+        out: &mut SessionOut<Self::Message>,
+    ) -> Option<SessionEvent>;
 }
 
 /// A protocol of the engine: its replica, its session and its messages.

@@ -13,7 +13,9 @@ pub mod mvstore;
 pub mod topology;
 pub mod wren;
 
-pub use engine::{CommitStamp, Key, Message, MsgClass, Outbox, Protocol, Replica, Session, SessionError, SessionEvent, Value};
+pub use engine::{
+    CommitStamp, Key, Message, MsgClass, Outbox, Protocol, Replica, Session, SessionError, SessionEvent, Value,
+};
 pub use hlc::{Hlc, PhysicalMicros, Timestamp};
 pub use ids::{Addr, ClientId, DcId, PartitionId, ReplicaId, TxId};
 pub use topology::Topology;

@@ -168,10 +168,7 @@ mod tests {
         assert!(!t.is_fully_replicated());
         assert!(t.holds(DcId(0), PartitionId(0)) && !t.holds(DcId(0), PartitionId(1)));
         assert_eq!(t.replicas_in(DcId(2)), vec![ReplicaId::new(2, 1)]);
-        assert_eq!(
-            Topology::with_placement(3, 1, vec![vec![]]),
-            Err(TopologyError::NoReplica(PartitionId(0)))
-        );
+        assert_eq!(Topology::with_placement(3, 1, vec![vec![]]), Err(TopologyError::NoReplica(PartitionId(0))));
         assert_eq!(
             Topology::with_placement(2, 1, vec![vec![DcId(5)]]),
             Err(TopologyError::UnknownDc { partition: PartitionId(0), dc: DcId(5) })

@@ -1,0 +1,213 @@
+//! The coordinator role (Alg. 2): assign snapshots, fan reads out to the
+//! partitions involved, run two-phase commit.
+
+use super::messages::WrenMsg;
+use super::replica::{WrenOutbox, WrenReplica};
+use super::snapshot::Snapshot;
+use super::Fault;
+use crate::engine::{Key, SessionError, Value};
+use crate::hlc::{PhysicalMicros, Timestamp};
+use crate::ids::{Addr, PartitionId, ReplicaId, TxId};
+use rustc_hash::FxHashMap;
+
+/// What a coordinator remembers of a running transaction (`TX[id]`).
+#[derive(Clone, Debug)]
+pub struct TxContext {
+    pub client: Addr,
+    pub snapshot: Snapshot,
+    /// Local clock reading of the client's last request.
+    pub last_active: PhysicalMicros,
+    pub pending: Pending,
+}
+
+#[derive(Clone, Debug)]
+pub enum Pending {
+    Idle,
+    /// Waiting for read slices from this many partitions.
+    Read {
+        waiting: usize,
+        values: Vec<(Key, Option<Value>)>,
+    },
+    /// Waiting for prepare replies; `ct` is the maximum proposal so far.
+    Commit {
+        waiting: usize,
+        ct: Timestamp,
+        cohorts: Vec<PartitionId>,
+    },
+}
+
+impl WrenReplica {
+    fn cohort(&self, partition: PartitionId) -> Addr {
+        Addr::Replica(ReplicaId { dc: self.dc(), partition })
+    }
+
+    fn reply_error(out: &mut WrenOutbox, to: Addr, tx: Option<TxId>, error: SessionError) {
+        out.send(to, WrenMsg::TxError { tx, error });
+    }
+
+    /// Alg. 2, lines 1–6.
+    pub(crate) fn on_start_tx(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        lst_c: Timestamp,
+        rst_c: Timestamp,
+        out: &mut WrenOutbox,
+    ) {
+        self.rst = self.rst.max(rst_c);
+        self.lst = self.lst.max(lst_c);
+        let tx = TxId::new(self.id.partition, self.next_tx);
+        self.next_tx += 1;
+        let snapshot = match self.config.fault {
+            // A fresh clock value rather than a stable one: not installed yet.
+            Fault::SnapshotFromClock => {
+                let lt = self.hlc.observe(now, self.lst);
+                Snapshot { lt, rt: self.rst.min(lt.prev()) }
+            }
+            _ => Snapshot { lt: self.lst, rt: self.rst.min(self.lst.prev()) },
+        };
+        self.contexts.insert(tx, TxContext { client, snapshot, last_active: now, pending: Pending::Idle });
+        out.send(client, WrenMsg::StartTxResp { tx, snapshot });
+    }
+
+    /// Takes the context of `tx` for a new operation from `client`, or
+    /// replies with the reason it cannot.
+    fn context_for(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        tx: TxId,
+        out: &mut WrenOutbox,
+    ) -> Option<&mut TxContext> {
+        match self.contexts.get_mut(&tx) {
+            Some(ctx) if ctx.client == client => {
+                if !matches!(ctx.pending, Pending::Idle) {
+                    Self::reply_error(out, client, Some(tx), SessionError::OperationInProgress);
+                    return None;
+                }
+                ctx.last_active = now;
+                Some(ctx)
+            }
+            _ => {
+                Self::reply_error(out, client, Some(tx), SessionError::UnknownTransaction);
+                None
+            }
+        }
+    }
+
+    /// Alg. 2, lines 7–16: one slice per partition, all in parallel.
+    pub(crate) fn on_tx_read(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        tx: TxId,
+        keys: Vec<Key>,
+        out: &mut WrenOutbox,
+    ) {
+        let topology = self.topology.clone();
+        let Some(ctx) = self.context_for(now, client, tx, out) else { return };
+        if keys.is_empty() {
+            out.send(client, WrenMsg::TxReadResp { tx, values: Vec::new() });
+            return;
+        }
+        let snapshot = ctx.snapshot;
+        let mut slices: FxHashMap<PartitionId, Vec<Key>> = FxHashMap::default();
+        for key in keys {
+            slices.entry(topology.partition_of(&key)).or_default().push(key);
+        }
+        let mut slices: Vec<_> = slices.into_iter().collect();
+        slices.sort_by_key(|(p, _)| *p);
+        ctx.pending = Pending::Read { waiting: slices.len(), values: Vec::new() };
+        for (partition, keys) in slices {
+            out.send(self.cohort(partition), WrenMsg::SliceReq { tx, keys, snapshot });
+        }
+    }
+
+    pub(crate) fn on_slice_resp(&mut self, tx: TxId, slice: Vec<(Key, Option<Value>)>, out: &mut WrenOutbox) {
+        let Some(ctx) = self.contexts.get_mut(&tx) else { return };
+        let Pending::Read { waiting, values } = &mut ctx.pending else { return };
+        values.extend(slice);
+        *waiting -= 1;
+        if *waiting == 0 {
+            let values = std::mem::take(values);
+            ctx.pending = Pending::Idle;
+            out.send(ctx.client, WrenMsg::TxReadResp { tx, values });
+        }
+    }
+
+    /// Alg. 2, lines 17–24: prepare at every partition written.
+    pub(crate) fn on_commit_req(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        tx: TxId,
+        hwt: Timestamp,
+        writes: Vec<(Key, Value)>,
+        out: &mut WrenOutbox,
+    ) {
+        let topology = self.topology.clone();
+        if writes.is_empty() {
+            Self::reply_error(out, client, Some(tx), SessionError::InvalidArgument("commit with no writes".into()));
+            return;
+        }
+        let Some(ctx) = self.context_for(now, client, tx, out) else { return };
+        let snapshot = ctx.snapshot;
+        // The highest timestamp the client has seen: the proposal exceeds it.
+        let ht = snapshot.lt.max(snapshot.rt).max(hwt);
+        let mut per_partition: FxHashMap<PartitionId, Vec<(Key, Value)>> = FxHashMap::default();
+        for (key, value) in writes {
+            per_partition.entry(topology.partition_of(&key)).or_default().push((key, value));
+        }
+        let mut per_partition: Vec<_> = per_partition.into_iter().collect();
+        per_partition.sort_by_key(|(p, _)| *p);
+        ctx.pending = Pending::Commit {
+            waiting: per_partition.len(),
+            ct: Timestamp::ZERO,
+            cohorts: per_partition.iter().map(|(p, _)| *p).collect(),
+        };
+        for (partition, writes) in per_partition {
+            out.send(self.cohort(partition), WrenMsg::PrepareReq { tx, snapshot, ht, writes });
+        }
+    }
+
+    /// Alg. 2, lines 25–28: the commit time is the maximum proposal.
+    pub(crate) fn on_prepare_resp(&mut self, tx: TxId, pt: Timestamp, out: &mut WrenOutbox) {
+        let Some(ctx) = self.contexts.get_mut(&tx) else { return };
+        let Pending::Commit { waiting, ct, .. } = &mut ctx.pending else { return };
+        *ct = (*ct).max(pt);
+        *waiting -= 1;
+        if *waiting > 0 {
+            return;
+        }
+        let ctx = self.contexts.remove(&tx).expect("context present");
+        let Pending::Commit { ct, cohorts, .. } = ctx.pending else { unreachable!() };
+        for partition in cohorts {
+            out.send(self.cohort(partition), WrenMsg::Commit { tx, ct });
+        }
+        out.send(ctx.client, WrenMsg::CommitResp { tx, ct });
+    }
+
+    /// A read-only or aborted transaction is over.
+    pub(crate) fn on_end_tx(&mut self, tx: TxId) {
+        if matches!(self.contexts.get(&tx), Some(ctx) if matches!(ctx.pending, Pending::Idle)) {
+            self.contexts.remove(&tx);
+        }
+    }
+
+    /// Forgets idle transactions whose client has been silent longer than
+    /// the timeout; a later request for one is answered `UnknownTransaction`.
+    pub(crate) fn expire_contexts(&mut self, now: PhysicalMicros) {
+        let timeout = self.config.tx_context_timeout_us;
+        let before = self.contexts.len();
+        self.contexts
+            .retain(|_, ctx| !matches!(ctx.pending, Pending::Idle) || now.saturating_sub(ctx.last_active) < timeout);
+        self.stats.contexts_expired += (before - self.contexts.len()) as u64;
+    }
+
+    /// The oldest snapshot a transaction coordinated here may still read;
+    /// with none running, the snapshot a new one would get (§IV, GC).
+    pub(crate) fn oldest_local_snapshot(&self) -> Snapshot {
+        let current = Snapshot { lt: self.lst, rt: self.rst.min(self.lst.prev()) };
+        self.contexts.values().fold(current, |oldest, ctx| oldest.meet(ctx.snapshot))
+    }
+}

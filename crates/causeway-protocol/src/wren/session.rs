@@ -1,0 +1,273 @@
+//! The Wren client session (Alg. 1): the snapshot it has seen, its write
+//! set, read set and the cache of its own writes not yet in the local stable
+//! snapshot (CANToR).
+
+use super::messages::WrenMsg;
+use super::Fault;
+use crate::engine::{CommitStamp, Key, Session, SessionError, SessionEvent, SessionOut, Value};
+use crate::hlc::Timestamp;
+use crate::ids::{Addr, ClientId, ReplicaId, TxId};
+use crate::topology::Topology;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Starting,
+    Active,
+    /// Waiting for the coordinator's answer to a read; `local` holds what the
+    /// session could answer itself, `keys` the order the caller asked in.
+    Reading {
+        keys: Vec<Key>,
+        local: FxHashMap<Key, Option<Value>>,
+    },
+    Committing,
+}
+
+/// What a session remembers between transactions, so a client can resume
+/// it on another connection to the same DC.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionToken {
+    pub lst: Timestamp,
+    pub rst: Timestamp,
+    pub hwt: Timestamp,
+}
+
+pub struct WrenSession {
+    id: ClientId,
+    coordinator: ReplicaId,
+    fault: Fault,
+    state: State,
+    tx: Option<TxId>,
+    lst: Timestamp,
+    rst: Timestamp,
+    /// Commit time of the client's last update transaction.
+    hwt: Timestamp,
+    /// Write set, in first-write order (later writes of a key replace the
+    /// value in place).
+    ws: Vec<(Key, Value)>,
+    ws_index: FxHashMap<Key, usize>,
+    /// Read set: what this transaction has read, for repeatable reads.
+    rs: FxHashMap<Key, Option<Value>>,
+    /// The client cache `WC`: own writes with their commit time.
+    wc: FxHashMap<Key, (Value, Timestamp)>,
+}
+
+impl WrenSession {
+    pub fn new(id: ClientId, coordinator: ReplicaId, _topology: Arc<Topology>, fault: Fault) -> Self {
+        assert_eq!(id.dc, coordinator.dc, "a session talks to a coordinator in its own DC");
+        WrenSession {
+            id,
+            coordinator,
+            fault,
+            state: State::Idle,
+            tx: None,
+            lst: Timestamp::ZERO,
+            rst: Timestamp::ZERO,
+            hwt: Timestamp::ZERO,
+            ws: Vec::new(),
+            ws_index: FxHashMap::default(),
+            rs: FxHashMap::default(),
+            wc: FxHashMap::default(),
+        }
+    }
+
+    pub fn token(&self) -> SessionToken {
+        SessionToken { lst: self.lst, rst: self.rst, hwt: self.hwt }
+    }
+
+    /// Number of entries in the client cache.
+    pub fn cache_len(&self) -> usize {
+        self.wc.len()
+    }
+
+    /// The snapshot of the running (or last) transaction: `(lst, rst)`.
+    pub fn snapshot(&self) -> (Timestamp, Timestamp) {
+        (self.lst, self.rst)
+    }
+
+    fn to_coordinator(&self) -> Addr {
+        Addr::Replica(self.coordinator)
+    }
+
+    fn active_tx(&self) -> Result<TxId, SessionError> {
+        match (&self.state, self.tx) {
+            (State::Active, Some(tx)) => Ok(tx),
+            (State::Idle, _) => Err(SessionError::NoActiveTransaction),
+            _ => Err(SessionError::OperationInProgress),
+        }
+    }
+
+    /// Alg. 1, line 11: write set, read set, cache — in this order.
+    fn local_value(&self, key: &Key) -> Option<Option<Value>> {
+        if let Some(&i) = self.ws_index.get(key) {
+            return Some(Some(self.ws[i].1.clone()));
+        }
+        if let Some(v) = self.rs.get(key) {
+            return Some(v.clone());
+        }
+        if self.fault == Fault::SkipClientCache {
+            return None;
+        }
+        self.wc.get(key).map(|(v, _)| Some(v.clone()))
+    }
+
+    fn end_transaction(&mut self) {
+        self.state = State::Idle;
+        self.tx = None;
+        self.ws.clear();
+        self.ws_index.clear();
+        self.rs.clear();
+    }
+}
+
+impl Session for WrenSession {
+    type Message = WrenMsg;
+
+    fn id(&self) -> ClientId {
+        self.id
+    }
+
+    /// Alg. 1, lines 1–7 (the reply is handled in `on_message`).
+    fn begin(&mut self, out: &mut SessionOut<WrenMsg>) -> Result<Option<SessionEvent>, SessionError> {
+        match self.state {
+            State::Idle => {}
+            State::Active => return Err(SessionError::TransactionActive),
+            _ => return Err(SessionError::OperationInProgress),
+        }
+        self.state = State::Starting;
+        out.push((self.to_coordinator(), WrenMsg::StartTxReq { lst: self.lst, rst: self.rst }));
+        Ok(None)
+    }
+
+    /// Alg. 1, lines 8–20.
+    fn read(&mut self, keys: &[Key], out: &mut SessionOut<WrenMsg>) -> Result<Option<SessionEvent>, SessionError> {
+        let tx = self.active_tx()?;
+        if keys.iter().any(|k| k.is_empty()) {
+            return Err(SessionError::InvalidArgument("empty key".into()));
+        }
+        let mut local = FxHashMap::default();
+        let mut remote: Vec<Key> = Vec::new();
+        for key in keys {
+            if local.contains_key(key) || remote.contains(key) {
+                continue;
+            }
+            match self.local_value(key) {
+                Some(v) => {
+                    local.insert(key.clone(), v);
+                }
+                None => remote.push(key.clone()),
+            }
+        }
+        if remote.is_empty() {
+            let values = keys.iter().map(|k| (k.clone(), local[k].clone())).collect();
+            for (k, v) in &local {
+                self.rs.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            return Ok(Some(SessionEvent::Read(values)));
+        }
+        self.state = State::Reading { keys: keys.to_vec(), local };
+        out.push((self.to_coordinator(), WrenMsg::TxReadReq { tx, keys: remote }));
+        Ok(None)
+    }
+
+    /// Alg. 1, lines 21–25.
+    fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
+        self.active_tx()?;
+        if key.is_empty() {
+            return Err(SessionError::InvalidArgument("empty key".into()));
+        }
+        match self.ws_index.get(&key) {
+            Some(&i) => self.ws[i].1 = value,
+            None => {
+                self.ws_index.insert(key.clone(), self.ws.len());
+                self.ws.push((key, value));
+            }
+        }
+        Ok(())
+    }
+
+    /// Alg. 1, lines 26–32. A transaction without writes commits locally.
+    fn commit(&mut self, out: &mut SessionOut<WrenMsg>) -> Result<Option<SessionEvent>, SessionError> {
+        let tx = self.active_tx()?;
+        if self.ws.is_empty() {
+            out.push((self.to_coordinator(), WrenMsg::EndTx { tx }));
+            self.end_transaction();
+            return Ok(Some(SessionEvent::Committed(None)));
+        }
+        self.state = State::Committing;
+        out.push((self.to_coordinator(), WrenMsg::CommitReq { tx, hwt: self.hwt, writes: self.ws.clone() }));
+        Ok(None)
+    }
+
+    fn abort(&mut self, out: &mut SessionOut<WrenMsg>) -> Result<(), SessionError> {
+        let tx = self.active_tx()?;
+        out.push((self.to_coordinator(), WrenMsg::EndTx { tx }));
+        self.end_transaction();
+        Ok(())
+    }
+
+    fn on_message(&mut self, from: Addr, msg: WrenMsg, _out: &mut SessionOut<WrenMsg>) -> Option<SessionEvent> {
+        if from != self.to_coordinator() {
+            return None;
+        }
+        match (msg, std::mem::replace(&mut self.state, State::Idle)) {
+            (WrenMsg::StartTxResp { tx, snapshot }, State::Starting) => {
+                self.lst = snapshot.lt;
+                self.rst = snapshot.rt;
+                self.tx = Some(tx);
+                self.rs.clear();
+                self.ws.clear();
+                self.ws_index.clear();
+                // Alg. 1, line 7: what the snapshot includes leaves the cache.
+                let lst = self.lst;
+                self.wc.retain(|_, (_, ct)| *ct > lst);
+                self.state = State::Active;
+                Some(SessionEvent::Started)
+            }
+            (WrenMsg::TxReadResp { tx, values }, State::Reading { keys, mut local }) if Some(tx) == self.tx => {
+                for (k, v) in values {
+                    self.rs.entry(k.clone()).or_insert_with(|| v.clone());
+                    local.insert(k, v);
+                }
+                for (k, v) in &local {
+                    self.rs.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+                let mut result = Vec::with_capacity(keys.len());
+                for k in keys {
+                    match local.get(&k) {
+                        Some(v) => result.push((k, v.clone())),
+                        None => {
+                            // The coordinator left a key out: the transaction
+                            // cannot trust this answer.
+                            self.end_transaction();
+                            return Some(SessionEvent::Failed(SessionError::InvalidArgument(
+                                "the coordinator's reply misses a key".into(),
+                            )));
+                        }
+                    }
+                }
+                self.state = State::Active;
+                Some(SessionEvent::Read(result))
+            }
+            (WrenMsg::CommitResp { tx, ct }, State::Committing) if Some(tx) == self.tx => {
+                self.hwt = ct;
+                for (k, v) in std::mem::take(&mut self.ws) {
+                    self.wc.insert(k, (v, ct));
+                }
+                self.end_transaction();
+                Some(SessionEvent::Committed(Some(CommitStamp { ts: ct, dc: self.coordinator.dc, txid: tx })))
+            }
+            (WrenMsg::TxError { error, .. }, state) if state != State::Idle && state != State::Active => {
+                self.end_transaction();
+                Some(SessionEvent::Failed(error))
+            }
+            (_, state) => {
+                // Stale or unexpected: keep the state as it was.
+                self.state = state;
+                None
+            }
+        }
+    }
+}
