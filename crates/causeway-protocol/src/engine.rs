@@ -54,6 +54,13 @@ pub trait Message: Clone + Debug + Serialize + DeserializeOwned + Send + 'static
         None
     }
 
+    /// Periodic traffic that never stops on its own (heartbeats, stable-time
+    /// gossip). Drivers wait for the other messages to drain before they
+    /// call a cluster settled.
+    fn is_background(&self) -> bool {
+        self.class() == MsgClass::Stabilization
+    }
+
     /// The tag of the read request this message answers.
     fn read_reply_tag(&self) -> Option<u64> {
         None

@@ -129,6 +129,10 @@ impl Message for WrenMsg {
         }
     }
 
+    fn is_background(&self) -> bool {
+        matches!(self, WrenMsg::Heartbeat { .. } | WrenMsg::StableUp(_) | WrenMsg::StableDown { .. })
+    }
+
     fn read_request_tag(&self) -> Option<u64> {
         match self {
             WrenMsg::SliceReq { tx, .. } => Some(tx.0),

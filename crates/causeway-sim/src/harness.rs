@@ -1,0 +1,217 @@
+//! A hand-cranked cluster for scenario tests: nothing moves unless the test
+//! says so. Messages wait in one in-flight list until the test delivers
+//! them (all, or those a predicate picks); timers fire when the test fires
+//! them; each replica's physical clock reads what the test set.
+//!
+//! It is generic over the protocol, so the same scenario (the paper's
+//! Figure 1, say) can be replayed against every protocol of the engine.
+
+use causeway_protocol::engine::{Outbox, SessionOut};
+use causeway_protocol::{
+    Addr, ClientId, Key, Message, PhysicalMicros, Protocol, Replica, ReplicaId, Session, SessionError, SessionEvent,
+    Topology, Value,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub type Timer<P> = <<P as Protocol>::Replica as Replica>::Timer;
+
+/// A message on its way.
+#[derive(Clone, Debug)]
+pub struct InFlight<M> {
+    pub from: Addr,
+    pub to: Addr,
+    pub msg: M,
+}
+
+pub struct Harness<P: Protocol> {
+    pub topology: Arc<Topology>,
+    config: P::Config,
+    replicas: BTreeMap<ReplicaId, P::Replica>,
+    clocks: BTreeMap<ReplicaId, PhysicalMicros>,
+    sessions: BTreeMap<ClientId, P::Session>,
+    /// Messages sent and not delivered yet, in send order.
+    pub in_flight: Vec<InFlight<P::Message>>,
+    /// Completions the sessions reported, in order.
+    pub events: Vec<(ClientId, SessionEvent)>,
+    /// Read requests a replica did not answer in the step it received them.
+    pub reads_waited: u64,
+    pub reads_answered_at_once: u64,
+}
+
+impl<P: Protocol> Harness<P> {
+    /// A cluster with every replica's clock at `start_us`. Timers the
+    /// replicas arm are ignored: tests fire them by hand.
+    pub fn new(topology: Topology, config: P::Config, start_us: PhysicalMicros) -> Self {
+        let topology = Arc::new(topology);
+        P::validate(&topology, &config).expect("scenario topology fits the protocol");
+        let mut h = Harness {
+            config,
+            replicas: BTreeMap::new(),
+            clocks: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            in_flight: Vec::new(),
+            events: Vec::new(),
+            reads_waited: 0,
+            reads_answered_at_once: 0,
+            topology: topology.clone(),
+        };
+        for id in topology.all_replicas() {
+            let mut r = P::replica(id, topology.clone(), &h.config);
+            let mut out = Outbox::default();
+            r.start(start_us, &mut out);
+            h.replicas.insert(id, r);
+            h.clocks.insert(id, start_us);
+            h.absorb(Addr::Replica(id), out);
+        }
+        h
+    }
+
+    pub fn replica(&self, id: ReplicaId) -> &P::Replica {
+        &self.replicas[&id]
+    }
+
+    pub fn replica_mut(&mut self, id: ReplicaId) -> &mut P::Replica {
+        self.replicas.get_mut(&id).expect("known replica")
+    }
+
+    pub fn session(&self, id: ClientId) -> &P::Session {
+        &self.sessions[&id]
+    }
+
+    pub fn set_clock(&mut self, id: ReplicaId, now: PhysicalMicros) {
+        self.clocks.insert(id, now);
+    }
+
+    /// Sets every replica's clock.
+    pub fn set_all_clocks(&mut self, now: PhysicalMicros) {
+        for c in self.clocks.values_mut() {
+            *c = now;
+        }
+    }
+
+    /// Moves every replica's clock forward.
+    pub fn advance_clocks(&mut self, by: PhysicalMicros) {
+        for c in self.clocks.values_mut() {
+            *c += by;
+        }
+    }
+
+    pub fn add_session(&mut self, id: ClientId, coordinator: ReplicaId) {
+        let s = P::session(id, coordinator, self.topology.clone(), &self.config);
+        self.sessions.insert(id, s);
+    }
+
+    fn absorb(&mut self, from: Addr, out: Outbox<P::Message, Timer<P>>) {
+        for (to, msg) in out.messages {
+            self.in_flight.push(InFlight { from, to, msg });
+        }
+    }
+
+    fn absorb_session(&mut self, from: ClientId, out: SessionOut<P::Message>) {
+        for (to, msg) in out {
+            self.in_flight.push(InFlight { from: Addr::Client(from), to, msg });
+        }
+    }
+
+    fn session_call<T>(
+        &mut self,
+        id: ClientId,
+        call: impl FnOnce(&mut P::Session, &mut SessionOut<P::Message>) -> T,
+    ) -> T {
+        let mut out = SessionOut::new();
+        let s = self.sessions.get_mut(&id).expect("known session");
+        let r = call(s, &mut out);
+        self.absorb_session(id, out);
+        r
+    }
+
+    pub fn begin(&mut self, c: ClientId) -> Result<Option<SessionEvent>, SessionError> {
+        self.session_call(c, |s, out| s.begin(out))
+    }
+
+    pub fn read(&mut self, c: ClientId, keys: &[&str]) -> Result<Option<SessionEvent>, SessionError> {
+        let keys: Vec<Key> = keys.iter().map(|k| Key::from(k.to_string())).collect();
+        self.session_call(c, |s, out| s.read(&keys, out))
+    }
+
+    pub fn write(&mut self, c: ClientId, key: &str, value: &str) -> Result<(), SessionError> {
+        let (k, v) = (Key::from(key.to_string()), Value::from(value.to_string()));
+        self.session_call(c, |s, _| s.write(k, v))
+    }
+
+    pub fn commit(&mut self, c: ClientId) -> Result<Option<SessionEvent>, SessionError> {
+        self.session_call(c, |s, out| s.commit(out))
+    }
+
+    pub fn abort(&mut self, c: ClientId) -> Result<(), SessionError> {
+        self.session_call(c, |s, out| s.abort(out))
+    }
+
+    /// Delivers one in-flight message (by index) and queues what it causes.
+    pub fn deliver_at(&mut self, index: usize) {
+        let InFlight { from, to, msg } = self.in_flight.remove(index);
+        match to {
+            Addr::Replica(id) => {
+                let tag = msg.read_request_tag();
+                let now = self.clocks[&id];
+                let mut out = Outbox::default();
+                self.replicas.get_mut(&id).expect("known replica").on_message(now, from, msg, &mut out);
+                if let Some(tag) = tag {
+                    if out.messages.iter().any(|(a, m)| *a == from && m.read_reply_tag() == Some(tag)) {
+                        self.reads_answered_at_once += 1;
+                    } else {
+                        self.reads_waited += 1;
+                    }
+                }
+                self.absorb(to, out);
+            }
+            Addr::Client(id) => {
+                let mut out = SessionOut::new();
+                let event = self.sessions.get_mut(&id).expect("known session").on_message(from, msg, &mut out);
+                self.absorb_session(id, out);
+                if let Some(e) = event {
+                    self.events.push((id, e));
+                }
+            }
+        }
+    }
+
+    /// Delivers, in FIFO order, every message `pick` selects — including
+    /// those the deliveries cause — until none is left. Returns how many.
+    pub fn deliver_where(&mut self, mut pick: impl FnMut(&InFlight<P::Message>) -> bool) -> usize {
+        let mut n = 0;
+        while let Some(i) = self.in_flight.iter().position(&mut pick) {
+            self.deliver_at(i);
+            n += 1;
+        }
+        n
+    }
+
+    /// Delivers everything, to a fixed point.
+    pub fn deliver_all(&mut self) -> usize {
+        self.deliver_where(|_| true)
+    }
+
+    /// Fires `timer` at one replica.
+    pub fn fire(&mut self, id: ReplicaId, timer: Timer<P>) {
+        let now = self.clocks[&id];
+        let mut out = Outbox::default();
+        self.replicas.get_mut(&id).expect("known replica").on_timer(now, timer, &mut out);
+        self.absorb(Addr::Replica(id), out);
+    }
+
+    /// Fires `timer` at every replica, in id order.
+    pub fn fire_all(&mut self, timer: Timer<P>) {
+        let ids: Vec<ReplicaId> = self.replicas.keys().copied().collect();
+        for id in ids {
+            self.fire(id, timer);
+        }
+    }
+
+    /// The last completion a session reported, taken out of the log.
+    pub fn take_event(&mut self, c: ClientId) -> Option<SessionEvent> {
+        let i = self.events.iter().rposition(|(id, _)| *id == c)?;
+        Some(self.events.remove(i).1)
+    }
+}

@@ -1,0 +1,134 @@
+//! What a simulation run reports.
+
+use causeway_history::History;
+use causeway_protocol::engine::ReplicaStats;
+use causeway_protocol::MsgClass;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Summary of a distribution of microsecond values.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Percentiles {
+    pub count: usize,
+    pub mean: f64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+impl Percentiles {
+    pub fn of(mut values: Vec<u64>) -> Self {
+        if values.is_empty() {
+            return Percentiles::default();
+        }
+        values.sort_unstable();
+        let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+        Percentiles {
+            count: values.len(),
+            mean: values.iter().sum::<u64>() as f64 / values.len() as f64,
+            p50: at(0.5),
+            p99: at(0.99),
+            max: *values.last().unwrap(),
+        }
+    }
+}
+
+pub struct SimReport {
+    pub protocol: &'static str,
+    pub seed: u64,
+    pub dcs: u16,
+    pub partitions: u32,
+    pub clients: usize,
+    pub committed: usize,
+    pub aborted: usize,
+    /// Committed transactions that wrote.
+    pub updates: usize,
+    /// Simulated time the workload ran.
+    pub sim_time_us: u64,
+    /// Simulated time from the end of the workload until every write was
+    /// applied everywhere; `None` if the cluster did not settle in time.
+    pub settle_time_us: Option<u64>,
+    pub wall: Duration,
+    pub events: u64,
+    pub messages_by_class: BTreeMap<MsgClass, u64>,
+    /// Read requests that reached a replica.
+    pub reads: u64,
+    /// Of those, how many the replica did not answer at once.
+    pub reads_waited: u64,
+    pub read_wait_us: Percentiles,
+    pub txn_latency_us: Percentiles,
+    pub replica_stats: ReplicaStats,
+    pub history: History,
+}
+
+impl SimReport {
+    pub fn settled(&self) -> bool {
+        self.settle_time_us.is_some()
+    }
+
+    /// Transactions finished per second of wall-clock time.
+    pub fn txns_per_wall_second(&self) -> f64 {
+        (self.committed + self.aborted) as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.2} ms", us / 1000.0)
+}
+
+impl fmt::Display for SimReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let total = self.committed + self.aborted;
+        writeln!(
+            f,
+            "{} on {} DCs x {} partitions, {} clients, seed {}",
+            self.protocol, self.dcs, self.partitions, self.clients, self.seed
+        )?;
+        writeln!(
+            f,
+            "  transactions   {total} finished: {} committed ({} with writes), {} aborted",
+            self.committed, self.updates, self.aborted
+        )?;
+        let sim_s = self.sim_time_us as f64 / 1e6;
+        writeln!(
+            f,
+            "  simulated      {:.3} s ({:.0} txn/s simulated); settled {}",
+            sim_s,
+            total as f64 / sim_s.max(1e-9),
+            match self.settle_time_us {
+                Some(us) => format!("{} after the workload", ms(us as f64)),
+                None => "NOT within the settle limit".into(),
+            }
+        )?;
+        writeln!(
+            f,
+            "  wall time      {:.3} s ({:.0} simulated txn per wall second, {} events)",
+            self.wall.as_secs_f64(),
+            self.txns_per_wall_second(),
+            self.events
+        )?;
+        let l = &self.txn_latency_us;
+        writeln!(f, "  txn latency    mean {}, p50 {}, p99 {}", ms(l.mean), ms(l.p50 as f64), ms(l.p99 as f64))?;
+        let w = &self.read_wait_us;
+        writeln!(
+            f,
+            "  reads waited   {} of {} read requests{}",
+            self.reads_waited,
+            self.reads,
+            if self.reads_waited > 0 {
+                format!(" (mean wait {}, max {})", ms(w.mean), ms(w.max as f64))
+            } else {
+                String::new()
+            }
+        )?;
+        let classes: Vec<String> = self.messages_by_class.iter().map(|(c, n)| format!("{c:?} {n}")).collect();
+        writeln!(f, "  messages       {}", classes.join(", "))?;
+        let s = &self.replica_stats;
+        write!(
+            f,
+            "  versions       {} stored, {} garbage-collected; {} stale contexts expired",
+            s.versions, s.versions_collected, s.contexts_expired
+        )
+    }
+}

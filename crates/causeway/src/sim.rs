@@ -1,0 +1,209 @@
+//! `causeway sim`: a simulated cluster from flags.
+
+use anyhow::{bail, Context, Result};
+use causeway_history::check;
+use causeway_protocol::wren::{Wren, WrenConfig};
+use causeway_sim::{Cut, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
+use clap::{Args, ValueEnum};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ProtocolName {
+    /// Wren: nonblocking reads from the local stable snapshot plus a client cache.
+    Wren,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum WorkloadName {
+    /// Random keys: reads, then writes, over a few partitions per transaction.
+    Random,
+    /// Atomicity invariant: each update writes one value to a whole group of keys.
+    Groups,
+}
+
+/// A DC cut off from the others for an interval: `DC:START_MS-END_MS`.
+#[derive(Clone, Copy, Debug)]
+pub struct CutArg(Cut);
+
+impl FromStr for CutArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = || format!("expected DC:START_MS-END_MS (for example 1:200-900), got {s:?}");
+        let (dc, span) = s.split_once(':').ok_or_else(usage)?;
+        let (start, end) = span.split_once('-').ok_or_else(usage)?;
+        let dc: u16 = dc.trim_start_matches("dc").parse().map_err(|_| usage())?;
+        let start: f64 = start.parse().map_err(|_| usage())?;
+        let end: f64 = end.parse().map_err(|_| usage())?;
+        if !(start >= 0.0 && end > start) {
+            return Err(format!("the cut must end after it starts: {s:?}"));
+        }
+        Ok(CutArg(Cut { dc, start_us: (start * 1000.0) as u64, end_us: (end * 1000.0) as u64 }))
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    /// Protocol to run.
+    #[arg(long, value_enum, default_value = "wren")]
+    protocol: ProtocolName,
+    /// Data centers (at most the number of regions in the WAN model).
+    #[arg(long, default_value_t = 3)]
+    dcs: u16,
+    /// Partitions per DC.
+    #[arg(long, default_value_t = 4)]
+    partitions: u32,
+    /// Closed-loop clients per partition in each DC.
+    #[arg(long, default_value_t = 2)]
+    clients: u32,
+    /// Stop after this many transactions have finished.
+    #[arg(long, conflicts_with = "duration_ms")]
+    txns: Option<u64>,
+    /// Stop after this much simulated time, in milliseconds.
+    #[arg(long)]
+    duration_ms: Option<u64>,
+    /// Seed of the run: the same seed gives the same history, byte for byte.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Clock skew: node clock offsets are drawn from ±SKEW/2 milliseconds.
+    #[arg(long, default_value_t = 10.0)]
+    skew_ms: f64,
+    /// Clock drift: drawn from ±DRIFT parts per million.
+    #[arg(long, default_value_t = 50)]
+    drift_ppm: u32,
+    /// Cut a DC off from the others: DC:START_MS-END_MS of simulated time (repeatable).
+    #[arg(long = "cut", value_name = "DC:START_MS-END_MS")]
+    cuts: Vec<CutArg>,
+    /// Write the history (JSON Lines) to this file.
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
+    /// WAN model (TOML, like config/wan.toml); the bundled one by default.
+    #[arg(long, value_name = "FILE")]
+    wan: Option<PathBuf>,
+    /// Workload kind.
+    #[arg(long, value_enum, default_value = "random")]
+    workload: WorkloadName,
+    /// Reads per transaction.
+    #[arg(long, default_value_t = 19)]
+    reads: u32,
+    /// Writes per update transaction.
+    #[arg(long, default_value_t = 1)]
+    writes: u32,
+    /// Partitions each transaction touches.
+    #[arg(long, default_value_t = 4)]
+    partitions_per_txn: u32,
+    /// Keys per partition.
+    #[arg(long, default_value_t = 1000)]
+    keys: u32,
+    /// Zipf constant of key popularity (0 for uniform).
+    #[arg(long, default_value_t = 0.99)]
+    zipf: f64,
+    /// Fraction of read-only transactions.
+    #[arg(long, default_value_t = 0.1)]
+    read_only: f64,
+    /// Fraction of update transactions the client aborts.
+    #[arg(long, default_value_t = 0.02)]
+    aborts: f64,
+    /// Key groups of the `groups` workload.
+    #[arg(long, default_value_t = 20)]
+    groups: u32,
+    /// Δ_R: apply and replication interval, in milliseconds.
+    #[arg(long, default_value_t = 5.0)]
+    delta_r_ms: f64,
+    /// Δ_G: stabilization interval, in milliseconds.
+    #[arg(long, default_value_t = 5.0)]
+    delta_g_ms: f64,
+}
+
+fn micros(ms: f64, what: &str) -> Result<u64> {
+    if !(ms.is_finite() && ms >= 0.0) {
+        bail!("{what} must be a non-negative number of milliseconds");
+    }
+    Ok((ms * 1000.0).round() as u64)
+}
+
+pub fn run(args: SimArgs) -> Result<ExitCode> {
+    let wan = match &args.wan {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            WanModel::parse(&text)?
+        }
+        None => WanModel::default_model(),
+    };
+    let workload = match args.workload {
+        WorkloadName::Random => WorkloadKind::Random(WorkloadConfig {
+            reads_per_txn: args.reads,
+            writes_per_txn: args.writes,
+            partitions_per_txn: args.partitions_per_txn,
+            keys_per_partition: args.keys,
+            zipf: args.zipf,
+            read_only_fraction: args.read_only,
+            abort_fraction: args.aborts,
+            ..WorkloadConfig::default()
+        }),
+        WorkloadName::Groups => WorkloadKind::Groups { groups: args.groups, read_only_fraction: 0.5 },
+    };
+    let txns = match (args.txns, args.duration_ms) {
+        (None, None) => Some(10_000),
+        (t, _) => t,
+    };
+    let config = SimConfig {
+        seed: args.seed,
+        dcs: args.dcs,
+        partitions: args.partitions,
+        clients_per_partition: args.clients,
+        txns,
+        duration_us: args.duration_ms.map(|ms| ms * 1000),
+        wan,
+        max_skew_us: micros(args.skew_ms, "--skew-ms")?,
+        max_drift_ppm: args.drift_ppm,
+        cuts: args.cuts.iter().map(|c| c.0).collect(),
+        workload,
+        ..SimConfig::default()
+    };
+    let report = match args.protocol {
+        ProtocolName::Wren => {
+            let wren = WrenConfig {
+                apply_interval_us: micros(args.delta_r_ms, "--delta-r-ms")?.max(1),
+                stabilization_interval_us: micros(args.delta_g_ms, "--delta-g-ms")?.max(1),
+                ..WrenConfig::default()
+            };
+            Simulation::<Wren>::new(config, &wren)?.run()
+        }
+    };
+    println!("{report}");
+    if let Some(path) = &args.history {
+        let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let mut w = BufWriter::new(file);
+        report.history.write_jsonl(&mut w).and_then(|_| w.flush())?;
+        println!(
+            "  history        {} lines in {}",
+            report.history.txns.len() + report.history.finals.len(),
+            path.display()
+        );
+    }
+    let started = std::time::Instant::now();
+    let verdict = check(&report.history);
+    let elapsed = started.elapsed();
+    let mut ok = verdict.is_tcc() && report.settled();
+    println!(
+        "  checker        {} ({} transactions in {:.3} s)",
+        if verdict.is_tcc() { "TCC: no violations" } else { "VIOLATIONS FOUND" },
+        report.history.txns.len(),
+        elapsed.as_secs_f64()
+    );
+    if !verdict.is_tcc() {
+        println!("{verdict}");
+    }
+    if !report.settled() {
+        println!("  the cluster did not settle: writes were still unapplied at the settle limit");
+    }
+    if report.protocol == "wren" && report.reads_waited > 0 {
+        println!("  Wren reads must never wait, but {} did", report.reads_waited);
+        ok = false;
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
