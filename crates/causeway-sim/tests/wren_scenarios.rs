@@ -3,12 +3,12 @@
 //! visibility of a multi-partition write, a DC cut off and healed, and
 //! garbage collection.
 
+use causeway_protocol::wren::WrenMsg;
 use causeway_protocol::wren::{Fault, Wren, WrenConfig, WrenTimer};
 use causeway_protocol::{
     Addr, ClientId, DcId, Key, Replica, ReplicaId, SessionError, SessionEvent, Timestamp, Topology, Value,
 };
 use causeway_sim::harness::Harness;
-use causeway_protocol::wren::WrenMsg;
 
 const START_US: u64 = 1_000_000;
 

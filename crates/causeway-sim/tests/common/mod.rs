@@ -1,0 +1,73 @@
+//! Shared by the simulator's integration tests.
+#![allow(dead_code)]
+
+use causeway_history::{check, Report};
+use causeway_protocol::wren::{Wren, WrenConfig};
+use causeway_sim::{Cut, SimConfig, SimReport, Simulation, WorkloadConfig, WorkloadKind};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// How many seeds a property test runs: `CAUSEWAY_SEEDS` or the default.
+pub fn seeds(default: u64) -> u64 {
+    std::env::var("CAUSEWAY_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// A random but seed-determined cluster and fault schedule: 1–5 DCs,
+/// 1–8 partitions, clock skew up to 60 ms, drift, and up to two DC cuts.
+pub fn random_config(seed: u64, txns: u64) -> SimConfig {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_c0de);
+    let dcs = rng.random_range(1..=5u16);
+    let partitions = rng.random_range(1..=8u32);
+    let mut cuts = Vec::new();
+    if dcs > 1 {
+        for _ in 0..rng.random_range(0..=2) {
+            let start_us = rng.random_range(0..400_000);
+            let len = rng.random_range(20_000..400_000);
+            cuts.push(Cut { dc: rng.random_range(0..dcs), start_us, end_us: start_us + len });
+        }
+    }
+    let workload = WorkloadConfig {
+        reads_per_txn: rng.random_range(1..=8),
+        writes_per_txn: rng.random_range(1..=4),
+        partitions_per_txn: rng.random_range(1..=4),
+        keys_per_partition: rng.random_range(5..=60),
+        zipf: if rng.random_bool(0.7) { 0.99 } else { 0.0 },
+        read_only_fraction: rng.random_range(0.0..0.5),
+        abort_fraction: 0.05,
+        rewrite_fraction: 0.05,
+        max_read_rounds: rng.random_range(1..=3),
+        think_time_us: if rng.random_bool(0.3) { rng.random_range(0..20_000) } else { 0 },
+    };
+    SimConfig {
+        seed,
+        dcs,
+        partitions,
+        clients_per_partition: rng.random_range(1..=3),
+        txns: Some(txns),
+        max_skew_us: rng.random_range(0..=60_000),
+        max_drift_ppm: rng.random_range(0..=200),
+        cuts,
+        workload: WorkloadKind::Random(workload),
+        ..SimConfig::default()
+    }
+}
+
+pub fn run_wren(config: SimConfig, wren: &WrenConfig) -> (SimReport, Report) {
+    let report = Simulation::<Wren>::new(config, wren).expect("valid configuration").run();
+    let verdict = check(&report.history);
+    (report, verdict)
+}
+
+/// Runs `f` over `0..n` on two threads (the machine has two cores).
+pub fn par_seeds<T: Send>(n: u64, f: impl Fn(u64) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4) as u64;
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || (0..n).filter(|s| s % threads == t).map(|s| (s, f(s))).collect::<Vec<_>>()))
+            .collect();
+        let mut all: Vec<(u64, T)> = handles.into_iter().flat_map(|h| h.join().expect("seed thread")).collect();
+        all.sort_by_key(|(s, _)| *s);
+        all.into_iter().map(|(_, t)| t).collect()
+    })
+}

@@ -1,0 +1,93 @@
+//! The `causeway` command as a user meets it.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn causeway(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_causeway")).args(args).output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("causeway-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn sim_runs_checks_and_writes_a_history_that_check_accepts() {
+    let path = scratch("sim.jsonl");
+    let out =
+        causeway(&["sim", "--txns", "600", "--seed", "7", "--cut", "2:100-300", "--history", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("reads waited   0 of"), "{text}");
+    assert!(text.contains("TCC: no violations"), "{text}");
+    let check = causeway(&["check", path.to_str().unwrap()]);
+    assert!(check.status.success(), "{}", stdout(&check));
+    assert_eq!(check.status.code(), Some(0));
+}
+
+#[test]
+fn sim_with_the_same_seed_writes_the_same_history() {
+    let (a, b) = (scratch("a.jsonl"), scratch("b.jsonl"));
+    for p in [&a, &b] {
+        let out =
+            causeway(&["sim", "--txns", "300", "--seed", "11", "--skew-ms", "30", "--history", p.to_str().unwrap()]);
+        assert!(out.status.success());
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
+
+#[test]
+fn check_rejects_a_fractured_read_with_exit_status_1() {
+    let path = scratch("fractured.jsonl");
+    let lines = [
+        r#"{"txid":"w","session":"s1","seq":1,"dc":0,"status":"committed","ops":[{"op":"w","key":"x","value":"w:x"},{"op":"w","key":"y","value":"w:y"}],"commit_ts":[10,0,1],"start_us":0,"end_us":1}"#,
+        r#"{"txid":"r","session":"s2","seq":1,"dc":0,"status":"committed","ops":[{"op":"r","key":"x","value":"w:x"},{"op":"r","key":"y","value":null}],"start_us":2,"end_us":3}"#,
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = causeway(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("fractured"), "{}", stdout(&out));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_not_a_panic() {
+    let missing = causeway(&["check", "/nonexistent/history.jsonl"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("cannot open"), "{}", stderr(&missing));
+
+    let garbage = scratch("garbage.jsonl");
+    std::fs::write(&garbage, "{\"txid\": 1}\n").unwrap();
+    let out = causeway(&["check", garbage.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("line 1"), "{}", stderr(&out));
+
+    let too_many = causeway(&["sim", "--dcs", "9", "--txns", "10"]);
+    assert_eq!(too_many.status.code(), Some(2));
+    assert!(stderr(&too_many).contains("regions"), "{}", stderr(&too_many));
+
+    let bad_cut = causeway(&["sim", "--cut", "1:300"]);
+    assert_eq!(bad_cut.status.code(), Some(2));
+    assert!(stderr(&bad_cut).contains("DC:START_MS-END_MS"), "{}", stderr(&bad_cut));
+
+    let panicked = [&missing, &out, &too_many, &bad_cut].iter().any(|o| stderr(o).contains("panicked"));
+    assert!(!panicked);
+}
+
+#[test]
+fn every_command_has_help() {
+    for args in [vec!["--help"], vec!["sim", "--help"], vec!["check", "--help"]] {
+        let out = causeway(&args);
+        assert!(out.status.success());
+        assert!(stdout(&out).contains("Usage"), "{args:?}");
+    }
+}
