@@ -19,4 +19,4 @@ pub mod workload;
 
 pub use config::{Cut, SimConfig, WanModel, WorkloadConfig, WorkloadKind};
 pub use report::SimReport;
-pub use simulation::Simulation;
+pub use simulation::{Progress, Simulation};

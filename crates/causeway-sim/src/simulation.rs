@@ -87,6 +87,17 @@ pub struct Simulation<P: Protocol> {
     reads_waited: u64,
     read_wait_us: Vec<u64>,
     latencies_us: Vec<u64>,
+    progress: Option<Box<dyn FnMut(Progress)>>,
+}
+
+/// Where a run is, for a progress display.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub finished_txns: u64,
+    pub target_txns: Option<u64>,
+    pub sim_time_us: u64,
+    pub target_sim_time_us: Option<u64>,
+    pub settling: bool,
 }
 
 impl<P: Protocol> Simulation<P> {
@@ -125,6 +136,7 @@ impl<P: Protocol> Simulation<P> {
             reads_waited: 0,
             read_wait_us: Vec::new(),
             latencies_us: Vec::new(),
+            progress: None,
             rng: ChaCha8Rng::seed_from_u64(0),
             cfg,
         };
@@ -160,6 +172,12 @@ impl<P: Protocol> Simulation<P> {
         }
         sim.rng = ChaCha8Rng::seed_from_u64(rng.random());
         Ok(sim)
+    }
+
+    /// Calls `report` every so often while the run goes on.
+    pub fn with_progress(mut self, report: impl FnMut(Progress) + 'static) -> Self {
+        self.progress = Some(Box::new(report));
+        self
     }
 
     pub fn topology(&self) -> &Topology {
@@ -205,6 +223,9 @@ impl<P: Protocol> Simulation<P> {
             debug_assert!(at >= self.now, "time went back");
             self.now = at;
             self.events += 1;
+            if self.events % 100_000 == 0 {
+                self.report_progress();
+            }
             match event {
                 Event::Link(id) => self.on_link_ready(id),
                 Event::Timer(node, timer) => {
@@ -227,6 +248,19 @@ impl<P: Protocol> Simulation<P> {
             }
         }
         self.into_report(wall.elapsed())
+    }
+
+    fn report_progress(&mut self) {
+        let progress = Progress {
+            finished_txns: self.finished,
+            target_txns: self.cfg.txns,
+            sim_time_us: self.now - self.started_at,
+            target_sim_time_us: self.cfg.duration_us,
+            settling: self.stopping,
+        };
+        if let Some(report) = self.progress.as_mut() {
+            report(progress);
+        }
     }
 
     fn workload_over(&self) -> bool {

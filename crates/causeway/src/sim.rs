@@ -3,10 +3,10 @@
 use anyhow::{bail, Context, Result};
 use causeway_history::check;
 use causeway_protocol::wren::{Wren, WrenConfig};
-use causeway_sim::{Cut, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
+use causeway_sim::{Cut, Progress, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -118,6 +118,20 @@ pub struct SimArgs {
     delta_g_ms: f64,
 }
 
+/// A one-line progress display on a terminal; nothing when piped.
+fn show_progress(p: Progress) {
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    let target = match (p.target_txns, p.target_sim_time_us) {
+        (Some(n), _) => format!("{} / {n} transactions", p.finished_txns),
+        (None, Some(d)) => format!("{:.2} / {:.2} simulated s", p.sim_time_us as f64 / 1e6, d as f64 / 1e6),
+        (None, None) => format!("{} transactions", p.finished_txns),
+    };
+    let phase = if p.settling { " (settling)" } else { "" };
+    eprint!("\r\x1b[2Ksimulating: {target}{phase}");
+}
+
 fn micros(ms: f64, what: &str) -> Result<u64> {
     if !(ms.is_finite() && ms >= 0.0) {
         bail!("{what} must be a non-negative number of milliseconds");
@@ -171,9 +185,12 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
                 stabilization_interval_us: micros(args.delta_g_ms, "--delta-g-ms")?.max(1),
                 ..WrenConfig::default()
             };
-            Simulation::<Wren>::new(config, &wren)?.run()
+            Simulation::<Wren>::new(config, &wren)?.with_progress(show_progress).run()
         }
     };
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
     println!("{report}");
     if let Some(path) = &args.history {
         let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;

@@ -36,13 +36,15 @@ impl WrenReplica {
         writes: Vec<(Key, Value)>,
         out: &mut WrenOutbox,
     ) {
+        if let Some(existing) = self.prepared.get(&tx) {
+            // A prepare delivered twice: answer again with the same proposal.
+            out.send(from, WrenMsg::PrepareResp { tx, pt: existing.pt });
+            return;
+        }
         let pt = self.hlc.tick(now, ht);
         self.lst = self.lst.max(snapshot.lt);
         self.rst = self.rst.max(snapshot.rt);
-        if self.prepared.insert(tx, PreparedTx { pt, rdt: snapshot.rt, writes }).is_some() {
-            // A duplicate prepare would leave a stale entry in the order.
-            panic!("transaction {tx:?} prepared twice at {}", self.id);
-        }
+        self.prepared.insert(tx, PreparedTx { pt, rdt: snapshot.rt, writes });
         self.prepared_order.insert((pt, tx));
         out.send(from, WrenMsg::PrepareResp { tx, pt });
     }

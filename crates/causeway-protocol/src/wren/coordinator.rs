@@ -154,8 +154,18 @@ impl WrenReplica {
         let snapshot = ctx.snapshot;
         // The highest timestamp the client has seen: the proposal exceeds it.
         let ht = snapshot.lt.max(snapshot.rt).max(hwt);
-        let mut per_partition: FxHashMap<PartitionId, Vec<(Key, Value)>> = FxHashMap::default();
+        // A key written twice keeps its last value: one version per key and
+        // transaction, whatever a client sends.
+        let mut last: FxHashMap<Key, Value> = FxHashMap::default();
+        let mut order: Vec<Key> = Vec::new();
         for (key, value) in writes {
+            if last.insert(key.clone(), value).is_none() {
+                order.push(key);
+            }
+        }
+        let mut per_partition: FxHashMap<PartitionId, Vec<(Key, Value)>> = FxHashMap::default();
+        for key in order {
+            let value = last.remove(&key).expect("every key has its value");
             per_partition.entry(topology.partition_of(&key)).or_default().push((key, value));
         }
         let mut per_partition: Vec<_> = per_partition.into_iter().collect();

@@ -25,15 +25,6 @@ enum State {
     Committing,
 }
 
-/// What a session remembers between transactions, so a client can resume
-/// it on another connection to the same DC.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SessionToken {
-    pub lst: Timestamp,
-    pub rst: Timestamp,
-    pub hwt: Timestamp,
-}
-
 pub struct WrenSession {
     id: ClientId,
     coordinator: ReplicaId,
@@ -71,10 +62,6 @@ impl WrenSession {
             rs: FxHashMap::default(),
             wc: FxHashMap::default(),
         }
-    }
-
-    pub fn token(&self) -> SessionToken {
-        SessionToken { lst: self.lst, rst: self.rst, hwt: self.hwt }
     }
 
     /// Number of entries in the client cache.
@@ -259,7 +246,9 @@ impl Session for WrenSession {
                 self.end_transaction();
                 Some(SessionEvent::Committed(Some(CommitStamp { ts: ct, dc: self.coordinator.dc, txid: tx })))
             }
-            (WrenMsg::TxError { error, .. }, state) if state != State::Idle && state != State::Active => {
+            (WrenMsg::TxError { tx, error }, state)
+                if state != State::Idle && state != State::Active && (tx.is_none() || tx == self.tx) =>
+            {
                 self.end_transaction();
                 Some(SessionEvent::Failed(error))
             }
