@@ -1,6 +1,15 @@
 //! Histories of what clients saw, and the checker that judges whether a
 //! history is transactionally causally consistent (TCC).
+//!
+//! * [`format`](mod@format): the JSON Lines history format, part of Causeway's public
+//!   interface (`docs/HISTORY.md`).
+//! * [`checker`]: [`check`] turns a [`History`] into a [`Report`].
+//! * [`synth`]: histories that are TCC by construction, for testing and
+//!   timing the checker.
 
+pub mod checker;
 pub mod format;
+pub mod synth;
 
+pub use checker::{check, CheckStats, Report, Violation, ViolationKind};
 pub use format::{CommitTs, FinalState, History, Op, OpKind, ParseError, StampElem, Status, TxnRecord};

@@ -1,0 +1,75 @@
+//! Writes a synthetic TCC history as JSON Lines, or times the checker on it.
+//!
+//! ```text
+//! cargo run --release -p causeway-history --example gen_history -- 100000 > h.jsonl
+//! cargo run --release -p causeway-history --example gen_history -- 100000 --check
+//! ```
+//!
+//! Options: `N` (transactions, default 100000), `--sessions S` (100),
+//! `--dcs D` (3), `--keys K` (10000), `--seed X` (1), `--check` (generate,
+//! check in memory and print the verdict and the time instead of the history).
+
+use causeway_history::check;
+use causeway_history::synth::{generate, SynthConfig};
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+fn main() -> ExitCode {
+    let mut config = SynthConfig::default();
+    let mut time_check = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut number = |name: &str| -> usize {
+            args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+                eprintln!("{name} needs a number");
+                std::process::exit(2)
+            })
+        };
+        match arg.as_str() {
+            "--check" => time_check = true,
+            "--sessions" => config.sessions = number("--sessions"),
+            "--dcs" => config.dcs = number("--dcs"),
+            "--keys" => config.keys = number("--keys"),
+            "--seed" => config.seed = number("--seed") as u64,
+            "-h" | "--help" => {
+                eprintln!("usage: gen_history [N] [--sessions S] [--dcs D] [--keys K] [--seed X] [--check]");
+                return ExitCode::SUCCESS;
+            }
+            n => match n.parse() {
+                Ok(n) => config.txns = n,
+                Err(_) => {
+                    eprintln!("unknown argument {n:?}; try --help");
+                    return ExitCode::from(2);
+                }
+            },
+        }
+    }
+
+    let started = Instant::now();
+    let history = generate(&config);
+    let generated = started.elapsed();
+    if !time_check {
+        let mut out = BufWriter::new(io::stdout().lock());
+        if let Err(e) = history.write_jsonl(&mut out).and_then(|_| out.flush()) {
+            eprintln!("cannot write the history: {e}");
+            return ExitCode::FAILURE;
+        }
+        return ExitCode::SUCCESS;
+    }
+    let started = Instant::now();
+    let report = check(&history);
+    let checked = started.elapsed();
+    println!("{report}");
+    println!(
+        "generated {} transactions in {:.3} s; checked in {:.3} s",
+        history.txns.len(),
+        generated.as_secs_f64(),
+        checked.as_secs_f64()
+    );
+    if report.is_tcc() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,248 @@
+//! The first pass over reads: each read on its own, in program order inside
+//! its transaction. It names the writer of every read, reports the reads
+//! that are wrong whatever the causal order (unknown, aborted, intermediate,
+//! future, internal), and leaves for the causal pass only the external reads
+//! that *could* miss a newer write.
+//!
+//! This is the pass that hashes strings (one lookup per read), so it runs
+//! on several threads; it needs nothing but the read-only [`Index`].
+
+use super::index::Index;
+use super::{Found, ViolationKind, NONE};
+use crate::format::{OpKind, TxnRecord};
+use rustc_hash::FxHashMap;
+use std::ops::Range;
+
+/// An external read the causal pass must judge: some committed write of
+/// its key is newer than what it returned.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExtRead {
+    /// Index of the read in its transaction's ops, for messages.
+    pub op: u32,
+    pub key: u32,
+    /// The writing transaction, or NONE for a read of null.
+    pub writer: u32,
+    /// The write's entry in the `Writers` arrays, or NONE for a read of null.
+    pub slot: u32,
+}
+
+/// Per transaction (CSR layout): the external reads left to judge, and the
+/// committed transactions it read from directly (sorted, distinct, never
+/// itself) — its reads-from predecessors.
+pub(crate) struct Resolved {
+    pub ext_start: Vec<u32>,
+    pub ext: Vec<ExtRead>,
+    pub wr_start: Vec<u32>,
+    pub wr: Vec<u32>,
+}
+
+impl Resolved {
+    pub fn ext_reads(&self, t: u32) -> &[ExtRead] {
+        &self.ext[self.ext_start[t as usize] as usize..self.ext_start[t as usize + 1] as usize]
+    }
+
+    pub fn read_from(&self, t: u32) -> &[u32] {
+        &self.wr[self.wr_start[t as usize] as usize..self.wr_start[t as usize + 1] as usize]
+    }
+}
+
+/// Below this many transactions threads cost more than they save.
+const PARALLEL_FROM: usize = 20_000;
+
+pub(crate) fn resolve(ix: &Index, found: &mut Found) -> Resolved {
+    let n = ix.history.txns.len();
+    let threads =
+        if n < PARALLEL_FROM { 1 } else { std::thread::available_parallelism().map_or(1, |p| p.get()).min(4) };
+    let chunks: Vec<(Resolved, Found)> = if threads == 1 {
+        vec![resolve_range(ix, 0..n)]
+    } else {
+        let per = n.div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|c| {
+                    let range = (c * per).min(n)..((c + 1) * per).min(n);
+                    scope.spawn(move || resolve_range(ix, range))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("read resolution thread panicked")).collect()
+        })
+    };
+    let mut all = Resolved { ext_start: vec![0], ext: Vec::new(), wr_start: vec![0], wr: Vec::new() };
+    for (part, part_found) in chunks {
+        let (ext_base, wr_base) = (all.ext.len() as u32, all.wr.len() as u32);
+        all.ext_start.extend(part.ext_start[1..].iter().map(|s| s + ext_base));
+        all.wr_start.extend(part.wr_start[1..].iter().map(|s| s + wr_base));
+        all.ext.extend(part.ext);
+        all.wr.extend(part.wr);
+        found.extend(part_found);
+    }
+    all
+}
+
+/// What a transaction already did to a key, which decides its next read.
+#[derive(Clone, Copy)]
+enum Seen<'h> {
+    Wrote(&'h str),
+    Read(Option<&'h str>),
+}
+
+fn shown(value: Option<&str>) -> String {
+    match value {
+        Some(v) => format!("{v:?}"),
+        None => "null".to_string(),
+    }
+}
+
+fn resolve_range(ix: &Index, range: Range<usize>) -> (Resolved, Found) {
+    let mut out = Resolved { ext_start: vec![0], ext: Vec::new(), wr_start: vec![0], wr: Vec::new() };
+    let mut found = Found::default();
+    let mut seen: FxHashMap<&str, Seen> = FxHashMap::default();
+    let mut read_from: Vec<u32> = Vec::new();
+    for i in range {
+        let t = i as u32;
+        let rec = &ix.history.txns[i];
+        seen.clear();
+        read_from.clear();
+        for (oi, op) in rec.ops.iter().enumerate() {
+            let got = op.value.as_deref();
+            if op.op == OpKind::Write {
+                // A write of null is malformed (reported by the index); it
+                // changes nothing a later read could see.
+                if let Some(v) = got {
+                    seen.insert(&op.key, Seen::Wrote(v));
+                }
+                continue;
+            }
+            match seen.get(op.key.as_str()) {
+                Some(&Seen::Wrote(mine)) => {
+                    if got != Some(mine) {
+                        found.txn(
+                            ViolationKind::InternalRead,
+                            t,
+                            rec,
+                            Some(&op.key),
+                            format!("reads {} after writing {mine:?} in the same transaction", shown(got)),
+                        );
+                    }
+                }
+                Some(&Seen::Read(before)) => {
+                    if got != before {
+                        found.txn(
+                            ViolationKind::InternalRead,
+                            t,
+                            rec,
+                            Some(&op.key),
+                            format!(
+                                "reads {} after reading {} in the same transaction: its snapshot changed",
+                                shown(got),
+                                shown(before)
+                            ),
+                        );
+                    }
+                }
+                None => {
+                    seen.insert(&op.key, Seen::Read(got));
+                    external(ix, t, rec, oi as u32, &mut out.ext, &mut read_from, &mut found);
+                }
+            }
+        }
+        read_from.sort_unstable();
+        read_from.dedup();
+        out.wr.extend_from_slice(&read_from);
+        out.ext_start.push(out.ext.len() as u32);
+        out.wr_start.push(out.wr.len() as u32);
+    }
+    (out, found)
+}
+
+/// The first read of a key the transaction has not written: it must come
+/// from a committed final write of that key by another transaction.
+fn external(
+    ix: &Index,
+    t: u32,
+    rec: &TxnRecord,
+    oi: u32,
+    ext: &mut Vec<ExtRead>,
+    read_from: &mut Vec<u32>,
+    found: &mut Found,
+) {
+    let op = &rec.ops[oi as usize];
+    let key = ix.key_id(&op.key);
+    let Some(value) = op.value.as_deref() else {
+        // A read of null is judged by the causal pass, if anyone wrote the key.
+        if let Some(k) = key {
+            if ix.writers.key_max[k as usize].0 > 0 {
+                ext.push(ExtRead { op: oi, key: k, writer: NONE, slot: NONE });
+            }
+        }
+        return;
+    };
+    let Some(&w) = ix.values.get(value) else {
+        found.txn(
+            ViolationKind::UnknownValue,
+            t,
+            rec,
+            Some(&op.key),
+            format!("reads {value:?}, which no transaction wrote"),
+        );
+        return;
+    };
+    if Some(w.key) != key {
+        found.txn(
+            ViolationKind::UnknownValue,
+            t,
+            rec,
+            Some(&op.key),
+            format!(
+                "reads {value:?}, which {} wrote to key {}, not to this key",
+                ix.txid(w.txn),
+                ix.key_names[w.key as usize]
+            ),
+        );
+        return;
+    }
+    if w.txn == t {
+        found.txn(
+            ViolationKind::FutureRead,
+            t,
+            rec,
+            Some(&op.key),
+            format!("reads {value:?}, its own write, before writing it"),
+        );
+        return;
+    }
+    if !ix.committed[w.txn as usize] {
+        found.txn(
+            ViolationKind::AbortedRead,
+            t,
+            rec,
+            Some(&op.key),
+            format!("reads {value:?}, written by {}, which aborted", ix.txid(w.txn)),
+        );
+        return;
+    }
+    // The writer committed, so this read is an observation of it whatever
+    // else is wrong with the read: it orders the writer before the reader.
+    read_from.push(w.txn);
+    if !w.is_final {
+        found.txn(
+            ViolationKind::IntermediateRead,
+            t,
+            rec,
+            Some(&op.key),
+            format!(
+                "reads {value:?}, which {} overwrote with {:?} before committing",
+                ix.txid(w.txn),
+                ix.final_value(w.txn, w.key)
+            ),
+        );
+        return;
+    }
+    let rank = ix.rank[w.txn as usize];
+    // A writer without a rank has no commit_ts (reported as malformed) and
+    // cannot be compared; a writer that is the key's last-writer-wins winner
+    // cannot be overtaken by anything in the causal past.
+    if rank > 0 && rank < ix.writers.key_max[w.key as usize].0 {
+        ext.push(ExtRead { op: oi, key: w.key, writer: w.txn, slot: ix.write_slot[w.write as usize] });
+    }
+}

@@ -1,0 +1,437 @@
+//! One small history per kind of violation, each rejected with exactly that
+//! kind, and valid histories that must be accepted. Values are named
+//! `writer:key` so each read shows whom it read from.
+
+mod common;
+
+use causeway_history::ViolationKind::{self, *};
+use causeway_history::{check, CommitTs, FinalState, History, StampElem};
+use common::*;
+
+// ---------------------------------------------------------------- valid --
+
+#[test]
+fn an_empty_history_is_tcc() {
+    let report = check_kinds(&History::default(), &[]);
+    assert!(report.is_tcc());
+    assert_eq!(report.stats.txns, 0);
+}
+
+#[test]
+fn concurrent_conflicting_writes_are_read_in_lww_order() {
+    let mut h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s2", 1, &[w("x", "b:x")], Some(2)),
+        // c saw only a, d saw b: both fine, a and b are concurrent.
+        txn("c", "s3", 1, &[r("x", "a:x")], None),
+        txn("d", "s4", 1, &[r("x", "b:x")], None),
+        // Moving from a to the newer b along a session is fine too.
+        txn("c2", "s3", 2, &[r("x", "b:x")], None),
+        // e saw both (a through s1, b by reading): it must read b, and does.
+        txn("e", "s1", 2, &[r("x", "b:x"), w("y", "e:y")], Some(3)),
+    ]);
+    h.finals = vec![final_state(0, &[("x", "b:x"), ("y", "e:y")]), final_state(1, &[("x", "b:x"), ("y", "e:y")])];
+    let report = check_kinds(&h, &[]);
+    assert_eq!(report.stats.committed, 6);
+    assert_eq!(report.stats.sessions, 4);
+    assert_eq!(report.stats.reads, 4);
+    assert_eq!(report.stats.writes, 3);
+}
+
+#[test]
+fn read_only_transactions_carry_causality_without_commit_ts() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("ro1", "s2", 1, &[r("x", "a:x"), r0("y")], None),
+        // A read-only transaction may carry a commit_ts; it is ignored.
+        txn("ro2", "s2", 2, &[r("x", "a:x")], Some(1)),
+        txn("b", "s2", 3, &[r("x", "a:x"), w("x", "b:x")], Some(2)),
+    ]);
+    check_kinds(&h, &[]);
+}
+
+#[test]
+fn null_reads_without_a_causal_writer_are_fine() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(5)),
+        txn("b", "s2", 1, &[r0("x"), r0("nobody-wrote-this")], None),
+        txn("c", "s2", 2, &[r0("x"), w("z", "c:z")], Some(6)),
+    ]);
+    check_kinds(&h, &[]);
+}
+
+#[test]
+fn aborted_transactions_nobody_read_are_fine() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        aborted("ab", "s2", 1, &[r("x", "a:x"), w("x", "ab:x")]),
+        txn("b", "s2", 2, &[r("x", "a:x")], None),
+        aborted("ab2", "s1", 2, &[w("y", "ab2:y")]),
+        txn("c", "s1", 3, &[r0("y"), r("x", "a:x")], None),
+    ]);
+    let report = check_kinds(&h, &[]);
+    assert_eq!(report.stats.aborted, 2);
+}
+
+#[test]
+fn reads_of_own_writes_are_fine() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn(
+            "t",
+            "s2",
+            1,
+            &[
+                r("x", "a:x"),
+                w("x", "t:x#1"),
+                r("x", "t:x#1"),
+                w("x", "t:x"),
+                r("x", "t:x"),
+                r("x", "t:x"),
+                w("y", "t:y"),
+                r("y", "t:y"),
+            ],
+            Some(2),
+        ),
+        txn("u", "s1", 2, &[r("x", "t:x"), r("y", "t:y")], None),
+    ]);
+    check_kinds(&h, &[]);
+}
+
+#[test]
+fn a_partial_dc_may_leave_keys_out() {
+    let mut h = history(vec![txn("a", "s1", 1, &[w("x", "a:x"), w("y", "a:y")], Some(1))]);
+    h.finals = vec![
+        final_state(0, &[("x", "a:x"), ("y", "a:y")]),
+        FinalState { partial: true, ..final_state(1, &[("y", "a:y")]) },
+    ];
+    check_kinds(&h, &[]);
+}
+
+#[test]
+fn the_history_format_feeds_the_checker() {
+    let text = r#"{"txid":"a","session":"s1","seq":1,"dc":0,"status":"committed","ops":[{"op":"w","key":"x","value":"a:x"}],"commit_ts":[10,0,"a"],"start_us":0,"end_us":1}
+{"txid":"b","session":"s2","seq":1,"dc":1,"status":"committed","ops":[{"op":"r","key":"x","value":"a:x"},{"op":"w","key":"x","value":"b:x"}],"commit_ts":[11,1,"b"],"start_us":2,"end_us":3}
+{"txid":"c","session":"s2","seq":2,"dc":1,"status":"committed","ops":[{"op":"r","key":"x","value":"a:x"}],"start_us":4,"end_us":5}
+{"type":"final","dc":0,"state":{"x":"b:x"}}
+{"type":"final","dc":1,"state":{"x":"b:x"}}
+"#;
+    let h = History::read_jsonl(text.as_bytes()).unwrap();
+    // c follows b in its session, so it must see b's write of x.
+    let report = check_kinds(&h, &[CausalViolation]);
+    let v = &report.violations[0];
+    assert_eq!((v.txid.as_deref(), v.key.as_deref()), (Some("c"), Some("x")));
+    assert!(v.message.contains("b -so-> c"), "{}", v.message);
+}
+
+// -------------------------------------------------------- single reads --
+
+#[test]
+fn a_value_nobody_wrote_is_unknown() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s2", 1, &[r("x", "nobody:x")], None),
+        // The value exists, but was written to another key.
+        txn("c", "s3", 1, &[r("y", "a:x")], None),
+    ]);
+    let report = check_kinds(&h, &[UnknownValue]);
+    assert_eq!(report.count(UnknownValue), 2);
+}
+
+#[test]
+fn a_value_of_an_aborted_transaction_is_an_aborted_read() {
+    let h = history(vec![aborted("a", "s1", 1, &[w("x", "a:x")]), txn("b", "s2", 1, &[r("x", "a:x")], None)]);
+    let report = check_kinds(&h, &[AbortedRead]);
+    assert_eq!(report.violations[0].txid.as_deref(), Some("b"));
+}
+
+#[test]
+fn a_value_its_writer_overwrote_is_an_intermediate_read() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x#1"), w("x", "a:x")], Some(1)),
+        txn("b", "s2", 1, &[r("x", "a:x#1")], None),
+    ]);
+    check_kinds(&h, &[IntermediateRead]);
+}
+
+#[test]
+fn reading_your_own_write_before_making_it_is_a_future_read() {
+    let h = history(vec![txn("t", "s1", 1, &[r("x", "t:x"), w("x", "t:x")], Some(1))]);
+    check_kinds(&h, &[FutureRead]);
+}
+
+#[test]
+fn a_read_that_ignores_an_own_write_is_an_internal_read() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("t", "s2", 1, &[w("x", "t:x"), r("x", "a:x")], Some(2)),
+    ]);
+    check_kinds(&h, &[InternalRead]);
+}
+
+#[test]
+fn a_snapshot_that_changes_inside_a_transaction_is_an_internal_read() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s2", 1, &[w("x", "b:x")], Some(2)),
+        txn("t", "s3", 1, &[r("x", "a:x"), r("x", "b:x")], None),
+        txn("u", "s4", 1, &[r0("x"), r("x", "a:x")], None),
+    ]);
+    let report = check_kinds(&h, &[InternalRead]);
+    assert_eq!(report.count(InternalRead), 2);
+}
+
+// ------------------------------------------------------------ causality --
+
+#[test]
+fn seeing_half_of_a_transaction_is_a_fractured_read() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x"), w("y", "a:y")], Some(1)),
+        txn("b", "s2", 1, &[w("x", "b:x"), w("y", "b:y")], Some(2)),
+        txn("t", "s3", 1, &[r("x", "b:x"), r("y", "a:y")], None),
+        // Missing a write entirely (null) while seeing its sibling, too.
+        txn("u", "s4", 1, &[r0("z"), r("x", "c:x")], None),
+        txn("c", "s5", 1, &[w("x", "c:x"), w("z", "c:z")], Some(3)),
+    ]);
+    let report = check_kinds(&h, &[FracturedRead]);
+    assert_eq!(report.count(FracturedRead), 2);
+    let v = &report.violations[0];
+    assert_eq!((v.txid.as_deref(), v.key.as_deref()), (Some("t"), Some("y")));
+    assert!(v.message.contains("key x from b"), "{}", v.message);
+}
+
+#[test]
+fn missing_a_write_seen_through_a_third_session_is_a_causal_violation() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s2", 1, &[r("x", "a:x"), w("y", "b:y")], Some(2)),
+        // c saw b, b saw a: c must see a's x.
+        txn("c", "s3", 1, &[r("y", "b:y"), r0("x")], None),
+    ]);
+    let report = check_kinds(&h, &[CausalViolation]);
+    let v = &report.violations[0];
+    assert_eq!((v.txid.as_deref(), v.key.as_deref()), (Some("c"), Some("x")));
+    assert!(v.message.contains("a -wr-> b -wr-> c"), "{}", v.message);
+}
+
+#[test]
+fn an_old_value_behind_a_causal_chain_is_a_causal_violation() {
+    let h = history(vec![
+        txn("a0", "s0", 1, &[w("x", "a0:x")], Some(1)),
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(2)),
+        txn("b", "s2", 1, &[r("x", "a:x"), w("y", "b:y")], Some(3)),
+        txn("ro", "s3", 1, &[r("y", "b:y")], None),
+        // Through a read-only transaction and session order.
+        txn("c", "s3", 2, &[r("x", "a0:x")], None),
+    ]);
+    let report = check_kinds(&h, &[CausalViolation]);
+    assert!(report.violations[0].message.contains("a -wr-> b -wr-> ro -so-> c"), "{report}");
+}
+
+#[test]
+fn not_reading_your_own_session_s_writes_is_a_causal_violation() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s1", 2, &[w("x", "b:x")], Some(2)),
+        txn("c", "s1", 3, &[r("x", "a:x")], None),
+        txn("d", "s2", 1, &[w("y", "d:y")], Some(3)),
+        txn("e", "s2", 2, &[r0("y")], None),
+    ]);
+    let report = check_kinds(&h, &[CausalViolation]);
+    assert_eq!(report.count(CausalViolation), 2);
+}
+
+#[test]
+fn an_aborted_transaction_must_also_read_a_causal_snapshot() {
+    let h =
+        history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1)), aborted("b", "s1", 2, &[r0("x"), w("x", "b:x")])]);
+    check_kinds(&h, &[CausalViolation]);
+}
+
+#[test]
+fn reads_from_each_other_is_a_causal_cycle() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[r("y", "b:y"), w("x", "a:x")], Some(1)),
+        txn("b", "s2", 1, &[r("x", "a:x"), w("y", "b:y")], Some(2)),
+        txn("c", "s3", 1, &[r("x", "a:x"), r("y", "b:y")], None),
+    ]);
+    let report = check_kinds(&h, &[CausalCycle]);
+    let message = &report.violations[0].message;
+    assert!(message.contains("a -wr-> b -wr-> a"), "{message}");
+}
+
+#[test]
+fn reading_a_later_transaction_of_your_session_is_a_causal_cycle() {
+    let h = history(vec![
+        txn("t1", "s1", 1, &[r("x", "t3:x")], None),
+        txn("t2", "s1", 2, &[], None),
+        txn("t3", "s1", 3, &[w("x", "t3:x")], Some(1)),
+    ]);
+    let report = check_kinds(&h, &[CausalCycle]);
+    assert!(report.violations[0].message.contains("t1 -so-> t2 -so-> t3 -wr-> t1"), "{report}");
+}
+
+// ---------------------------------------------------------- arbitration --
+
+#[test]
+fn two_updates_with_one_commit_ts_are_duplicates() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(5)),
+        txn("b", "s2", 1, &[w("y", "b:y")], Some(5)),
+        // Read-only transactions may share anything.
+        txn("c", "s3", 1, &[], Some(5)),
+    ]);
+    check_kinds(&h, &[DuplicateCommitTs]);
+}
+
+#[test]
+fn numbers_and_strings_at_one_position_contradict() {
+    let mut h = history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1)), txn("b", "s2", 1, &[w("y", "b:y")], None)]);
+    h.txns[1].commit_ts = Some(CommitTs(vec![StampElem::Str("b".into())]));
+    check_kinds(&h, &[ArbitrationContradiction]);
+}
+
+#[test]
+fn a_session_whose_commit_ts_goes_back_breaks_session_arbitration() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(5)),
+        txn("ro", "s1", 2, &[r("x", "a:x")], None),
+        txn("b", "s1", 3, &[w("y", "b:y")], Some(3)),
+    ]);
+    let report = check_kinds(&h, &[SessionArbitration]);
+    assert_eq!(report.violations[0].txid.as_deref(), Some("b"));
+}
+
+#[test]
+fn a_causally_later_write_with_a_smaller_commit_ts_breaks_causal_arbitration() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(5)),
+        txn("b", "s2", 1, &[r("x", "a:x"), w("y", "b:y")], Some(3)),
+        // Transitively, through a read-only transaction and session order.
+        txn("ro", "s3", 1, &[r("x", "a:x")], None),
+        txn("c", "s3", 2, &[w("z", "c:z")], Some(4)),
+    ]);
+    let report = check_kinds(&h, &[CausalArbitration]);
+    assert_eq!(report.count(CausalArbitration), 2);
+    assert!(report.violations[1].message.contains("a -wr-> ro -so-> c"), "{report}");
+}
+
+// --------------------------------------------------------- final states --
+
+#[test]
+fn dcs_that_end_with_different_values_diverge() {
+    let mut h =
+        history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1)), txn("b", "s2", 1, &[w("x", "b:x")], Some(2))]);
+    h.finals = vec![final_state(0, &[("x", "b:x")]), final_state(1, &[("x", "a:x")])];
+    // Two DCs cannot both hold the newest value if they differ: the one
+    // holding the older value is also not last-writer-wins.
+    let report = check_kinds(&h, &[Divergence, FinalNotLww]);
+    assert_eq!(report.count(Divergence), 1);
+    assert!(report.violations.iter().all(|v| v.key.as_deref() == Some("x")));
+}
+
+#[test]
+fn a_dc_missing_a_key_diverges() {
+    let mut h = history(vec![txn("a", "s1", 1, &[w("x", "a:x"), w("y", "a:y")], Some(1))]);
+    h.finals = vec![final_state(0, &[("x", "a:x"), ("y", "a:y")]), final_state(1, &[("x", "a:x")])];
+    let report = check_kinds(&h, &[Divergence]);
+    assert_eq!(report.violations[0].key.as_deref(), Some("y"));
+}
+
+#[test]
+fn a_committed_write_no_dc_holds_is_lost() {
+    let mut h = history(vec![txn("a", "s1", 1, &[w("x", "a:x"), w("y", "a:y")], Some(1))]);
+    h.finals = vec![final_state(0, &[("x", "a:x")]), final_state(1, &[("x", "a:x")])];
+    let report = check_kinds(&h, &[Divergence]);
+    assert!(report.violations[0].message.starts_with("lost write"), "{report}");
+}
+
+#[test]
+fn a_final_value_that_is_not_the_newest_is_not_lww() {
+    let mut h =
+        history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(2)), txn("b", "s2", 1, &[w("x", "b:x")], Some(1))]);
+    h.finals = vec![final_state(0, &[("x", "b:x")]), final_state(1, &[("x", "b:x")])];
+    let report = check_kinds(&h, &[FinalNotLww]);
+    assert_eq!(report.count(FinalNotLww), 2);
+}
+
+#[test]
+fn a_final_value_nobody_committed_is_reported_like_a_read() {
+    let mut h = history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1)), aborted("b", "s2", 1, &[w("y", "b:y")])]);
+    h.finals = vec![final_state(0, &[("x", "a:x"), ("y", "b:y")])];
+    check_kinds(&h, &[AbortedRead]);
+    h.finals = vec![final_state(0, &[("x", "zz")])];
+    check_kinds(&h, &[UnknownValue]);
+}
+
+// ------------------------------------------------------------ malformed --
+
+#[test]
+fn format_rule_breaks_are_malformed() {
+    let cases: Vec<(&str, History)> = vec![
+        (
+            "duplicate txid",
+            history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1)), txn("a", "s2", 1, &[w("y", "a:y")], Some(2))]),
+        ),
+        (
+            "duplicate (session, seq)",
+            history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1)), txn("b", "s1", 1, &[w("y", "b:y")], Some(2))]),
+        ),
+        ("write of null", {
+            let mut t = txn("a", "s1", 1, &[w("x", "a:x")], Some(1));
+            t.ops[0].value = None;
+            history(vec![t])
+        }),
+        ("committed update without commit_ts", history(vec![txn("a", "s1", 1, &[w("x", "a:x")], None)])),
+        (
+            "value written twice",
+            history(vec![txn("a", "s1", 1, &[w("x", "v")], Some(1)), txn("b", "s2", 1, &[w("x", "v")], Some(2))]),
+        ),
+        ("two final lines for one DC", {
+            let mut h = history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1))]);
+            h.finals = vec![final_state(0, &[("x", "a:x")]), final_state(0, &[("x", "a:x")])];
+            h
+        }),
+    ];
+    for (what, h) in cases {
+        let report = check(&h);
+        assert_eq!(report.kinds(), vec![Malformed], "{what}:\n{report}");
+        assert_eq!(report.count(Malformed), 1, "{what}:\n{report}");
+    }
+}
+
+// --------------------------------------------------------------- report --
+
+#[test]
+fn kinds_have_distinct_names_and_descriptions() {
+    let mut names: Vec<&str> = ViolationKind::ALL.iter().map(|k| k.as_str()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), ViolationKind::ALL.len());
+    assert_eq!(FracturedRead.as_str(), "fractured-read");
+    assert!(ViolationKind::ALL.iter().all(|k| !k.describe().is_empty() && k.to_string() == k.as_str()));
+}
+
+#[test]
+fn the_report_prints_a_verdict_counts_and_at_most_twenty_per_kind() {
+    let mut txns = vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1))];
+    for i in 0..25 {
+        txns.push(txn(&format!("r{i}"), &format!("s{}", i + 2), 1, &[r("x", "nope")], None));
+    }
+    let report = check(&history(txns));
+    let text = report.to_string();
+    assert!(text.starts_with("NOT TCC: 25 violations in 26 transactions"), "{text}");
+    assert!(text.contains("unknown-value              25"), "{text}");
+    assert!(text.contains(UnknownValue.describe()), "{text}");
+    assert!(text.contains("txn r19 key x"), "{text}");
+    assert!(!text.contains("txn r20 key x"), "{text}");
+    assert!(text.contains("... and 5 more"), "{text}");
+
+    let clean = check(&history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1))]));
+    assert!(
+        clean
+            .to_string()
+            .starts_with("TCC: no violations in 1 transaction (1 committed, 0 aborted), 0 reads, 1 write, 1 session"),
+        "{clean}"
+    );
+}
