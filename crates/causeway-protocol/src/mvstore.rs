@@ -67,8 +67,8 @@ impl<M> VersionChain<M> {
     /// `visible_in_oldest` admits. When every snapshot still in use sees at
     /// least what the oldest one sees, those versions can never be read
     /// again. Returns how many were dropped.
-    pub fn prune(&mut self, mut visible_in_oldest: impl FnMut(&Version<M>) -> bool) -> usize {
-        match self.versions.iter().rposition(|v| visible_in_oldest(v)) {
+    pub fn prune(&mut self, visible_in_oldest: impl FnMut(&Version<M>) -> bool) -> usize {
+        match self.versions.iter().rposition(visible_in_oldest) {
             Some(0) | None => 0,
             Some(keep_from) => {
                 self.versions.drain(..keep_from);

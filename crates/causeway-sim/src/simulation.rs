@@ -223,7 +223,7 @@ impl<P: Protocol> Simulation<P> {
             debug_assert!(at >= self.now, "time went back");
             self.now = at;
             self.events += 1;
-            if self.events % 100_000 == 0 {
+            if self.events.is_multiple_of(100_000) {
                 self.report_progress();
             }
             match event {

@@ -283,7 +283,7 @@ fn a_dc_cut_off_keeps_committing_and_converges_after_the_heal() {
     let (lst_cut, rst_cut) = h.replica(watched).stable_times();
     assert_eq!(rst_cut, rst_before, "RST freezes while the DC is cut off");
     assert!(lst_cut > lst_before, "LST keeps advancing");
-    let mine = format!("v1@dc1");
+    let mine = "v1@dc1".to_string();
     assert_eq!(read_txn(&mut h, c1, &[&keys[1]], inside), vec![Some(mine)], "local writes visible locally");
 
     // Heal: everything held is delivered.
