@@ -12,7 +12,7 @@ use common::{par_seeds, random_config, run_wren, seeds};
 
 #[test]
 fn wren_is_tcc_and_never_waits_over_many_seeds() {
-    let n = seeds(500);
+    let n = seeds(1000);
     let failures: Vec<String> = par_seeds(n, |seed| {
         let config = random_config(seed, 300);
         let shape = format!(
