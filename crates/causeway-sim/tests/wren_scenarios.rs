@@ -78,52 +78,73 @@ fn everything(_: &causeway_sim::harness::InFlight<WrenMsg>) -> bool {
     true
 }
 
-/// Figure 1: T2 writes x and y; p_y commits it but the commit message to p_x
-/// is late. Wren gives c1's transaction a snapshot every partition has
-/// installed, so both reads return at once with the older, consistent
-/// versions X1 and Y1 — where Cure would block p_x's read.
-#[test]
-fn figure_1_wren_reads_older_consistent_versions_without_waiting() {
+/// The schedule of Figure 1, up to c1's read: X1 and Y1 are stable; T2
+/// writes X2 and Y2; p_y commits it, but T2's Commit message to p_x is held
+/// back, and p_x's clock lags behind the others.
+struct Figure1 {
+    h: Harness<Wren>,
+    x: String,
+    y: String,
+    px: ReplicaId,
+    pz: ReplicaId,
+    c1: ClientId,
+    /// T2's commit timestamp.
+    ct: Timestamp,
+}
+
+const PX: ReplicaId = ReplicaId { dc: DcId(0), partition: causeway_protocol::PartitionId(0) };
+
+/// Everything except T2's Commit to p_x moves.
+fn commit_to_px_held(m: &causeway_sim::harness::InFlight<WrenMsg>) -> bool {
+    !(m.to == Addr::Replica(PX) && matches!(m.msg, WrenMsg::Commit { .. }))
+}
+
+fn figure_1(config: WrenConfig) -> Figure1 {
     let topology = Topology::full(1, 4).unwrap();
     let (x, y) = (key_in(&topology, 0, "x"), key_in(&topology, 1, "y"));
-    let (px, pz, pw) = (ReplicaId::new(0, 0), ReplicaId::new(0, 2), ReplicaId::new(0, 3));
-    let mut h = Harness::<Wren>::new(topology, WrenConfig::default(), START_US);
+    let (pz, pw) = (ReplicaId::new(0, 2), ReplicaId::new(0, 3));
+    let mut h = Harness::<Wren>::new(topology, config, START_US);
     let (c0, c1, c2) = (client(0, 0), client(0, 1), client(0, 2));
     h.add_session(c0, pw);
     h.add_session(c1, pz);
     h.add_session(c2, pw);
 
-    // X1 and Y1 are written and become stable.
     assert!(matches!(run_txn(&mut h, c0, &[(&x, "X1"), (&y, "Y1")]), Some(SessionEvent::Committed(Some(_)))));
     tick(&mut h, 10_000, everything);
     tick(&mut h, 10_000, everything);
 
-    // T2 writes X2 and Y2; the Commit to p_x is held back. p_x's clock lags.
-    h.set_clock(px, h_clock_behind());
-    let late_commit_to_px = |m: &causeway_sim::harness::InFlight<WrenMsg>| {
-        !(m.to == Addr::Replica(px) && matches!(m.msg, WrenMsg::Commit { .. }))
-    };
+    // Far behind the others: the physical clock alone would let p_x propose
+    // a small time; the HLC keeps its proposals above what it has seen.
+    h.set_clock(PX, START_US + 5_000);
     h.begin(c2).unwrap();
     h.deliver_all();
     h.take_event(c2);
     h.write(c2, &x, "X2").unwrap();
     h.write(c2, &y, "Y2").unwrap();
     h.commit(c2).unwrap();
-    h.deliver_where(late_commit_to_px);
+    h.deliver_where(commit_to_px_held);
     let ct = match h.take_event(c2) {
         Some(SessionEvent::Committed(Some(stamp))) => stamp.ts,
         other => panic!("T2 should have committed: {other:?}"),
     };
-    // p_y installs Y2; p_x cannot install X2, so the LST stays below T2.
-    tick(&mut h, 10_000, late_commit_to_px);
-    tick(&mut h, 10_000, late_commit_to_px);
-    assert!(h.replica(pz).stable_times().0 < ct, "LST must stay below T2 while p_x lags");
+    // p_y installs Y2; p_x cannot install X2.
+    tick(&mut h, 10_000, commit_to_px_held);
+    tick(&mut h, 10_000, commit_to_px_held);
+    Figure1 { h, x, y, px: PX, pz, c1, ct }
+}
 
-    // c1's transaction reads x and y: both slices answered at once.
-    let waited_before = h.reads_waited;
-    let values = read_txn(&mut h, c1, &[&x, &y], late_commit_to_px);
+/// Figure 1 under Wren: the snapshot is one every partition has installed,
+/// so both reads return at once with the older, consistent versions X1 and
+/// Y1 — where Cure would block p_x's read.
+#[test]
+fn figure_1_wren_reads_older_consistent_versions_without_waiting() {
+    let Figure1 { mut h, x, y, px, pz, c1, ct } = figure_1(WrenConfig::default());
+    assert!(h.replica(pz).stable_times().0 < ct, "LST must stay below T2 while p_x lags");
+    assert!(h.replica(px).version_vector()[0] < ct, "p_x has not installed T2");
+
+    let values = read_txn(&mut h, c1, &[&x, &y], commit_to_px_held);
     assert_eq!(values, vec![s("X1"), s("Y1")], "older but consistent versions");
-    assert_eq!(h.reads_waited, waited_before, "no Wren read waits");
+    assert_eq!(h.reads_waited, 0, "no Wren read waits");
     assert!(h.reads_answered_at_once >= 2);
 
     // Once p_x receives the commit, the new versions become visible together.
@@ -134,40 +155,14 @@ fn figure_1_wren_reads_older_consistent_versions_without_waiting() {
     assert_eq!(h.reads_waited, 0);
 }
 
-fn h_clock_behind() -> u64 {
-    // Far behind the others: the physical clock alone would let p_x propose
-    // a small time; the HLC still keeps proposals above what it has seen.
-    START_US + 5_000
-}
-
 /// The same schedule with the snapshot taken from the coordinator's clock
 /// (Cure's choice) but without Cure's blocking: the read is fractured. This
 /// is what Wren's stable snapshot prevents, and it shows the scenario bites.
 #[test]
 fn figure_1_with_a_clock_snapshot_and_no_blocking_reads_fractured_values() {
-    let topology = Topology::full(1, 4).unwrap();
-    let (x, y) = (key_in(&topology, 0, "x"), key_in(&topology, 1, "y"));
-    let (px, pz, pw) = (ReplicaId::new(0, 0), ReplicaId::new(0, 2), ReplicaId::new(0, 3));
     let config = WrenConfig { fault: Fault::SnapshotFromClock, ..WrenConfig::default() };
-    let mut h = Harness::<Wren>::new(topology, config, START_US);
-    let (c0, c1, c2) = (client(0, 0), client(0, 1), client(0, 2));
-    h.add_session(c0, pw);
-    h.add_session(c1, pz);
-    h.add_session(c2, pw);
-    run_txn(&mut h, c0, &[(&x, "X1"), (&y, "Y1")]);
-    tick(&mut h, 10_000, everything);
-    let late = |m: &causeway_sim::harness::InFlight<WrenMsg>| {
-        !(m.to == Addr::Replica(px) && matches!(m.msg, WrenMsg::Commit { .. }))
-    };
-    h.begin(c2).unwrap();
-    h.deliver_all();
-    h.take_event(c2);
-    h.write(c2, &x, "X2").unwrap();
-    h.write(c2, &y, "Y2").unwrap();
-    h.commit(c2).unwrap();
-    h.deliver_where(late);
-    tick(&mut h, 10_000, late);
-    let values = read_txn(&mut h, c1, &[&x, &y], late);
+    let Figure1 { mut h, x, y, c1, .. } = figure_1(config);
+    let values = read_txn(&mut h, c1, &[&x, &y], commit_to_px_held);
     assert_eq!(values, vec![s("X1"), s("Y2")], "half of T2 is visible");
 }
 

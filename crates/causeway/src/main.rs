@@ -23,6 +23,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
@@ -36,3 +37,23 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Rust ignores SIGPIPE, so printing into a closed pipe (`causeway sim |
+/// head`) would panic. Restore the default: the process ends quietly, as
+/// command-line tools do.
+#[cfg(unix)]
+fn quiet_on_closed_pipe() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: installing the default disposition for SIGPIPE before any
+    // thread starts; no handler code runs in this process.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn quiet_on_closed_pipe() {}
