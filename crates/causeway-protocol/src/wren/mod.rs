@@ -21,6 +21,8 @@ pub mod replica;
 pub mod session;
 pub mod snapshot;
 pub mod stabilization;
+#[cfg(test)]
+mod tests;
 
 use crate::engine::Protocol;
 use crate::ids::{ClientId, ReplicaId};

@@ -1,0 +1,149 @@
+//! Unit tests of single replica steps: the edges of the listings.
+
+use super::messages::WrenMsg;
+use super::replica::{WrenOutbox, WrenReplica, WrenTimer};
+use super::snapshot::Snapshot;
+use super::WrenConfig;
+use crate::engine::{Key, Replica, Value};
+use crate::hlc::Timestamp;
+use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
+use crate::topology::Topology;
+use std::sync::Arc;
+
+fn replica(dcs: u16, partitions: u32) -> WrenReplica {
+    let topology = Arc::new(Topology::full(dcs, partitions).unwrap());
+    let mut r = WrenReplica::new(ReplicaId::new(0, 0), topology, WrenConfig::default());
+    r.start(1_000, &mut WrenOutbox::default());
+    r
+}
+
+fn coordinator_addr() -> Addr {
+    Addr::Replica(ReplicaId::new(0, 0))
+}
+
+fn prepare(r: &mut WrenReplica, now: u64, tx: u64, ht: Timestamp) -> Timestamp {
+    let mut out = WrenOutbox::default();
+    let msg = WrenMsg::PrepareReq {
+        tx: TxId(tx),
+        snapshot: Snapshot::default(),
+        ht,
+        writes: vec![(Key::from("k"), Value::from(format!("v{tx}")))],
+    };
+    r.on_message(now, coordinator_addr(), msg, &mut out);
+    match out.messages.as_slice() {
+        [(_, WrenMsg::PrepareResp { pt, .. })] => *pt,
+        other => panic!("expected one PrepareResp, got {other:?}"),
+    }
+}
+
+/// The apply loop publishes `VV[m] = ub` taken from the clock; a prepare in
+/// the very same microsecond must still propose above it, or a commit could
+/// land inside a snapshot already declared installed.
+#[test]
+fn a_proposal_in_the_same_microsecond_exceeds_the_published_version_clock() {
+    let mut r = replica(1, 1);
+    r.on_timer(5_000, WrenTimer::Apply, &mut WrenOutbox::default());
+    let published = r.version_vector()[0];
+    assert_eq!(published, Timestamp::from_physical(5_000));
+    let pt = prepare(&mut r, 5_000, 1, Timestamp::ZERO);
+    assert!(pt > published, "{pt} must exceed {published}");
+}
+
+#[test]
+fn proposals_exceed_the_highest_time_the_client_has_seen_and_each_other() {
+    let mut r = replica(1, 1);
+    let ht = Timestamp::from_physical(9_000_000);
+    let a = prepare(&mut r, 2_000, 1, ht);
+    let b = prepare(&mut r, 2_000, 2, Timestamp::ZERO);
+    assert!(a > ht && b > a);
+}
+
+#[test]
+fn a_prepare_delivered_twice_gets_the_same_proposal_and_one_entry() {
+    let mut r = replica(1, 1);
+    let first = prepare(&mut r, 2_000, 7, Timestamp::ZERO);
+    let again = prepare(&mut r, 3_000, 7, Timestamp::ZERO);
+    assert_eq!(first, again);
+    assert_eq!(r.prepared.len(), 1);
+    assert_eq!(r.prepared_order.len(), 1);
+}
+
+/// Committed transactions wait for the smallest pending proposal.
+#[test]
+fn apply_waits_below_the_smallest_pending_proposal_then_goes_in_commit_order() {
+    let mut r = replica(1, 1);
+    let p1 = prepare(&mut r, 2_000, 1, Timestamp::ZERO);
+    let p2 = prepare(&mut r, 2_000, 2, Timestamp::ZERO);
+    // Transaction 2 commits first; 1 is still pending at a smaller proposal.
+    r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(2), ct: p2 }, &mut WrenOutbox::default());
+    r.on_timer(2_200, WrenTimer::Apply, &mut WrenOutbox::default());
+    assert_eq!(r.chain_len(b"k"), 0, "2 may not apply while 1 could still commit below it");
+    assert_eq!(r.version_vector()[0], p1.prev());
+    r.on_message(2_300, coordinator_addr(), WrenMsg::Commit { tx: TxId(1), ct: p2.next() }, &mut WrenOutbox::default());
+    r.on_timer(2_400, WrenTimer::Apply, &mut WrenOutbox::default());
+    assert_eq!(r.chain_len(b"k"), 2);
+    assert_eq!(r.latest_values(), vec![(Key::from("k"), Value::from("v1"))], "1 committed last, at the larger time");
+    assert!(r.is_quiescent());
+}
+
+#[test]
+fn apply_groups_equal_commit_times_into_one_replication_message_and_heartbeats_when_idle() {
+    let mut r = replica(3, 1);
+    let p1 = prepare(&mut r, 2_000, 1, Timestamp::ZERO);
+    let p2 = prepare(&mut r, 2_000, 2, Timestamp::ZERO);
+    let ct = p1.max(p2);
+    for tx in [1, 2] {
+        r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(tx), ct }, &mut WrenOutbox::default());
+    }
+    let mut out = WrenOutbox::default();
+    r.on_timer(3_000, WrenTimer::Apply, &mut out);
+    let replicates: Vec<_> = out
+        .messages
+        .iter()
+        .filter_map(|(to, m)| match m {
+            WrenMsg::Replicate { ct: c, txs } => Some((*to, *c, txs.len())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replicates.len(), 2, "one message to each other DC");
+    assert!(replicates.iter().all(|&(_, c, n)| c == ct && n == 2));
+    assert!(!out.messages.iter().any(|(_, m)| matches!(m, WrenMsg::Heartbeat { .. })));
+
+    let mut idle = WrenOutbox::default();
+    r.on_timer(4_000, WrenTimer::Apply, &mut idle);
+    let beats = idle.messages.iter().filter(|(_, m)| matches!(m, WrenMsg::Heartbeat { .. })).count();
+    assert_eq!(beats, 2, "idle replicas heartbeat every other DC");
+}
+
+#[test]
+fn replicate_and_heartbeat_advance_the_senders_entry_only_from_a_true_peer() {
+    let mut r = replica(3, 2);
+    let peer = Addr::Replica(ReplicaId::new(2, 0));
+    let wrong_partition = Addr::Replica(ReplicaId::new(1, 1));
+    let t = Timestamp::from_physical(50_000);
+    r.on_message(1_000, peer, WrenMsg::Heartbeat { t }, &mut WrenOutbox::default());
+    r.on_message(1_000, wrong_partition, WrenMsg::Heartbeat { t }, &mut WrenOutbox::default());
+    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
+    r.on_message(1_000, client, WrenMsg::Heartbeat { t }, &mut WrenOutbox::default());
+    assert_eq!(r.version_vector(), &[Timestamp::ZERO, Timestamp::ZERO, t]);
+}
+
+#[test]
+fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
+    let mut r = replica(1, 1);
+    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
+    let mut out = WrenOutbox::default();
+    r.on_message(1_000, client, WrenMsg::StartTxReq { lst: Timestamp::ZERO, rst: Timestamp::ZERO }, &mut out);
+    let tx = match out.messages.pop() {
+        Some((_, WrenMsg::StartTxResp { tx, .. })) => tx,
+        other => panic!("{other:?}"),
+    };
+    let writes = vec![(Key::from("k"), Value::from("first")), (Key::from("k"), Value::from("last"))];
+    r.on_message(1_100, client, WrenMsg::CommitReq { tx, hwt: Timestamp::ZERO, writes }, &mut out);
+    match out.messages.as_slice() {
+        [(_, WrenMsg::PrepareReq { writes, .. })] => {
+            assert_eq!(writes, &vec![(Key::from("k"), Value::from("last"))]);
+        }
+        other => panic!("expected one prepare, got {other:?}"),
+    }
+}
