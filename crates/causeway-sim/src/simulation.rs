@@ -204,6 +204,11 @@ impl<P: Protocol> Simulation<P> {
         for node in 0..self.replicas.len() {
             let local = self.clocks[node].read(self.now);
             self.replicas[node].start(local, &mut self.outbox);
+            // Real servers do not tick in lockstep: give each periodic timer
+            // a random phase within its first period.
+            for (_, after) in self.outbox.timers.iter_mut() {
+                *after += self.rng.random_range(0..=*after);
+            }
             self.flush_outbox(node as NodeIx);
         }
         for i in 0..self.clients.len() {

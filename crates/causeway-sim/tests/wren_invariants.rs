@@ -25,20 +25,23 @@ fn no_snapshot_ever_sees_a_group_half_written() {
             seed,
             dcs: 3,
             partitions: 1 + (seed % 6) as u32,
-            clients_per_partition: 3,
-            txns: Some(1_500),
+            clients_per_partition: 2,
+            txns: None,
+            // Long enough for remote versions to arrive and be read.
+            duration_us: Some(800_000),
             max_skew_us: 40_000,
             cuts: if seed % 2 == 0 {
                 vec![Cut { dc: (seed % 3) as u16, start_us: 50_000, end_us: 300_000 }]
             } else {
                 vec![]
             },
-            workload: WorkloadKind::Groups { groups: 4, read_only_fraction: 0.5 },
+            workload: WorkloadKind::Groups { groups: 4, read_only_fraction: 0.8 },
             ..SimConfig::default()
         };
         let (report, verdict) = run_wren(config, &WrenConfig::default());
         assert!(verdict.is_tcc(), "seed {seed}: {verdict}");
         let mut group_reads = 0;
+        let mut remote_group_reads = 0;
         for t in report.history.txns.iter().filter(|t| t.status == Status::Committed) {
             let reads: Vec<_> = t.ops.iter().filter(|o| o.op == OpKind::Read).collect();
             if reads.is_empty() {
@@ -46,6 +49,10 @@ fn no_snapshot_ever_sees_a_group_half_written() {
             }
             group_reads += 1;
             let writers: Vec<Option<&str>> = reads.iter().map(|o| o.value.as_deref().map(writer)).collect();
+            let local = format!("dc{}-", t.dc);
+            if writers.iter().flatten().any(|w| !w.starts_with(&local)) {
+                remote_group_reads += 1;
+            }
             assert!(writers.windows(2).all(|w| w[0] == w[1]), "seed {seed}: {} saw a mixed group: {writers:?}", t.txid);
         }
         // Every DC ends with each group written by a single transaction.
@@ -67,8 +74,10 @@ fn no_snapshot_ever_sees_a_group_half_written() {
                 assert!(writers.windows(2).all(|w| w[0] == w[1]), "seed {seed}: dc{} ends mixed: {writers:?}", f.dc);
             }
         }
-        group_reads
+        (group_reads, remote_group_reads)
     });
-    let total: usize = outcomes.iter().sum();
-    assert!(total > 1_000 * n as usize / 10, "too few group reads to mean anything: {total}");
+    let reads: usize = outcomes.iter().map(|o| o.0).sum();
+    let remote: usize = outcomes.iter().map(|o| o.1).sum();
+    assert!(reads > 100 * n as usize, "too few group reads to mean anything: {reads}");
+    assert!(remote > 10 * n as usize, "too few groups read from other DCs to mean anything: {remote}");
 }

@@ -14,7 +14,9 @@ pub fn seeds(default: u64) -> u64 {
 
 /// A random but seed-determined cluster and fault schedule: 1–5 DCs,
 /// 1–8 partitions, clock skew up to 60 ms, drift, and up to two DC cuts.
-pub fn random_config(seed: u64, txns: u64) -> SimConfig {
+/// The workload runs for 600 ms of simulated time or `max_txns`
+/// transactions, whichever comes first.
+pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_c0de);
     let dcs = rng.random_range(1..=5u16);
     let partitions = rng.random_range(1..=8u32);
@@ -36,14 +38,18 @@ pub fn random_config(seed: u64, txns: u64) -> SimConfig {
         abort_fraction: 0.05,
         rewrite_fraction: 0.05,
         max_read_rounds: rng.random_range(1..=3),
-        think_time_us: if rng.random_bool(0.3) { rng.random_range(0..20_000) } else { 0 },
+        // Clients pause between transactions so that a run spans several WAN
+        // round trips without piling up transactions: remote versions then
+        // arrive, become stable and get read.
+        think_time_us: rng.random_range(1_000..30_000),
     };
     SimConfig {
         seed,
         dcs,
         partitions,
         clients_per_partition: rng.random_range(1..=3),
-        txns: Some(txns),
+        txns: Some(max_txns),
+        duration_us: Some(600_000),
         max_skew_us: rng.random_range(0..=60_000),
         max_drift_ppm: rng.random_range(0..=200),
         cuts,
