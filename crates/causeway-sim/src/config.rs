@@ -103,6 +103,17 @@ pub struct Cut {
     pub end_us: u64,
 }
 
+/// Fault injection on the network: now and then a message takes much
+/// longer than its link's latency (a slow server, a retransmission, a GC
+/// pause). Links stay FIFO, so a spike also delays what follows it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatencySpikes {
+    /// Chance that one message is delayed.
+    pub probability: f64,
+    /// The extra delay is drawn uniformly up to this.
+    pub max_extra_us: u64,
+}
+
 /// The workload of the closed-loop clients.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkloadConfig {
@@ -179,6 +190,7 @@ pub struct SimConfig {
     /// Clock drift is drawn uniformly from `±max_drift_ppm`.
     pub max_drift_ppm: u32,
     pub cuts: Vec<Cut>,
+    pub spikes: Option<LatencySpikes>,
     pub workload: WorkloadKind,
     /// After the workload, how long the cluster may take to settle (apply
     /// and replicate everything) before the run counts as stuck.
@@ -198,6 +210,7 @@ impl Default for SimConfig {
             max_skew_us: 10_000,
             max_drift_ppm: 50,
             cuts: Vec::new(),
+            spikes: None,
             workload: WorkloadKind::Random(WorkloadConfig::default()),
             settle_limit_us: 120_000_000,
         }
@@ -225,6 +238,11 @@ impl SimConfig {
             }
             if cut.start_us >= cut.end_us {
                 return invalid("a cut must end after it starts");
+            }
+        }
+        if let Some(s) = self.spikes {
+            if !(0.0..=1.0).contains(&s.probability) {
+                return invalid("the latency spike probability must be between 0 and 1");
             }
         }
         match &self.workload {

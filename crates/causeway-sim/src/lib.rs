@@ -17,6 +17,6 @@ pub mod report;
 pub mod simulation;
 pub mod workload;
 
-pub use config::{Cut, SimConfig, WanModel, WorkloadConfig, WorkloadKind};
+pub use config::{Cut, LatencySpikes, SimConfig, WanModel, WorkloadConfig, WorkloadKind};
 pub use report::SimReport;
 pub use simulation::{Progress, Simulation};

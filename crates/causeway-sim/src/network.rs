@@ -5,7 +5,7 @@
 //! FIFO is by construction: a message never becomes ready before the one
 //! sent before it on the same link, and only a link's head is delivered.
 
-use crate::config::WanModel;
+use crate::config::{LatencySpikes, WanModel};
 use rand::Rng;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -47,6 +47,7 @@ impl<M> Link<M> {
 
 pub struct Network<M> {
     wan: WanModel,
+    spikes: Option<LatencySpikes>,
     links: Vec<Link<M>>,
     index: FxHashMap<(NodeIx, NodeIx), u32>,
     /// How many cuts hold each DC right now.
@@ -55,9 +56,10 @@ pub struct Network<M> {
 }
 
 impl<M> Network<M> {
-    pub fn new(wan: WanModel, dcs: u16) -> Self {
+    pub fn new(wan: WanModel, spikes: Option<LatencySpikes>, dcs: u16) -> Self {
         Network {
             wan,
+            spikes,
             links: Vec::new(),
             index: FxHashMap::default(),
             cut_depth: vec![0; dcs as usize],
@@ -86,6 +88,14 @@ impl<M> Network<M> {
         if from == to {
             return 0;
         }
+        let spike = match self.spikes {
+            Some(s) if s.max_extra_us > 0 && rng.random_bool(s.probability) => rng.random_range(1..=s.max_extra_us),
+            _ => 0,
+        };
+        spike + self.base_latency(rng, a, b)
+    }
+
+    fn base_latency(&self, rng: &mut impl Rng, a: u16, b: u16) -> u64 {
         if a == b {
             let (lo, hi) = self.wan.intra_dc_one_way_us;
             return rng.random_range(lo..=hi);

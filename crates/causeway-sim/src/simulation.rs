@@ -109,7 +109,7 @@ impl<P: Protocol> Simulation<P> {
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let generator = Generator::new(cfg.workload.clone(), &topology);
         let mut sim = Simulation {
-            network: Network::new(cfg.wan.clone(), cfg.dcs),
+            network: Network::new(cfg.wan.clone(), cfg.spikes, cfg.dcs),
             topology: topology.clone(),
             now: EPOCH_US,
             seq: 0,

@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use causeway_history::check;
 use causeway_protocol::wren::{Wren, WrenConfig};
-use causeway_sim::{Cut, Progress, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
+use causeway_sim::{Cut, LatencySpikes, Progress, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -77,6 +77,12 @@ pub struct SimArgs {
     /// Cut a DC off from the others: DC:START_MS-END_MS of simulated time (repeatable).
     #[arg(long = "cut", value_name = "DC:START_MS-END_MS")]
     cuts: Vec<CutArg>,
+    /// Fault injection: the chance that a message is delayed by a latency spike.
+    #[arg(long, default_value_t = 0.0)]
+    spike_prob: f64,
+    /// The longest latency spike, in milliseconds.
+    #[arg(long, default_value_t = 20.0)]
+    spike_max_ms: f64,
     /// Write the history (JSON Lines) to this file.
     #[arg(long, value_name = "FILE")]
     history: Option<PathBuf>,
@@ -175,6 +181,10 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         max_skew_us: micros(args.skew_ms, "--skew-ms")?,
         max_drift_ppm: args.drift_ppm,
         cuts: args.cuts.iter().map(|c| c.0).collect(),
+        spikes: (args.spike_prob > 0.0).then_some(LatencySpikes {
+            probability: args.spike_prob,
+            max_extra_us: micros(args.spike_max_ms, "--spike-max-ms")?,
+        }),
         workload,
         ..SimConfig::default()
     };

@@ -3,7 +3,7 @@
 
 use causeway_history::{check, Report};
 use causeway_protocol::wren::{Wren, WrenConfig};
-use causeway_sim::{Cut, SimConfig, SimReport, Simulation, WorkloadConfig, WorkloadKind};
+use causeway_sim::{Cut, LatencySpikes, SimConfig, SimReport, Simulation, WorkloadConfig, WorkloadKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -13,7 +13,8 @@ pub fn seeds(default: u64) -> u64 {
 }
 
 /// A random but seed-determined cluster and fault schedule: 1–5 DCs,
-/// 1–8 partitions, clock skew up to 60 ms, drift, and up to two DC cuts.
+/// 1–8 partitions, clock skew up to 60 ms, drift, up to two DC cuts, and on
+/// half the seeds latency spikes.
 /// The workload runs for 600 ms of simulated time or `max_txns`
 /// transactions, whichever comes first.
 pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
@@ -53,6 +54,12 @@ pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
         max_skew_us: rng.random_range(0..=60_000),
         max_drift_ppm: rng.random_range(0..=200),
         cuts,
+        // Half the seeds see messages stall now and then: laggard partitions
+        // in the middle of two-phase commit, late heartbeats, slow gossip.
+        spikes: rng.random_bool(0.5).then(|| LatencySpikes {
+            probability: rng.random_range(0.001..0.05),
+            max_extra_us: rng.random_range(1_000..50_000),
+        }),
         workload: WorkloadKind::Random(workload),
         ..SimConfig::default()
     }
