@@ -105,13 +105,18 @@ pub struct TxnRecord {
     pub txid: String,
     pub session: String,
     pub seq: u64,
+    /// Informational; 0 when absent.
+    #[serde(default)]
     pub dc: u16,
     pub status: Status,
     pub ops: Vec<Op>,
     /// Present on committed update transactions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_ts: Option<CommitTs>,
+    /// Informational; 0 when absent.
+    #[serde(default)]
     pub start_us: u64,
+    #[serde(default)]
     pub end_us: u64,
 }
 

@@ -160,6 +160,28 @@ fn reading_your_own_write_before_making_it_is_a_future_read() {
     check_kinds(&h, &[FutureRead]);
 }
 
+/// Found by review: an aborted transaction is a sink of hb, so reading
+/// from a later transaction of its own session closes no cycle — but a
+/// session runs one transaction at a time, so it is a read from the future.
+#[test]
+fn an_aborted_transaction_reading_a_later_one_of_its_session_is_a_future_read() {
+    let h = history(vec![aborted("ab", "s1", 1, &[r("x", "b:x")]), txn("b", "s1", 2, &[w("x", "b:x")], Some(1))]);
+    check_kinds(&h, &[FutureRead]);
+}
+
+/// Found by review: what such an aborted reader reaches through its
+/// session's future is still its causal past, and its other reads are
+/// judged against it.
+#[test]
+fn an_aborted_reader_is_judged_against_everything_it_reaches() {
+    let h = history(vec![
+        aborted("ab", "s1", 1, &[r("x", "b:x"), r("y", "a:y")]),
+        txn("a", "s2", 1, &[w("y", "a:y")], Some(1)),
+        txn("b", "s1", 2, &[w("x", "b:x"), w("y", "b:y")], Some(2)),
+    ]);
+    check_kinds(&h, &[FutureRead, FracturedRead]);
+}
+
 #[test]
 fn a_read_that_ignores_an_own_write_is_an_internal_read() {
     let h = history(vec![

@@ -308,6 +308,20 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
         newest_past[tu] = past;
         if comps.comp[tu] == NONE {
             let clock = clocks.get(slot);
+            let own = ix.session[tu] as usize;
+            if !ix.committed[tu] && clock[own] > ix.own_bound[tu] {
+                // An aborted transaction is a sink, so this is no cycle; but
+                // a session runs one transaction at a time, and this one saw
+                // (directly or through others) a later one of its own.
+                let rec = &ix.history.txns[tu];
+                pass.found.txn(
+                    ViolationKind::FutureRead,
+                    t,
+                    rec,
+                    None,
+                    format!("aborted, yet its reads depend on a later transaction of its own session {}", rec.session),
+                );
+            }
             for read in res.ext_reads(t) {
                 pass.judge_read(t, read, clock);
             }
@@ -330,7 +344,15 @@ impl Pass<'_, '_> {
         let w = &ix.writers;
         let read_rank = if read.writer == NONE { 0 } else { ix.rank[read.writer as usize] };
         let own_session = ix.session[t as usize];
-        let own_bound = ix.own_bound[t as usize];
+        // A committed reader's clock counts the reader itself in its own
+        // session; its strict past there ends just before it. An aborted
+        // reader's clock does not count itself, and may reach further (a
+        // violation reported on its own): everything it reaches is its past.
+        let own_bound = if ix.committed[t as usize] {
+            ix.own_bound[t as usize]
+        } else {
+            ix.own_bound[t as usize].max(clock[own_session as usize])
+        };
         // How long a prefix of session `s` precedes the reader.
         let bound = |s: u32| if s == own_session { own_bound } else { clock[s as usize] };
         let misses = if read.slot == NONE {

@@ -77,7 +77,9 @@ impl ViolationKind {
             ViolationKind::IntermediateRead => {
                 "a read or a final state returns a value its writer overwrote later in the same transaction"
             }
-            ViolationKind::FutureRead => "a transaction reads its own write before it makes it",
+            ViolationKind::FutureRead => {
+                "a transaction reads its own write before it makes it, or a write of a later transaction of its session"
+            }
             ViolationKind::InternalRead => {
                 "inside one transaction a read disagrees with its own earlier write or read of the key"
             }
