@@ -27,6 +27,8 @@ enum Event<T> {
     ClientNext(NodeIx),
     CutStart(u16),
     CutEnd(u16),
+    /// The workload's duration is up: clients start no new transactions.
+    DurationEnd,
     SettleCheck,
 }
 
@@ -222,7 +224,7 @@ impl<P: Protocol> Simulation<P> {
             self.schedule(self.started_at + cut.end_us, Event::CutEnd(cut.dc));
         }
         if let Some(d) = self.cfg.duration_us {
-            self.schedule(self.started_at + d, Event::SettleCheck);
+            self.schedule(self.started_at + d, Event::DurationEnd);
         }
         while let Some(Reverse(Scheduled { at, event, .. })) = self.queue.pop() {
             debug_assert!(at >= self.now, "time went back");
@@ -245,6 +247,7 @@ impl<P: Protocol> Simulation<P> {
                         self.schedule(at, Event::Link(id));
                     }
                 }
+                Event::DurationEnd => self.begin_stopping(),
                 Event::SettleCheck => {
                     if self.on_settle_check() {
                         break;
@@ -296,13 +299,9 @@ impl<P: Protocol> Simulation<P> {
 
     /// True when the run is over: the workload has drained and every write
     /// is applied and replicated everywhere (or the settle limit passed).
+    /// One chain of checks runs, started by `begin_stopping`.
     fn on_settle_check(&mut self) -> bool {
-        if !self.stopping {
-            if !self.workload_over() {
-                return false;
-            }
-            self.stopping = true;
-        }
+        debug_assert!(self.stopping, "settle checks start when the workload stops");
         if !self.clients.iter().all(|c| c.is_idle()) {
             self.schedule(self.now + 1_000, Event::SettleCheck);
             return false;

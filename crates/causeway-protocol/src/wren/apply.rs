@@ -18,6 +18,7 @@ impl WrenReplica {
             Some(&(min_pt, _)) => min_pt.prev(),
             None => self.hlc.observe(now, Timestamp::ZERO),
         };
+        let peers: Vec<Addr> = self.peers().collect();
         let mut replicated = false;
         while let Some(entry) = self.committed.first_entry() {
             let ct = entry.key().0;
@@ -39,9 +40,11 @@ impl WrenReplica {
                 }
             }
             self.stats.transactions_applied += group.len() as u64;
-            let peers: Vec<Addr> = self.peers().collect();
-            for peer in peers {
-                out.send(peer, WrenMsg::Replicate { ct, txs: group.clone() });
+            if let Some((last, others)) = peers.split_last() {
+                for &peer in others {
+                    out.send(peer, WrenMsg::Replicate { ct, txs: group.clone() });
+                }
+                out.send(*last, WrenMsg::Replicate { ct, txs: group });
                 replicated = true;
             }
         }
@@ -50,7 +53,6 @@ impl WrenReplica {
         self.vv[m] = self.vv[m].max(ub);
         if !replicated {
             let t = self.vv[m];
-            let peers: Vec<Addr> = self.peers().collect();
             for peer in peers {
                 out.send(peer, WrenMsg::Heartbeat { t });
             }

@@ -12,7 +12,7 @@ use super::messages::{StableReport, WrenMsg};
 use super::replica::{WrenOutbox, WrenReplica};
 use super::snapshot::Snapshot;
 use crate::hlc::Timestamp;
-use crate::ids::{Addr, PartitionId, ReplicaId};
+use crate::ids::{Addr, ReplicaId};
 use crate::topology::Topology;
 
 /// This replica's place in its DC's BiST tree.
@@ -105,19 +105,19 @@ impl WrenReplica {
     }
 }
 
-/// Partition ids of a tree, for tests and docs: `(parent, children)` of each.
-pub fn tree_shape(topology: &Topology, dc: crate::ids::DcId, fanout: u32) -> Vec<(PartitionId, Option<PartitionId>)> {
-    topology
-        .replicas_in(dc)
-        .into_iter()
-        .map(|r| (r.partition, Bist::new(r, topology, fanout).parent.map(|p| p.partition)))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::DcId;
+    use crate::ids::{DcId, PartitionId};
+
+    /// Each partition of a DC's tree with its parent.
+    fn tree_shape(topology: &Topology, dc: DcId, fanout: u32) -> Vec<(PartitionId, Option<PartitionId>)> {
+        topology
+            .replicas_in(dc)
+            .into_iter()
+            .map(|r| (r.partition, Bist::new(r, topology, fanout).parent.map(|p| p.partition)))
+            .collect()
+    }
 
     #[test]
     fn tree_is_complete_and_rooted_at_the_first_partition() {
