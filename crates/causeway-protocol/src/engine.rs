@@ -95,6 +95,14 @@ impl<M, T> Outbox<M, T> {
     }
 }
 
+impl<M: Message, T> Outbox<M, T> {
+    /// Whether this step answered the read request `tag` from `requester`:
+    /// how drivers tell, from outside the protocol, that a read waited.
+    pub fn answers_read(&self, requester: Addr, tag: u64) -> bool {
+        self.messages.iter().any(|(to, m)| *to == requester && m.read_reply_tag() == Some(tag))
+    }
+}
+
 /// Counters every replica keeps, whatever its protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplicaStats {

@@ -6,6 +6,7 @@
 //! moves every key — so it is spelled out here and pinned by a test.
 
 use crate::ids::{DcId, PartitionId, ReplicaId};
+use std::collections::BTreeMap;
 use thiserror::Error;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,6 +118,20 @@ impl Topology {
         self.partitions().filter(|&p| self.holds(dc, p)).map(|p| ReplicaId { dc, partition: p }).collect()
     }
 
+    /// Splits items by the partition of their key, in partition order: how
+    /// a coordinator fans reads and writes out to cohorts.
+    pub fn group_by_partition<T>(
+        &self,
+        items: impl IntoIterator<Item = T>,
+        key: impl Fn(&T) -> &[u8],
+    ) -> BTreeMap<PartitionId, Vec<T>> {
+        let mut groups: BTreeMap<PartitionId, Vec<T>> = BTreeMap::new();
+        for item in items {
+            groups.entry(self.partition_of(key(&item))).or_default().push(item);
+        }
+        groups
+    }
+
     /// The partition that stores `key`.
     pub fn partition_of(&self, key: &[u8]) -> PartitionId {
         PartitionId((fnv1a64(key) % u64::from(self.partitions)) as u32)
@@ -152,6 +167,19 @@ mod tests {
             counts[t.partition_of(format!("k{i}").as_bytes()).0 as usize] += 1;
         }
         assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+    }
+
+    #[test]
+    fn grouping_by_partition_keeps_item_order_within_a_partition() {
+        let t = Topology::full(1, 4).unwrap();
+        let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+        let groups = t.group_by_partition(keys.iter(), |k| k.as_bytes());
+        assert_eq!(groups.values().map(Vec::len).sum::<usize>(), 40);
+        for (p, members) in &groups {
+            assert!(members.iter().all(|k| t.partition_of(k.as_bytes()) == *p));
+            let positions: Vec<usize> = members.iter().map(|k| keys.iter().position(|x| x == *k).unwrap()).collect();
+            assert!(positions.windows(2).all(|w| w[0] < w[1]));
+        }
     }
 
     #[test]

@@ -158,7 +158,7 @@ impl<P: Protocol> Harness<P> {
                 let mut out = Outbox::default();
                 self.replicas.get_mut(&id).expect("known replica").on_message(now, from, msg, &mut out);
                 if let Some(tag) = tag {
-                    if out.messages.iter().any(|(a, m)| *a == from && m.read_reply_tag() == Some(tag)) {
+                    if out.answers_read(from, tag) {
                         self.reads_answered_at_once += 1;
                     } else {
                         self.reads_waited += 1;

@@ -72,6 +72,8 @@ pub struct Simulation<P: Protocol> {
     addr_node: FxHashMap<Addr, NodeIx>,
     generator: Generator,
     outbox: Outbox<P::Message, TimerOf<P>>,
+    /// Reused for every session step, like `outbox` for replica steps.
+    session_out: SessionOut<P::Message>,
     history: Vec<TxnRecord>,
     // Workload progress.
     started_at: u64,
@@ -124,6 +126,7 @@ impl<P: Protocol> Simulation<P> {
             addr_node: FxHashMap::default(),
             generator,
             outbox: Outbox::default(),
+            session_out: SessionOut::new(),
             history: Vec::new(),
             started_at: EPOCH_US,
             finished: 0,
@@ -282,7 +285,7 @@ impl<P: Protocol> Simulation<P> {
             return;
         }
         let i = node as usize - self.replicas.len();
-        let mut out = SessionOut::new();
+        let mut out = std::mem::take(&mut self.session_out);
         let done = self.clients[i].start(self.now - EPOCH_US, &self.generator, &mut out);
         self.flush_session(node, out);
         if let Some(record) = done {
@@ -352,9 +355,7 @@ impl<P: Protocol> Simulation<P> {
                 // Measured from outside the protocol: did the reply leave in
                 // the same step as the request arrived?
                 self.reads += 1;
-                let answered =
-                    self.outbox.messages.iter().any(|(a, m)| *a == from_addr && m.read_reply_tag() == Some(tag));
-                if !answered {
+                if !self.outbox.answers_read(from_addr, tag) {
                     self.reads_waited += 1;
                     self.pending_reads.insert((to, from, tag), self.now);
                 }
@@ -362,7 +363,7 @@ impl<P: Protocol> Simulation<P> {
             self.flush_outbox(to);
         } else {
             let i = to as usize - self.replicas.len();
-            let mut out = SessionOut::new();
+            let mut out = std::mem::take(&mut self.session_out);
             let event = self.clients[i].session.on_message(from_addr, msg, &mut out);
             let done = event.and_then(|e| self.clients[i].on_event(self.now - EPOCH_US, e, &mut out));
             self.flush_session(to, out);
@@ -420,10 +421,11 @@ impl<P: Protocol> Simulation<P> {
         self.outbox = outbox;
     }
 
-    fn flush_session(&mut self, node: NodeIx, out: SessionOut<P::Message>) {
-        for (to, msg) in out {
+    fn flush_session(&mut self, node: NodeIx, mut out: SessionOut<P::Message>) {
+        for (to, msg) in out.drain(..) {
             self.send(node, to, msg);
         }
+        self.session_out = out;
     }
 
     fn final_states(&self) -> Vec<FinalState> {

@@ -2,7 +2,6 @@
 
 use super::messages::{TxWrites, WrenMsg};
 use super::replica::{WrenOutbox, WrenReplica};
-use crate::engine::CommitStamp;
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId};
 
@@ -18,7 +17,6 @@ impl WrenReplica {
             Some(&(min_pt, _)) => min_pt.prev(),
             None => self.hlc.observe(now, Timestamp::ZERO),
         };
-        let peers: Vec<Addr> = self.peers().collect();
         let mut replicated = false;
         while let Some(entry) = self.committed.first_entry() {
             let ct = entry.key().0;
@@ -33,14 +31,8 @@ impl WrenReplica {
                 }
                 group.push(entry.remove());
             }
-            for tx in &group {
-                let stamp = CommitStamp { ts: ct, dc: self.dc(), txid: tx.txid };
-                for (key, value) in &tx.writes {
-                    self.install(key.clone(), value.clone(), stamp, tx.rdt);
-                }
-            }
-            self.stats.transactions_applied += group.len() as u64;
-            if let Some((last, others)) = peers.split_last() {
+            self.install_group(ct, self.dc(), &group);
+            if let Some((last, others)) = self.peers.split_last() {
                 for &peer in others {
                     out.send(peer, WrenMsg::Replicate { ct, txs: group.clone() });
                 }
@@ -53,7 +45,7 @@ impl WrenReplica {
         self.vv[m] = self.vv[m].max(ub);
         if !replicated {
             let t = self.vv[m];
-            for peer in peers {
+            for &peer in &self.peers {
                 out.send(peer, WrenMsg::Heartbeat { t });
             }
         }
@@ -63,13 +55,7 @@ impl WrenReplica {
     /// order, so the sender's version clock can advance to `ct`.
     pub(crate) fn on_replicate(&mut self, from: Addr, ct: Timestamp, txs: Vec<TxWrites>) {
         let Some(source) = self.peer_dc(from) else { return };
-        for tx in &txs {
-            let stamp = CommitStamp { ts: ct, dc: source, txid: tx.txid };
-            for (key, value) in &tx.writes {
-                self.install(key.clone(), value.clone(), stamp, tx.rdt);
-            }
-        }
-        self.stats.transactions_applied += txs.len() as u64;
+        self.install_group(ct, source, &txs);
         let i = source.0 as usize;
         self.vv[i] = self.vv[i].max(ct);
     }
@@ -85,11 +71,7 @@ impl WrenReplica {
     /// anything else has no business replicating to us and is ignored.
     fn peer_dc(&self, from: Addr) -> Option<DcId> {
         match from {
-            Addr::Replica(r)
-                if r.partition == self.id.partition && r.dc != self.dc() && self.topology.holds(r.dc, r.partition) =>
-            {
-                Some(r.dc)
-            }
+            Addr::Replica(r) if self.peers.contains(&from) => Some(r.dc),
             _ => None,
         }
     }

@@ -8,7 +8,7 @@ use super::Fault;
 use crate::engine::{Key, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, PartitionId, ReplicaId, TxId};
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 
 /// What a coordinator remembers of a running transaction (`TX[id]`).
 #[derive(Clone, Debug)]
@@ -64,7 +64,7 @@ impl WrenReplica {
                 let lt = self.hlc.observe(now, self.lst);
                 Snapshot { lt, rt: self.rst.min(lt.prev()) }
             }
-            _ => Snapshot { lt: self.lst, rt: self.rst.min(self.lst.prev()) },
+            _ => self.current_snapshot(),
         };
         self.contexts.insert(tx, TxContext { client, snapshot, last_active: now, pending: Pending::Idle });
         out.send(client, WrenMsg::StartTxResp { tx, snapshot });
@@ -104,19 +104,13 @@ impl WrenReplica {
         keys: Vec<Key>,
         out: &mut WrenOutbox,
     ) {
-        let topology = self.topology.clone();
+        let slices = self.topology.group_by_partition(keys, |k| k);
         let Some(ctx) = self.context_for(now, client, tx, out) else { return };
-        if keys.is_empty() {
+        if slices.is_empty() {
             out.send(client, WrenMsg::TxReadResp { tx, values: Vec::new() });
             return;
         }
         let snapshot = ctx.snapshot;
-        let mut slices: FxHashMap<PartitionId, Vec<Key>> = FxHashMap::default();
-        for key in keys {
-            slices.entry(topology.partition_of(&key)).or_default().push(key);
-        }
-        let mut slices: Vec<_> = slices.into_iter().collect();
-        slices.sort_by_key(|(p, _)| *p);
         ctx.pending = Pending::Read { waiting: slices.len(), values: Vec::new() };
         for (partition, keys) in slices {
             out.send(self.cohort(partition), WrenMsg::SliceReq { tx, keys, snapshot });
@@ -145,35 +139,25 @@ impl WrenReplica {
         writes: Vec<(Key, Value)>,
         out: &mut WrenOutbox,
     ) {
-        let topology = self.topology.clone();
         if writes.is_empty() {
             Self::reply_error(out, client, Some(tx), SessionError::InvalidArgument("commit with no writes".into()));
             return;
         }
+        // A key written twice keeps its last value: one version per key and
+        // transaction, whatever a client sends.
+        let mut seen: FxHashSet<Key> = FxHashSet::default();
+        let mut last_writes: Vec<(Key, Value)> =
+            writes.into_iter().rev().filter(|(k, _)| seen.insert(k.clone())).collect();
+        last_writes.reverse();
+        let per_partition = self.topology.group_by_partition(last_writes, |(k, _)| k);
         let Some(ctx) = self.context_for(now, client, tx, out) else { return };
         let snapshot = ctx.snapshot;
         // The highest timestamp the client has seen: the proposal exceeds it.
         let ht = snapshot.lt.max(snapshot.rt).max(hwt);
-        // A key written twice keeps its last value: one version per key and
-        // transaction, whatever a client sends.
-        let mut last: FxHashMap<Key, Value> = FxHashMap::default();
-        let mut order: Vec<Key> = Vec::new();
-        for (key, value) in writes {
-            if last.insert(key.clone(), value).is_none() {
-                order.push(key);
-            }
-        }
-        let mut per_partition: FxHashMap<PartitionId, Vec<(Key, Value)>> = FxHashMap::default();
-        for key in order {
-            let value = last.remove(&key).expect("every key has its value");
-            per_partition.entry(topology.partition_of(&key)).or_default().push((key, value));
-        }
-        let mut per_partition: Vec<_> = per_partition.into_iter().collect();
-        per_partition.sort_by_key(|(p, _)| *p);
         ctx.pending = Pending::Commit {
             waiting: per_partition.len(),
             ct: Timestamp::ZERO,
-            cohorts: per_partition.iter().map(|(p, _)| *p).collect(),
+            cohorts: per_partition.keys().copied().collect(),
         };
         for (partition, writes) in per_partition {
             out.send(self.cohort(partition), WrenMsg::PrepareReq { tx, snapshot, ht, writes });
@@ -214,10 +198,15 @@ impl WrenReplica {
         self.stats.contexts_expired += (before - self.contexts.len()) as u64;
     }
 
+    /// The snapshot a transaction starting here now gets (Alg. 2, line 5):
+    /// the stable times, with the remote one kept below the local one.
+    pub(crate) fn current_snapshot(&self) -> Snapshot {
+        Snapshot { lt: self.lst, rt: self.rst.min(self.lst.prev()) }
+    }
+
     /// The oldest snapshot a transaction coordinated here may still read;
     /// with none running, the snapshot a new one would get (§IV, GC).
     pub(crate) fn oldest_local_snapshot(&self) -> Snapshot {
-        let current = Snapshot { lt: self.lst, rt: self.rst.min(self.lst.prev()) };
-        self.contexts.values().fold(current, |oldest, ctx| oldest.meet(ctx.snapshot))
+        self.contexts.values().fold(self.current_snapshot(), |oldest, ctx| oldest.meet(ctx.snapshot))
     }
 }

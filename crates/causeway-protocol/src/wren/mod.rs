@@ -112,7 +112,7 @@ impl Protocol for Wren {
         WrenReplica::new(id, topology, config.clone())
     }
 
-    fn session(id: ClientId, coordinator: ReplicaId, topology: Arc<Topology>, config: &WrenConfig) -> WrenSession {
-        WrenSession::new(id, coordinator, topology, config.fault)
+    fn session(id: ClientId, coordinator: ReplicaId, _topology: Arc<Topology>, config: &WrenConfig) -> WrenSession {
+        WrenSession::new(id, coordinator, config.fault)
     }
 }

@@ -6,7 +6,7 @@ use super::messages::{TxWrites, WrenMsg};
 use super::snapshot::{self, Snapshot};
 use super::stabilization::Bist;
 use super::WrenConfig;
-use crate::engine::{Key, Outbox, Replica, ReplicaStats, Value};
+use crate::engine::{CommitStamp, Key, Outbox, Replica, ReplicaStats, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::mvstore::{MvStore, Version};
@@ -39,6 +39,8 @@ pub struct WrenReplica {
     pub(crate) id: ReplicaId,
     pub(crate) topology: Arc<Topology>,
     pub(crate) config: WrenConfig,
+    /// The replicas of this partition in the other DCs.
+    pub(crate) peers: Vec<Addr>,
     pub(crate) hlc: Hlc,
     /// `VV[i]`: for `i = m` the local version clock (the local snapshot this
     /// replica has installed); for `i ≠ m` the latest update or heartbeat
@@ -67,8 +69,15 @@ pub struct WrenReplica {
 impl WrenReplica {
     pub fn new(id: ReplicaId, topology: Arc<Topology>, config: WrenConfig) -> Self {
         let bist = Bist::new(id, &topology, config.tree_fanout);
+        let peers = topology
+            .replicas_of(id.partition)
+            .iter()
+            .filter(|&&dc| dc != id.dc)
+            .map(|&dc| Addr::Replica(ReplicaId { dc, partition: id.partition }))
+            .collect();
         WrenReplica {
             id,
+            peers,
             vv: vec![Timestamp::ZERO; topology.dc_count() as usize],
             topology,
             config,
@@ -122,36 +131,32 @@ impl WrenReplica {
 
     /// The freshest version of `key` visible in `snapshot` (Alg. 3, 6–11).
     pub(crate) fn read_at(&self, key: &[u8], snapshot: Snapshot) -> Option<Value> {
-        let here = self.dc();
         let chain = self.store.chain(key)?;
-        let version = match self.config.fault {
-            super::Fault::RemoteVisibleAtLocalTime => chain.newest_visible(|v| {
-                if v.stamp.dc == here {
-                    snapshot::visible(here, v, snapshot)
-                } else {
-                    v.stamp.ts <= snapshot.lt
-                }
-            }),
-            _ => chain.newest_visible(|v| snapshot::visible(here, v, snapshot)),
-        };
-        version.map(|v| v.value.clone())
+        chain.newest_visible(|v| self.visible(v, snapshot)).map(|v| v.value.clone())
     }
 
-    /// `UPDATE` of Alg. 4: create a version, then collect what `S_old` no
-    /// longer needs on that chain.
-    pub(crate) fn install(&mut self, key: Key, value: Value, stamp: crate::engine::CommitStamp, rdt: Timestamp) {
+    /// The visibility rule of reads, with the deliberate bug a test may
+    /// switch on (GC always uses the true rule).
+    fn visible(&self, version: &Version<Timestamp>, snapshot: Snapshot) -> bool {
+        match self.config.fault {
+            super::Fault::RemoteVisibleAtLocalTime if version.stamp.dc != self.dc() => version.stamp.ts <= snapshot.lt,
+            _ => snapshot::visible(self.dc(), version, snapshot),
+        }
+    }
+
+    /// `UPDATE` of Alg. 4 for every write of a group of transactions that
+    /// committed at `ct` in DC `source`: create the versions, then collect
+    /// what `S_old` no longer needs on their chains.
+    pub(crate) fn install_group(&mut self, ct: Timestamp, source: DcId, txs: &[TxWrites]) {
         let (here, s_old) = (self.dc(), self.s_old);
-        self.store.insert(key, Version { value, stamp, meta: rdt }, |v| snapshot::visible(here, v, s_old));
-    }
-
-    /// Addresses of the replicas of this partition in the other DCs.
-    pub(crate) fn peers(&self) -> impl Iterator<Item = Addr> + '_ {
-        let (me, p) = (self.dc(), self.id.partition);
-        self.topology
-            .replicas_of(p)
-            .iter()
-            .filter(move |&&dc| dc != me)
-            .map(move |&dc| Addr::Replica(ReplicaId { dc, partition: p }))
+        for tx in txs {
+            let stamp = CommitStamp { ts: ct, dc: source, txid: tx.txid };
+            for (key, value) in &tx.writes {
+                let version = Version { value: value.clone(), stamp, meta: tx.rdt };
+                self.store.insert(key.clone(), version, |v| snapshot::visible(here, v, s_old));
+            }
+        }
+        self.stats.transactions_applied += txs.len() as u64;
     }
 }
 

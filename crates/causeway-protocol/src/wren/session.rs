@@ -7,9 +7,7 @@ use super::Fault;
 use crate::engine::{CommitStamp, Key, Session, SessionError, SessionEvent, SessionOut, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, ReplicaId, TxId};
-use crate::topology::Topology;
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
@@ -46,7 +44,7 @@ pub struct WrenSession {
 }
 
 impl WrenSession {
-    pub fn new(id: ClientId, coordinator: ReplicaId, _topology: Arc<Topology>, fault: Fault) -> Self {
+    pub fn new(id: ClientId, coordinator: ReplicaId, fault: Fault) -> Self {
         assert_eq!(id.dc, coordinator.dc, "a session talks to a coordinator in its own DC");
         WrenSession {
             id,
@@ -100,6 +98,29 @@ impl WrenSession {
         self.wc.get(key).map(|(v, _)| Some(v.clone()))
     }
 
+    /// Completes a READ: what was read joins the read set (Alg. 1, line 18)
+    /// and the values come back in the order the keys were asked for.
+    fn finish_read(&mut self, keys: Vec<Key>, values: FxHashMap<Key, Option<Value>>) -> SessionEvent {
+        let mut result = Vec::with_capacity(keys.len());
+        for k in keys {
+            match values.get(&k) {
+                Some(v) => result.push((k, v.clone())),
+                None => {
+                    // The coordinator left a key out: the transaction cannot
+                    // trust this answer.
+                    self.end_transaction();
+                    let why = SessionError::InvalidArgument("the coordinator's reply misses a key".into());
+                    return SessionEvent::Failed(why);
+                }
+            }
+        }
+        for (k, v) in values {
+            self.rs.entry(k).or_insert(v);
+        }
+        self.state = State::Active;
+        SessionEvent::Read(result)
+    }
+
     fn end_transaction(&mut self) {
         self.state = State::Idle;
         self.tx = None;
@@ -148,11 +169,7 @@ impl Session for WrenSession {
             }
         }
         if remote.is_empty() {
-            let values = keys.iter().map(|k| (k.clone(), local[k].clone())).collect();
-            for (k, v) in &local {
-                self.rs.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-            return Ok(Some(SessionEvent::Read(values)));
+            return Ok(Some(self.finish_read(keys.to_vec(), local)));
         }
         self.state = State::Reading { keys: keys.to_vec(), local };
         out.push((self.to_coordinator(), WrenMsg::TxReadReq { tx, keys: remote }));
@@ -204,9 +221,8 @@ impl Session for WrenSession {
                 self.lst = snapshot.lt;
                 self.rst = snapshot.rt;
                 self.tx = Some(tx);
-                self.rs.clear();
-                self.ws.clear();
-                self.ws_index.clear();
+                // (The write and read sets were emptied when the last
+                // transaction ended.)
                 // Alg. 1, line 7: what the snapshot includes leaves the cache.
                 let lst = self.lst;
                 self.wc.retain(|_, (_, ct)| *ct > lst);
@@ -214,29 +230,8 @@ impl Session for WrenSession {
                 Some(SessionEvent::Started)
             }
             (WrenMsg::TxReadResp { tx, values }, State::Reading { keys, mut local }) if Some(tx) == self.tx => {
-                for (k, v) in values {
-                    self.rs.entry(k.clone()).or_insert_with(|| v.clone());
-                    local.insert(k, v);
-                }
-                for (k, v) in &local {
-                    self.rs.entry(k.clone()).or_insert_with(|| v.clone());
-                }
-                let mut result = Vec::with_capacity(keys.len());
-                for k in keys {
-                    match local.get(&k) {
-                        Some(v) => result.push((k, v.clone())),
-                        None => {
-                            // The coordinator left a key out: the transaction
-                            // cannot trust this answer.
-                            self.end_transaction();
-                            return Some(SessionEvent::Failed(SessionError::InvalidArgument(
-                                "the coordinator's reply misses a key".into(),
-                            )));
-                        }
-                    }
-                }
-                self.state = State::Active;
-                Some(SessionEvent::Read(result))
+                local.extend(values);
+                Some(self.finish_read(keys, local))
             }
             (WrenMsg::CommitResp { tx, ct }, State::Committing) if Some(tx) == self.tx => {
                 self.hwt = ct;

@@ -65,10 +65,7 @@ impl WrenReplica {
             return; // inner nodes forward when their children have reported
         }
         let report = self.own_report();
-        match self.bist.parent {
-            Some(parent) => out.send(Addr::Replica(parent), WrenMsg::StableUp(report)),
-            None => self.complete_round(report, out),
-        }
+        self.report_up(report, out);
     }
 
     pub(crate) fn on_stable_up(&mut self, from: Addr, report: StableReport, out: &mut WrenOutbox) {
@@ -84,15 +81,16 @@ impl WrenReplica {
         for slot in &mut self.bist.fresh {
             aggregate = combine(aggregate, slot.take().expect("all children fresh"));
         }
-        match self.bist.parent {
-            Some(parent) => out.send(Addr::Replica(parent), WrenMsg::StableUp(aggregate)),
-            None => self.complete_round(aggregate, out),
-        }
+        self.report_up(aggregate, out);
     }
 
-    /// At the root: the DC-wide minima are the new LST, RST and `S_old`.
-    fn complete_round(&mut self, dc_wide: StableReport, out: &mut WrenOutbox) {
-        self.on_stable_down(dc_wide.local, dc_wide.remote, dc_wide.oldest, out);
+    /// Sends a subtree's report to the parent; at the root, the report is
+    /// DC-wide and its minima are the new LST, RST and `S_old`.
+    fn report_up(&mut self, report: StableReport, out: &mut WrenOutbox) {
+        match self.bist.parent {
+            Some(parent) => out.send(Addr::Replica(parent), WrenMsg::StableUp(report)),
+            None => self.on_stable_down(report.local, report.remote, report.oldest, out),
+        }
     }
 
     pub(crate) fn on_stable_down(&mut self, lst: Timestamp, rst: Timestamp, oldest: Snapshot, out: &mut WrenOutbox) {
