@@ -144,6 +144,13 @@ pub trait Replica {
     fn latest_values(&self) -> Vec<(Key, Value)>;
 
     fn stats(&self) -> ReplicaStats;
+
+    /// The timestamp up to which writes that originate in DC `origin` are
+    /// visible to transactions starting here now (Wren: LST for the local DC,
+    /// RST for the others; Cure: the entry of the stable vector; EC: the last
+    /// write applied from that DC). Drivers sample it to measure how long an
+    /// update takes to become visible, locally and remotely.
+    fn visible_upto(&self, origin: DcId) -> Timestamp;
 }
 
 /// Errors a client session reports. Operational errors, not bugs: a driver
@@ -180,6 +187,11 @@ pub type SessionOut<M> = Vec<(Addr, M)>;
 /// A client session: one transaction at a time, one operation at a time.
 pub trait Session {
     type Message: Message;
+    /// The session's causal past between transactions (its snapshot, the
+    /// time of its last commit, and whatever else reads must respect, such as
+    /// Wren's cache of its own writes). A session token carries it so a
+    /// client can resume on another connection to the same DC.
+    type State: Clone + Debug + Serialize + DeserializeOwned + Send + 'static;
 
     fn id(&self) -> ClientId;
 
@@ -202,15 +214,43 @@ pub trait Session {
         msg: Self::Message,
         out: &mut SessionOut<Self::Message>,
     ) -> Option<SessionEvent>;
+
+    /// The causal state to resume elsewhere; only between transactions.
+    fn export_state(&self) -> Result<Self::State, SessionError>;
+
+    /// Adopts a state exported by a session of the same DC, merged with this
+    /// session's own (the result has seen everything both have seen). Only
+    /// between transactions.
+    fn import_state(&mut self, state: Self::State) -> Result<(), SessionError>;
+}
+
+/// Settings every protocol understands, so drivers can configure whichever
+/// protocol a user picked from one set of flags or config keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Δ_R: how often replicas apply committed transactions and replicate
+    /// them (or send a heartbeat), in microseconds.
+    pub apply_interval_us: u64,
+    /// Δ_G: how often stable times are gossiped inside a DC, in microseconds.
+    pub stabilization_interval_us: u64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { apply_interval_us: 5_000, stabilization_interval_us: 5_000 }
+    }
 }
 
 /// A protocol of the engine: its replica, its session and its messages.
 pub trait Protocol: 'static {
     const NAME: &'static str;
-    type Config: Clone + Debug + Default + Send + Sync;
+    type Config: Clone + Debug + Default + Send + Sync + 'static;
     type Message: Message;
-    type Replica: Replica<Message = Self::Message>;
-    type Session: Session<Message = Self::Message>;
+    type Replica: Replica<Message = Self::Message, Timer: Send> + Send + 'static;
+    type Session: Session<Message = Self::Message> + Send + 'static;
+
+    /// This protocol's configuration with the shared settings applied.
+    fn configure(tuning: &Tuning) -> Self::Config;
 
     /// Says why this protocol cannot run on this topology, if it cannot.
     fn validate(topology: &Topology, config: &Self::Config) -> Result<(), String>;

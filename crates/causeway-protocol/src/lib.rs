@@ -9,13 +9,15 @@
 pub mod engine;
 pub mod hlc;
 pub mod ids;
+pub mod kind;
 pub mod mvstore;
 pub mod topology;
 pub mod wren;
 
 pub use engine::{
-    CommitStamp, Key, Message, MsgClass, Outbox, Protocol, Replica, Session, SessionError, SessionEvent, Value,
+    CommitStamp, Key, Message, MsgClass, Outbox, Protocol, Replica, Session, SessionError, SessionEvent, Tuning, Value,
 };
 pub use hlc::{Hlc, PhysicalMicros, Timestamp};
 pub use ids::{Addr, ClientId, DcId, PartitionId, ReplicaId, TxId};
+pub use kind::{ProtocolKind, ProtocolVisitor};
 pub use topology::Topology;

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use causeway_history::check;
-use causeway_protocol::wren::{Wren, WrenConfig};
+use causeway_protocol::{Protocol, ProtocolKind, ProtocolVisitor, Tuning};
 use causeway_sim::{Cut, LatencySpikes, Progress, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
 use std::fs::File;
@@ -10,12 +10,6 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ProtocolName {
-    /// Wren: nonblocking reads from the local stable snapshot plus a client cache.
-    Wren,
-}
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum WorkloadName {
@@ -47,9 +41,9 @@ impl FromStr for CutArg {
 
 #[derive(Args, Debug)]
 pub struct SimArgs {
-    /// Protocol to run.
-    #[arg(long, value_enum, default_value = "wren")]
-    protocol: ProtocolName,
+    /// Protocol to run (wren).
+    #[arg(long, default_value = "wren")]
+    protocol: ProtocolKind,
     /// Data centers (at most the number of regions in the WAN model).
     #[arg(long, default_value_t = 3)]
     dcs: u16,
@@ -145,6 +139,19 @@ fn micros(ms: f64, what: &str) -> Result<u64> {
     Ok((ms * 1000.0).round() as u64)
 }
 
+/// Runs the simulation with whichever protocol the user picked.
+struct RunSim {
+    config: SimConfig,
+    tuning: Tuning,
+}
+
+impl ProtocolVisitor for RunSim {
+    type Output = Result<causeway_sim::SimReport>;
+    fn visit<P: Protocol>(self) -> Self::Output {
+        Ok(Simulation::<P>::new(self.config, &P::configure(&self.tuning))?.with_progress(show_progress).run())
+    }
+}
+
 pub fn run(args: SimArgs) -> Result<ExitCode> {
     let wan = match &args.wan {
         Some(path) => {
@@ -188,16 +195,11 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         workload,
         ..SimConfig::default()
     };
-    let report = match args.protocol {
-        ProtocolName::Wren => {
-            let wren = WrenConfig {
-                apply_interval_us: micros(args.delta_r_ms, "--delta-r-ms")?.max(1),
-                stabilization_interval_us: micros(args.delta_g_ms, "--delta-g-ms")?.max(1),
-                ..WrenConfig::default()
-            };
-            Simulation::<Wren>::new(config, &wren)?.with_progress(show_progress).run()
-        }
+    let tuning = Tuning {
+        apply_interval_us: micros(args.delta_r_ms, "--delta-r-ms")?.max(1),
+        stabilization_interval_us: micros(args.delta_g_ms, "--delta-g-ms")?.max(1),
     };
+    let report = args.protocol.visit(RunSim { config, tuning })?;
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }

@@ -24,14 +24,14 @@ pub mod stabilization;
 #[cfg(test)]
 mod tests;
 
-use crate::engine::Protocol;
+use crate::engine::{Protocol, Tuning};
 use crate::ids::{ClientId, ReplicaId};
 use crate::topology::Topology;
 use std::sync::Arc;
 
 pub use messages::WrenMsg;
 pub use replica::{WrenReplica, WrenTimer};
-pub use session::WrenSession;
+pub use session::{WrenSession, WrenSessionState};
 pub use snapshot::Snapshot;
 
 /// Tunables of Wren. Intervals are in microseconds of the replica's clock.
@@ -92,6 +92,14 @@ impl Protocol for Wren {
     type Message = WrenMsg;
     type Replica = WrenReplica;
     type Session = WrenSession;
+
+    fn configure(tuning: &Tuning) -> WrenConfig {
+        WrenConfig {
+            apply_interval_us: tuning.apply_interval_us,
+            stabilization_interval_us: tuning.stabilization_interval_us,
+            ..WrenConfig::default()
+        }
+    }
 
     fn validate(topology: &Topology, config: &WrenConfig) -> Result<(), String> {
         if !topology.is_fully_replicated() {

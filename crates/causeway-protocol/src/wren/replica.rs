@@ -222,6 +222,14 @@ impl Replica for WrenReplica {
         self.store.latest()
     }
 
+    fn visible_upto(&self, origin: DcId) -> Timestamp {
+        if origin == self.id.dc {
+            self.lst
+        } else {
+            self.rst
+        }
+    }
+
     fn stats(&self) -> ReplicaStats {
         ReplicaStats {
             versions: self.store.version_count(),

@@ -8,6 +8,7 @@ use crate::engine::{CommitStamp, Key, Session, SessionError, SessionEvent, Sessi
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, ReplicaId, TxId};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
@@ -121,6 +122,14 @@ impl WrenSession {
         SessionEvent::Read(result)
     }
 
+    fn idle(&self) -> Result<(), SessionError> {
+        match self.state {
+            State::Idle => Ok(()),
+            State::Active => Err(SessionError::TransactionActive),
+            _ => Err(SessionError::OperationInProgress),
+        }
+    }
+
     fn end_transaction(&mut self) {
         self.state = State::Idle;
         self.tx = None;
@@ -130,8 +139,19 @@ impl WrenSession {
     }
 }
 
+/// What a Wren session token carries: the snapshot, the last commit time and
+/// the cache of own writes the local stable snapshot may not include yet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrenSessionState {
+    pub lst: Timestamp,
+    pub rst: Timestamp,
+    pub hwt: Timestamp,
+    pub cache: Vec<(Key, Value, Timestamp)>,
+}
+
 impl Session for WrenSession {
     type Message = WrenMsg;
+    type State = WrenSessionState;
 
     fn id(&self) -> ClientId {
         self.id
@@ -139,11 +159,7 @@ impl Session for WrenSession {
 
     /// Alg. 1, lines 1–7 (the reply is handled in `on_message`).
     fn begin(&mut self, out: &mut SessionOut<WrenMsg>) -> Result<Option<SessionEvent>, SessionError> {
-        match self.state {
-            State::Idle => {}
-            State::Active => return Err(SessionError::TransactionActive),
-            _ => return Err(SessionError::OperationInProgress),
-        }
+        self.idle()?;
         self.state = State::Starting;
         out.push((self.to_coordinator(), WrenMsg::StartTxReq { lst: self.lst, rst: self.rst }));
         Ok(None)
@@ -209,6 +225,29 @@ impl Session for WrenSession {
         let tx = self.active_tx()?;
         out.push((self.to_coordinator(), WrenMsg::EndTx { tx }));
         self.end_transaction();
+        Ok(())
+    }
+
+    fn export_state(&self) -> Result<WrenSessionState, SessionError> {
+        self.idle()?;
+        let mut cache: Vec<_> = self.wc.iter().map(|(k, (v, ct))| (k.clone(), v.clone(), *ct)).collect();
+        cache.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(WrenSessionState { lst: self.lst, rst: self.rst, hwt: self.hwt, cache })
+    }
+
+    fn import_state(&mut self, state: WrenSessionState) -> Result<(), SessionError> {
+        self.idle()?;
+        self.lst = self.lst.max(state.lst);
+        self.rst = self.rst.max(state.rst);
+        self.hwt = self.hwt.max(state.hwt);
+        for (key, value, ct) in state.cache {
+            match self.wc.get(&key) {
+                Some((_, mine)) if *mine >= ct => {}
+                _ => {
+                    self.wc.insert(key, (value, ct));
+                }
+            }
+        }
         Ok(())
     }
 
