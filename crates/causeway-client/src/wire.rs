@@ -1,0 +1,164 @@
+//! The client wire protocol: what a client and a server say to each other.
+//!
+//! A TCP connection carries length-delimited frames (a 4-byte big-endian
+//! length, then the body); each body is one postcard-encoded
+//! [`RequestFrame`] (client → server) or [`ResponseFrame`] (server →
+//! client). The first request must be [`Request::Hello`]; a server answers a
+//! different [`WIRE_VERSION`] with [`WireError::VersionMismatch`] and closes
+//! the connection. Requests on one connection are answered in order, so a
+//! client may pipeline them (send several before reading the answers).
+//!
+//! One connection is one session: one transaction at a time, which the
+//! server runs against a coordinator in its DC.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Bumped on any incompatible change of the frames below.
+pub const WIRE_VERSION: u32 = 1;
+
+/// The largest frame either side accepts by default (16 MiB).
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestFrame {
+    /// Chosen by the client, repeated in the response.
+    pub id: u64,
+    pub request: Request,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponseFrame {
+    pub id: u64,
+    pub response: Response,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Must come first. `client` is a free-form name for logs.
+    Hello { version: u32, client: String },
+    /// Starts a transaction. Answered with [`Response::Started`].
+    Begin,
+    /// Reads keys in the running transaction. Answered with
+    /// [`Response::Values`], in the order asked.
+    Read { keys: Vec<Bytes> },
+    /// Buffers a write in the running transaction; sent to the cluster at
+    /// commit. Answered with [`Response::Written`].
+    Write { key: Bytes, value: Bytes },
+    /// Commits the running transaction. Answered with [`Response::Committed`].
+    Commit,
+    /// Abandons the running transaction. Answered with [`Response::Aborted`].
+    Abort,
+    /// A read-only transaction in one round trip: begin, read, commit.
+    /// Answered with [`Response::Values`].
+    ReadOnly { keys: Vec<Bytes> },
+    /// Exports the session's causal state (only between transactions).
+    /// Answered with [`Response::Token`].
+    ExportSession,
+    /// Adopts a token exported by a session of the same DC (only between
+    /// transactions). Answered with [`Response::Resumed`].
+    ResumeSession { token: Bytes },
+    /// Operator and test hook: the server breaks all its connections to
+    /// peer servers (they reconnect on their own). Answered with
+    /// [`Response::Done`].
+    DropPeerConnections,
+    /// Operator and test hook: the newest value of every key the server's
+    /// replicas hold. Answered with [`Response::Dump`].
+    Dump,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    Welcome(Welcome),
+    Started,
+    /// One entry per key asked for; `None`: the key has no version.
+    Values(Vec<Option<Bytes>>),
+    Written,
+    /// `None` for a transaction without writes.
+    Committed(Option<Stamp>),
+    Aborted,
+    Token(Bytes),
+    Resumed,
+    Done,
+    Dump(Dump),
+    Error(WireError),
+}
+
+/// What the server tells a client after `Hello`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Welcome {
+    pub version: u32,
+    /// The protocol the cluster runs (`wren`, `cure`, …).
+    pub protocol: String,
+    /// The DC this connection's session lives in.
+    pub dc: u16,
+    /// The server node's name.
+    pub node: String,
+    pub limits: Limits,
+}
+
+/// Sizes a server accepts; larger requests get [`WireError::TooLarge`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_key_bytes: u32,
+    pub max_value_bytes: u32,
+    /// Keys in one `Read` or `ReadOnly`.
+    pub max_keys_per_read: u32,
+    /// Writes buffered in one transaction.
+    pub max_writes_per_txn: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_key_bytes: 4096, max_value_bytes: 1 << 20, max_keys_per_read: 10_000, max_writes_per_txn: 10_000 }
+    }
+}
+
+/// A commit timestamp, in last-writer-wins order: `ts`, then `dc`, then `txid`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Stamp {
+    /// Hybrid logical clock: microseconds since the Unix epoch in the high
+    /// 52 bits, a logical counter in the low 12.
+    pub ts: u64,
+    pub dc: u16,
+    pub txid: u64,
+}
+
+/// The newest values the answering server holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dump {
+    pub dc: u16,
+    /// Whether the server holds only some of the partitions.
+    pub partial: bool,
+    pub entries: Vec<(Bytes, Bytes)>,
+}
+
+/// Errors a server reports; the connection stays usable unless said otherwise.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+pub enum WireError {
+    /// The connection is closed after this one.
+    #[error("wire version mismatch: server speaks {server}, client {client}")]
+    VersionMismatch { server: u32, client: u32 },
+    #[error("the first request must be Hello")]
+    HelloExpected,
+    #[error("no transaction is active; call begin first")]
+    NoActiveTransaction,
+    #[error("a transaction is already active; commit or abort it first")]
+    TransactionActive,
+    #[error("the previous operation has not finished")]
+    OperationInProgress,
+    #[error("the coordinator does not know this transaction (it may have expired)")]
+    UnknownTransaction,
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("{what} is {size} bytes, over the limit of {limit}")]
+    TooLarge { what: String, size: u64, limit: u64 },
+    #[error("invalid session token: {0}")]
+    BadToken(String),
+    /// The connection is closed after this one.
+    #[error("malformed request: {0}")]
+    Malformed(String),
+    #[error("server unavailable: {0}")]
+    Unavailable(String),
+}
