@@ -1,0 +1,301 @@
+//! The cluster config file: one TOML file describes DCs, partitions,
+//! placement, node addresses, protocol and intervals. Every node of a cluster
+//! reads the same file; it is validated at start and each mistake is named
+//! with where it is.
+//!
+//! ```toml
+//! name = "demo"             # peers of another cluster are refused
+//! protocol = "wren"         # wren (default); see `causeway sim --help`
+//! partitions = 2            # partitions per DC
+//!
+//! [tuning]                  # optional
+//! apply_interval_ms = 5.0   # Δ_R
+//! stabilization_interval_ms = 5.0  # Δ_G
+//!
+//! [limits]                  # optional; these are the defaults
+//! max_key_bytes = 4096
+//! max_value_bytes = 1048576
+//! max_keys_per_read = 10000
+//! max_writes_per_txn = 10000
+//!
+//! [wan]                     # optional: emulate WAN latency between DCs
+//! emulate = true
+//! file = "config/wan.toml"  # RTT matrix; default: the built-in one
+//!
+//! [[dc]]
+//! name = "virginia"
+//! [[dc]]
+//! name = "oregon"
+//!
+//! [[node]]
+//! name = "virginia-0"
+//! dc = "virginia"
+//! partitions = [0, 1]
+//! peer = "127.0.0.1:7000"     # other servers connect here
+//! client = "127.0.0.1:7100"   # clients connect here
+//! metrics = "127.0.0.1:9100"  # optional Prometheus endpoint
+//! # … one or more nodes per DC, together holding every partition
+//! ```
+
+use crate::plan::{ClusterPlan, NodePlan, WanDelays};
+use causeway_client::wire::Limits;
+use causeway_protocol::{DcId, ProtocolKind, ReplicaId, Topology, Tuning};
+use causeway_sim::WanModel;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default = "default_name")]
+    name: String,
+    #[serde(default)]
+    protocol: Option<String>,
+    partitions: u32,
+    #[serde(default)]
+    tuning: TuningFile,
+    #[serde(default)]
+    limits: LimitsFile,
+    #[serde(default)]
+    wan: WanFile,
+    #[serde(default)]
+    dc: Vec<DcFile>,
+    #[serde(default)]
+    node: Vec<NodeFile>,
+}
+
+fn default_name() -> String {
+    "causeway".into()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TuningFile {
+    apply_interval_ms: Option<f64>,
+    stabilization_interval_ms: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    max_key_bytes: Option<u32>,
+    max_value_bytes: Option<u32>,
+    max_keys_per_read: Option<u32>,
+    max_writes_per_txn: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WanFile {
+    #[serde(default)]
+    emulate: bool,
+    file: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DcFile {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeFile {
+    name: String,
+    dc: String,
+    partitions: Vec<u32>,
+    peer: SocketAddr,
+    client: SocketAddr,
+    metrics: Option<SocketAddr>,
+}
+
+/// Reads and validates a cluster config file.
+pub fn load(path: &Path) -> Result<ClusterPlan, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+    parse(&text, path)
+}
+
+/// Parses and validates config text; `path` names it in errors and anchors
+/// relative paths inside it.
+pub fn parse(text: &str, path: &Path) -> Result<ClusterPlan, ConfigError> {
+    let file: File = toml::from_str(text)
+        .map_err(|e| ConfigError::Syntax { path: path.into(), message: e.to_string().trim_end().to_string() })?;
+    let invalid = |message: String| ConfigError::Invalid { path: path.into(), message };
+    resolve(file, path).map_err(invalid)
+}
+
+fn ms_to_us(ms: Option<f64>, what: &str, default: u64) -> Result<u64, String> {
+    match ms {
+        None => Ok(default),
+        Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 60_000.0 => Ok(((ms * 1000.0) as u64).max(1)),
+        Some(ms) => Err(format!("[tuning] {what} = {ms}: must be a positive number of milliseconds up to 60000")),
+    }
+}
+
+fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
+    let protocol: ProtocolKind =
+        file.protocol.as_deref().unwrap_or("wren").parse().map_err(|e: String| format!("protocol: {e}"))?;
+    if file.partitions == 0 {
+        return Err("partitions must be at least 1".into());
+    }
+    if file.dc.is_empty() {
+        return Err("no [[dc]] given: a cluster needs at least one DC".into());
+    }
+    if file.dc.len() > usize::from(u16::MAX) {
+        return Err("too many DCs".into());
+    }
+    let mut dc_ids = BTreeMap::new();
+    for (i, dc) in file.dc.iter().enumerate() {
+        if dc.name.is_empty() {
+            return Err(format!("[[dc]] number {} has an empty name", i + 1));
+        }
+        if dc_ids.insert(dc.name.as_str(), DcId(i as u16)).is_some() {
+            return Err(format!("DC {:?} is declared twice", dc.name));
+        }
+    }
+    let defaults = Tuning::default();
+    let tuning = Tuning {
+        apply_interval_us: ms_to_us(file.tuning.apply_interval_ms, "apply_interval_ms", defaults.apply_interval_us)?,
+        stabilization_interval_us: ms_to_us(
+            file.tuning.stabilization_interval_ms,
+            "stabilization_interval_ms",
+            defaults.stabilization_interval_us,
+        )?,
+    };
+    let d = Limits::default();
+    let limits = Limits {
+        max_key_bytes: file.limits.max_key_bytes.unwrap_or(d.max_key_bytes),
+        max_value_bytes: file.limits.max_value_bytes.unwrap_or(d.max_value_bytes),
+        max_keys_per_read: file.limits.max_keys_per_read.unwrap_or(d.max_keys_per_read),
+        max_writes_per_txn: file.limits.max_writes_per_txn.unwrap_or(d.max_writes_per_txn),
+    };
+    for (what, v) in [
+        ("max_key_bytes", limits.max_key_bytes),
+        ("max_value_bytes", limits.max_value_bytes),
+        ("max_keys_per_read", limits.max_keys_per_read),
+        ("max_writes_per_txn", limits.max_writes_per_txn),
+    ] {
+        if v == 0 {
+            return Err(format!("[limits] {what} must be at least 1"));
+        }
+    }
+    if u64::from(limits.max_key_bytes) + u64::from(limits.max_value_bytes) > (12 << 20) {
+        return Err("[limits] a key and a value together must fit in 12 MiB (the frame limit is 16 MiB)".into());
+    }
+
+    if file.node.is_empty() {
+        return Err("no [[node]] given: a cluster needs at least one node".into());
+    }
+    let mut names = BTreeSet::new();
+    let mut addrs: BTreeMap<SocketAddr, String> = BTreeMap::new();
+    let mut holder: BTreeMap<(DcId, u32), &str> = BTreeMap::new();
+    let mut nodes = Vec::new();
+    for node in &file.node {
+        let at = format!("node {:?}", node.name);
+        if node.name.is_empty() {
+            return Err("a [[node]] has an empty name".into());
+        }
+        if !names.insert(node.name.as_str()) {
+            return Err(format!("{at} is declared twice"));
+        }
+        let dc = *dc_ids.get(node.dc.as_str()).ok_or_else(|| {
+            let known: Vec<_> = dc_ids.keys().copied().collect();
+            format!("{at}: unknown DC {:?} (declared DCs: {})", node.dc, known.join(", "))
+        })?;
+        for (what, addr) in
+            [("peer", Some(node.peer)), ("client", Some(node.client)), ("metrics", node.metrics)].into_iter()
+        {
+            let Some(addr) = addr else { continue };
+            if addr.port() == 0 {
+                return Err(format!("{at}: {what} address {addr} needs a port"));
+            }
+            if let Some(other) = addrs.insert(addr, format!("{at} ({what})")) {
+                return Err(format!("duplicate address {addr}: used by {other} and by {at} ({what})"));
+            }
+        }
+        if node.partitions.is_empty() {
+            return Err(format!("{at} holds no partition"));
+        }
+        let mut replicas = Vec::new();
+        for &p in &node.partitions {
+            if p >= file.partitions {
+                return Err(format!("{at}: partition {p} does not exist (partitions are 0..{})", file.partitions));
+            }
+            if let Some(other) = holder.insert((dc, p), node.name.as_str()) {
+                return Err(format!(
+                    "partition {p} of DC {:?} is held by two nodes: {other:?} and {:?}",
+                    node.dc, node.name
+                ));
+            }
+            replicas.push(ReplicaId::new(dc.0, p));
+        }
+        nodes.push(NodePlan {
+            name: node.name.clone(),
+            replicas,
+            clients: vec![(dc, node.client)],
+            peer: Some(node.peer),
+            metrics: node.metrics,
+        });
+    }
+    // Placement: which DCs hold each partition.
+    let dcs = file.dc.len() as u16;
+    let mut placement = vec![Vec::new(); file.partitions as usize];
+    for &(dc, p) in holder.keys() {
+        placement[p as usize].push(dc);
+    }
+    for (p, holders) in placement.iter().enumerate() {
+        if holders.is_empty() {
+            return Err(format!("partition {p} has no replica: no node in any DC holds it"));
+        }
+    }
+    for (name, &dc) in &dc_ids {
+        if !holder.keys().any(|&(d, _)| d == dc) {
+            return Err(format!("DC {name:?} has no node"));
+        }
+    }
+    let topology = Topology::with_placement(dcs, file.partitions, placement).map_err(|e| e.to_string())?;
+    check_protocol(protocol, &topology, &tuning)?;
+    let wan = if file.wan.emulate {
+        let model = match &file.wan.file {
+            None => WanModel::default_model(),
+            Some(f) => {
+                let f = path.parent().map_or(f.clone(), |dir| dir.join(f));
+                let text = std::fs::read_to_string(&f).map_err(|e| format!("[wan] file {}: {e}", f.display()))?;
+                WanModel::parse(&text).map_err(|e| format!("[wan] file {}: {e}", f.display()))?
+            }
+        };
+        Some(WanDelays::from_model(&model, dcs).map_err(|e| format!("[wan] {e}"))?)
+    } else {
+        None
+    };
+    Ok(ClusterPlan { name: file.name, protocol, topology: Arc::new(topology), tuning, limits, wan, nodes })
+}
+
+/// Whether the protocol can run on this topology (Wren refuses partial
+/// replication, for example).
+pub fn check_protocol(protocol: ProtocolKind, topology: &Topology, tuning: &Tuning) -> Result<(), String> {
+    struct Check<'a>(&'a Topology, &'a Tuning);
+    impl causeway_protocol::ProtocolVisitor for Check<'_> {
+        type Output = Result<(), String>;
+        fn visit<P: causeway_protocol::Protocol>(self) -> Result<(), String> {
+            P::validate(self.0, &P::configure(self.1)).map_err(|e| format!("protocol {}: {e}", P::NAME))
+        }
+    }
+    protocol.visit(Check(topology, tuning))
+}
+
+#[cfg(test)]
+mod tests;

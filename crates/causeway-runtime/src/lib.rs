@@ -1,0 +1,28 @@
+//! Causeway's runtime: tokio tasks drive the same sans-IO state machines the
+//! simulator drives, with the real clock, real timers and real sockets.
+//!
+//! A transaction's way through this crate: a client connection
+//! ([`session_host`]) runs the client's session next to its coordinator; the
+//! session's messages and the replicas' go through the [`router`] — to a
+//! replica task of this node ([`replica_task`], one task per partition
+//! replica, owning its state), through a WAN [`delay`] line when they cross
+//! DCs inside one process, or to another node over the transport
+//! ([`remote`]). A [`plan::ClusterPlan`] (from a [`config`] file, or
+//! [`plan::ClusterPlan::embedded`]) says which node runs what; [`node::start`]
+//! starts one; [`metrics`] serves Prometheus text.
+
+pub mod clock;
+pub mod config;
+pub mod delay;
+pub mod envelope;
+pub mod metrics;
+pub mod node;
+pub mod plan;
+pub mod remote;
+pub mod replica_task;
+pub mod router;
+pub mod session_host;
+mod token;
+
+pub use node::{start, NodeHandle, StartError};
+pub use plan::ClusterPlan;

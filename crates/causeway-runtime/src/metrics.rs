@@ -1,0 +1,153 @@
+//! Prometheus metrics of a node, and the endpoint that serves them.
+//!
+//! Counters and histograms are updated where things happen; values that are
+//! state rather than events (stable-time lag, queue lengths, versions) are
+//! read from the replicas' published gauges when Prometheus scrapes.
+
+use causeway_protocol::{Message, MsgClass};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+
+pub type Labels = Vec<(&'static str, String)>;
+
+fn latency_histogram() -> Histogram {
+    // 50 µs to about 13 s.
+    Histogram::new(exponential_buckets(50e-6, 2.0, 19))
+}
+
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    pub txns_started: Counter,
+    pub txns_committed: Counter,
+    pub txns_aborted: Counter,
+    pub op_latency: Family<Labels, Histogram, fn() -> Histogram>,
+    pub reads_waited: Counter,
+    pub read_wait: Histogram,
+    pub bytes_sent: Family<Labels, Counter>,
+    pub messages_sent: Family<Labels, Counter>,
+    /// How far the visible snapshot trails the local clock, per origin kind.
+    pub stable_lag: Family<Labels, Gauge<f64, AtomicU64>>,
+    pub queue_length: Family<Labels, Gauge>,
+    pub versions: Family<Labels, Gauge>,
+    pub client_connections: Gauge,
+}
+
+pub fn class_name(class: MsgClass) -> &'static str {
+    match class {
+        MsgClass::Client => "client",
+        MsgClass::Transaction => "transaction",
+        MsgClass::Replication => "replication",
+        MsgClass::Stabilization => "stabilization",
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let m = Metrics {
+            registry: Mutex::new(Registry::with_prefix("causeway")),
+            txns_started: Counter::default(),
+            txns_committed: Counter::default(),
+            txns_aborted: Counter::default(),
+            op_latency: Family::new_with_constructor(latency_histogram),
+            reads_waited: Counter::default(),
+            read_wait: latency_histogram(),
+            bytes_sent: Family::default(),
+            messages_sent: Family::default(),
+            stable_lag: Family::default(),
+            queue_length: Family::default(),
+            versions: Family::default(),
+            client_connections: Gauge::default(),
+        };
+        {
+            let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
+            r.register("transactions_started", "Transactions begun by clients of this node", m.txns_started.clone());
+            r.register(
+                "transactions_committed",
+                "Transactions committed by clients of this node",
+                m.txns_committed.clone(),
+            );
+            r.register("transactions_aborted", "Transactions aborted by clients of this node", m.txns_aborted.clone());
+            r.register("operation_latency_seconds", "Client operation latency, by operation", m.op_latency.clone());
+            r.register("reads_waited", "Read slices a replica could not answer at once", m.reads_waited.clone());
+            r.register("read_wait_seconds", "How long read slices that waited waited", m.read_wait.clone());
+            r.register("bytes_sent", "Protocol message bytes sent, by message class", m.bytes_sent.clone());
+            r.register("messages_sent", "Protocol messages sent, by message class", m.messages_sent.clone());
+            r.register(
+                "stable_lag_seconds",
+                "Local clock minus the visible snapshot's time, per replica and origin (local: LST, remote: RST)",
+                m.stable_lag.clone(),
+            );
+            r.register(
+                "queue_length",
+                "Messages waiting in a queue (replica inbox, peer link)",
+                m.queue_length.clone(),
+            );
+            r.register("versions", "Versions stored, per replica", m.versions.clone());
+            r.register("client_connections", "Open client connections", m.client_connections.clone());
+        }
+        m
+    }
+
+    /// Counts a message about to be sent, by class.
+    pub fn count_sent<M: Message>(&self, msg: &M) {
+        let label = vec![("class", class_name(msg.class()).to_string())];
+        let size = postcard::experimental::serialized_size(msg).unwrap_or(0);
+        self.bytes_sent.get_or_create(&label).inc_by(size as u64);
+        self.messages_sent.get_or_create(&label).inc();
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        // Writing to a String cannot fail.
+        let _ = encode(&mut out, &r);
+        out
+    }
+}
+
+/// Serves `GET /metrics` (any path, really) as Prometheus text until the task
+/// is aborted. `refresh` updates scrape-time gauges first.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    metrics: std::sync::Arc<Metrics>,
+    refresh: std::sync::Arc<dyn Fn() + Send + Sync>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else { continue };
+        let metrics = metrics.clone();
+        let refresh = refresh.clone();
+        tokio::spawn(async move {
+            // Read the request head (bounded); we answer every request the same.
+            let mut buf = [0u8; 4096];
+            let mut seen = Vec::new();
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") && seen.len() < 16384 {
+                match tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut buf)).await {
+                    Ok(Ok(n)) if n > 0 => seen.extend_from_slice(&buf[..n]),
+                    _ => return,
+                }
+            }
+            refresh();
+            let body = metrics.encode();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        });
+    }
+}

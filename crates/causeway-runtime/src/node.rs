@@ -1,0 +1,198 @@
+//! Starting a node: its replica tasks, its client endpoints, its links to the
+//! other nodes and its metrics endpoint, all from a [`ClusterPlan`].
+
+use crate::metrics::{self, Metrics};
+use crate::plan::ClusterPlan;
+use crate::remote::{self, PeerLinks};
+use crate::replica_task::{self, ReplicaGauges};
+use crate::router::{Remote, Router};
+use crate::session_host::SessionHost;
+use causeway_protocol::{DcId, Protocol, ProtocolVisitor, ReplicaId, Timestamp};
+use rustc_hash::FxHashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("no node named {0:?} in the cluster config")]
+    UnknownNode(String),
+    #[error("cannot listen for {what} on {addr}: {source}")]
+    Bind { what: &'static str, addr: SocketAddr, source: std::io::Error },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A running node. Dropping it stops every task it started.
+pub struct NodeHandle {
+    pub name: String,
+    /// Where each DC's clients connect, as bound (a port 0 in the plan is
+    /// replaced by the one the OS chose).
+    pub clients: Vec<(DcId, SocketAddr)>,
+    pub peer: Option<SocketAddr>,
+    pub metrics_addr: Option<SocketAddr>,
+    pub metrics: Arc<Metrics>,
+    /// What each replica of this node publishes (stable times, sizes).
+    pub replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
+    tasks: Vec<AbortHandle>,
+    /// Links to the other nodes, kept alive with the node.
+    peers: Option<Arc<dyn PeerLinks>>,
+}
+
+impl NodeHandle {
+    /// Breaks every connection to other nodes (they reconnect by themselves).
+    pub fn drop_peer_connections(&self) {
+        if let Some(p) = &self.peers {
+            p.drop_all();
+        }
+    }
+
+    pub fn client_addr(&self, dc: DcId) -> Option<SocketAddr> {
+        self.clients.iter().find(|(d, _)| *d == dc).map(|(_, a)| *a)
+    }
+}
+
+impl Drop for NodeHandle {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr).await.map_err(|source| StartError::Bind { what, addr, source })
+}
+
+/// Starts node `name` of `plan` on the current tokio runtime.
+pub async fn start(plan: Arc<ClusterPlan>, name: &str) -> Result<NodeHandle, StartError> {
+    let node = plan.node_index(name).ok_or_else(|| StartError::UnknownNode(name.into()))?;
+    plan.protocol.visit(Start { plan: plan.clone(), node }).await
+}
+
+type StartFuture = Pin<Box<dyn Future<Output = Result<NodeHandle, StartError>> + Send>>;
+
+struct Start {
+    plan: Arc<ClusterPlan>,
+    node: usize,
+}
+
+impl ProtocolVisitor for Start {
+    type Output = StartFuture;
+    fn visit<P: Protocol>(self) -> StartFuture {
+        Box::pin(start_typed::<P>(self.plan, self.node))
+    }
+}
+
+async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result<NodeHandle, StartError> {
+    let me = &plan.nodes[node];
+    let config = P::configure(&plan.tuning);
+    P::validate(&plan.topology, &config).map_err(|e| StartError::Invalid(format!("protocol {}: {e}", P::NAME)))?;
+    let metrics = Arc::new(Metrics::new());
+    let mut tasks = Vec::new();
+
+    // Bind everything first, so a taken port fails the start cleanly.
+    let mut client_listeners = Vec::new();
+    for &(dc, addr) in &me.clients {
+        client_listeners.push((dc, bind("clients", addr).await?));
+    }
+    let metrics_listener = match me.metrics {
+        Some(addr) => Some(bind("metrics", addr).await?),
+        None => None,
+    };
+
+    let mut inboxes = FxHashMap::default();
+    let mut receivers = Vec::new();
+    for &r in &me.replicas {
+        let (tx, rx) = mpsc::unbounded_channel();
+        inboxes.insert(r, tx);
+        receivers.push((r, rx));
+    }
+    let link = if plan.nodes.len() > 1 { Some(remote::start::<P::Message>(&plan, node).await?) } else { None };
+    let remote = link.clone().map(|l| l as Arc<dyn Remote<P::Message>>);
+    let router = Router::new(&plan, node, inboxes, remote, metrics.clone());
+    if let Some(link) = &link {
+        link.attach(Arc::downgrade(&router));
+    }
+    let peers = link.map(|l| l as Arc<dyn PeerLinks>);
+    let peer = peers.as_ref().map(|p| p.local_addr());
+
+    let dcs = plan.topology.dc_count();
+    let mut replicas = Vec::new();
+    for (id, rx) in receivers {
+        let gauges = Arc::new(ReplicaGauges::new(dcs));
+        replicas.push((id, gauges.clone()));
+        let replica = P::replica(id, plan.topology.clone(), &config);
+        let task = tokio::spawn(replica_task::run::<P>(replica, rx, router.clone(), gauges, metrics.clone()));
+        tasks.push(task.abort_handle());
+    }
+
+    let host = Arc::new(SessionHost::<P>::new(
+        node,
+        me.name.clone(),
+        plan.topology.clone(),
+        config,
+        plan.limits,
+        router.clone(),
+        metrics.clone(),
+    ));
+    let mut clients = Vec::new();
+    for (dc, listener) in client_listeners {
+        clients.push((dc, listener.local_addr().expect("a bound listener has an address")));
+        tasks.push(tokio::spawn(host.clone().serve(listener, dc)).abort_handle());
+    }
+
+    let metrics_addr = match metrics_listener {
+        Some(listener) => {
+            let addr = listener.local_addr().ok();
+            let refresh = scrape_refresh(metrics.clone(), replicas.clone(), peers.clone());
+            tasks.push(tokio::spawn(metrics::serve(listener, metrics.clone(), refresh)).abort_handle());
+            addr
+        }
+        None => None,
+    };
+    Ok(NodeHandle { name: me.name.clone(), clients, peer, metrics_addr, metrics, replicas, tasks, peers })
+}
+
+/// Scrape-time gauges: stable-time lag and queue lengths.
+fn scrape_refresh(
+    metrics: Arc<Metrics>,
+    replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
+    peers: Option<Arc<dyn PeerLinks>>,
+) -> Arc<dyn Fn() + Send + Sync> {
+    Arc::new(move || {
+        let now = crate::clock::now_micros();
+        let lag = |ts: u64| now.saturating_sub(Timestamp(ts).physical()) as f64 / 1e6;
+        for (id, g) in &replicas {
+            let name = format!("dc{}-p{}", id.dc.0, id.partition.0);
+            let local = g.visible_upto(id.dc);
+            metrics
+                .stable_lag
+                .get_or_create(&vec![("replica", name.clone()), ("origin", "local".into())])
+                .set(lag(local));
+            let remote_min =
+                (0..g.visible.len() as u16).map(DcId).filter(|d| *d != id.dc).map(|d| g.visible_upto(d)).min();
+            if let Some(r) = remote_min {
+                metrics
+                    .stable_lag
+                    .get_or_create(&vec![("replica", name.clone()), ("origin", "remote".into())])
+                    .set(lag(r));
+            }
+            metrics
+                .queue_length
+                .get_or_create(&vec![("queue", "replica_inbox".into()), ("replica", name.clone())])
+                .set(g.inbox.load(std::sync::atomic::Ordering::Relaxed) as i64);
+            metrics
+                .versions
+                .get_or_create(&vec![("replica", name)])
+                .set(g.versions.load(std::sync::atomic::Ordering::Relaxed) as i64);
+        }
+        if let Some(peers) = &peers {
+            peers.refresh_metrics(&metrics);
+        }
+    })
+}

@@ -1,0 +1,109 @@
+//! The resolved description of a cluster: which node hosts which replicas and
+//! serves which DC's clients. A config file ([`crate::config`]) or the
+//! embedded cluster ([`ClusterPlan::embedded`]) produces one; a node starts
+//! from it.
+
+use causeway_client::wire::Limits;
+use causeway_protocol::{DcId, ProtocolKind, ReplicaId, Topology, Tuning};
+use causeway_sim::WanModel;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct ClusterPlan {
+    /// Peers of another cluster are refused at the handshake.
+    pub name: String,
+    pub protocol: ProtocolKind,
+    pub topology: Arc<Topology>,
+    pub tuning: Tuning,
+    pub limits: Limits,
+    /// Extra one-way delay on links between DCs, when WAN emulation is on.
+    pub wan: Option<WanDelays>,
+    pub nodes: Vec<NodePlan>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NodePlan {
+    pub name: String,
+    /// Replicas this node runs, each in its own task.
+    pub replicas: Vec<ReplicaId>,
+    /// Where clients of each DC this node serves connect.
+    pub clients: Vec<(DcId, SocketAddr)>,
+    /// Where the other nodes connect; `None` for a node alone in its cluster.
+    pub peer: Option<SocketAddr>,
+    /// Where Prometheus scrapes; `None`: no metrics endpoint.
+    pub metrics: Option<SocketAddr>,
+}
+
+/// One-way delays between DCs, from an RTT matrix.
+#[derive(Clone, Debug)]
+pub struct WanDelays {
+    /// `one_way[a][b]`: half the RTT between the regions of DCs `a` and `b`.
+    pub one_way: Vec<Vec<Duration>>,
+    /// Each delay varies by up to this fraction of itself.
+    pub jitter: f64,
+}
+
+impl WanDelays {
+    /// DC `i` sits in region `i` of the model.
+    pub fn from_model(model: &WanModel, dcs: u16) -> Result<WanDelays, String> {
+        if usize::from(dcs) > model.regions.len() {
+            return Err(format!(
+                "WAN emulation has {} regions ({}) but the cluster has {dcs} DCs",
+                model.regions.len(),
+                model.regions.join(", ")
+            ));
+        }
+        let n = usize::from(dcs);
+        let one_way = (0..n).map(|a| (0..n).map(|b| Duration::from_micros(model.rtt_us[a][b] / 2)).collect()).collect();
+        Ok(WanDelays { one_way, jitter: model.jitter })
+    }
+
+    pub fn between(&self, a: DcId, b: DcId) -> Duration {
+        self.one_way[usize::from(a.0)][usize::from(b.0)]
+    }
+}
+
+impl ClusterPlan {
+    /// M DCs × N partitions in one process: one node runs every replica and
+    /// serves every DC's clients. `client_port`: the first DC's client port
+    /// (the others follow); 0 lets the OS choose.
+    pub fn embedded(
+        protocol: ProtocolKind,
+        dcs: u16,
+        partitions: u32,
+        wan: Option<&WanModel>,
+        client_port: u16,
+    ) -> Result<ClusterPlan, String> {
+        let topology = Topology::full(dcs, partitions).map_err(|e| e.to_string())?;
+        let wan = wan.map(|m| WanDelays::from_model(m, dcs)).transpose()?;
+        let clients = topology
+            .dcs()
+            .map(|dc| {
+                let port = if client_port == 0 { 0 } else { client_port.saturating_add(dc.0) };
+                (dc, SocketAddr::from(([127, 0, 0, 1], port)))
+            })
+            .collect();
+        let node =
+            NodePlan { name: "embedded".into(), replicas: topology.all_replicas(), clients, peer: None, metrics: None };
+        Ok(ClusterPlan {
+            name: "embedded".into(),
+            protocol,
+            topology: Arc::new(topology),
+            tuning: Tuning::default(),
+            limits: Limits::default(),
+            wan,
+            nodes: vec![node],
+        })
+    }
+
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// The node that runs `replica`.
+    pub fn host_of(&self, replica: ReplicaId) -> Option<usize> {
+        self.nodes.iter().position(|n| n.replicas.contains(&replica))
+    }
+}

@@ -1,0 +1,165 @@
+//! One task per partition replica: it owns the state machine (no locks on
+//! protocol state), feeds it messages and due timers with the real clock,
+//! and sends what it asks to send.
+
+use crate::clock::now_micros;
+use crate::metrics::Metrics;
+use crate::router::{ReplicaInput, Router};
+use causeway_protocol::{Addr, DcId, Message, Outbox, Protocol, Replica};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// What a replica task publishes after each batch of steps, for metrics and
+/// visibility measurements, without stopping the task.
+pub struct ReplicaGauges {
+    /// `visible[d]`: [`Replica::visible_upto`] for writes from DC `d`.
+    pub visible: Vec<AtomicU64>,
+    pub versions: AtomicU64,
+    pub inbox: AtomicU64,
+}
+
+impl ReplicaGauges {
+    pub fn new(dcs: u16) -> Self {
+        ReplicaGauges {
+            visible: (0..dcs).map(|_| AtomicU64::new(0)).collect(),
+            versions: AtomicU64::new(0),
+            inbox: AtomicU64::new(0),
+        }
+    }
+
+    pub fn visible_upto(&self, origin: DcId) -> u64 {
+        self.visible[usize::from(origin.0)].load(Ordering::Relaxed)
+    }
+}
+
+/// Inputs handled before the task yields, so a busy replica batches its
+/// sends (the transport coalesces them) without starving its timers.
+const BATCH: usize = 256;
+
+struct Timers<T> {
+    heap: BinaryHeap<Reverse<(Instant, u64)>>,
+    pending: FxHashMap<u64, T>,
+    seq: u64,
+}
+
+impl<T> Timers<T> {
+    fn arm(&mut self, timer: T, after_us: u64) {
+        self.seq += 1;
+        self.heap.push(Reverse((Instant::now() + Duration::from_micros(after_us), self.seq)));
+        self.pending.insert(self.seq, timer);
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((at, _))| *at)
+    }
+
+    fn pop_due(&mut self, now: Instant) -> Option<T> {
+        match self.heap.peek() {
+            Some(Reverse((at, _))) if *at <= now => {
+                let Reverse((_, seq)) = self.heap.pop()?;
+                self.pending.remove(&seq)
+            }
+            _ => None,
+        }
+    }
+}
+
+pub async fn run<P: Protocol>(
+    mut replica: P::Replica,
+    mut inbox: mpsc::UnboundedReceiver<ReplicaInput<P::Message>>,
+    router: Arc<Router<P::Message>>,
+    gauges: Arc<ReplicaGauges>,
+    metrics: Arc<Metrics>,
+) {
+    let me = Addr::Replica(replica.id());
+    let mut out = Outbox::default();
+    let mut timers = Timers { heap: BinaryHeap::new(), pending: FxHashMap::default(), seq: 0 };
+    // Read requests not answered in the step that received them: when they came.
+    let mut waiting: FxHashMap<(Addr, u64), Instant> = FxHashMap::default();
+    replica.start(now_micros(), &mut out);
+    loop {
+        flush::<P>(&mut out, me, &router, &mut timers, &mut waiting, &metrics);
+        publish::<P>(&replica, &gauges, &inbox);
+        let input = match timers.next_deadline() {
+            Some(at) => tokio::select! {
+                biased;
+                input = inbox.recv() => Some(input),
+                _ = tokio::time::sleep_until(at) => None,
+            },
+            None => Some(inbox.recv().await),
+        };
+        match input {
+            // Every sender is gone: the node is shutting down.
+            Some(None) => return,
+            Some(Some(first)) => {
+                let mut next = Some(first);
+                let mut handled = 0;
+                while let Some(input) = next {
+                    match input {
+                        ReplicaInput::Message(from, msg) => {
+                            let tag = msg.read_request_tag();
+                            replica.on_message(now_micros(), from, msg, &mut out);
+                            if let Some(tag) = tag {
+                                if !out.answers_read(from, tag) {
+                                    waiting.insert((from, tag), Instant::now());
+                                }
+                            }
+                        }
+                        ReplicaInput::Dump(reply) => {
+                            let _ = reply.send(replica.latest_values());
+                        }
+                    }
+                    handled += 1;
+                    next = if handled < BATCH { inbox.try_recv().ok() } else { None };
+                }
+            }
+            None => {}
+        }
+        let now = Instant::now();
+        while let Some(timer) = timers.pop_due(now) {
+            replica.on_timer(now_micros(), timer, &mut out);
+        }
+    }
+}
+
+fn publish<P: Protocol>(
+    replica: &P::Replica,
+    gauges: &ReplicaGauges,
+    inbox: &mpsc::UnboundedReceiver<ReplicaInput<P::Message>>,
+) {
+    for (d, slot) in gauges.visible.iter().enumerate() {
+        slot.store(replica.visible_upto(DcId(d as u16)).0, Ordering::Relaxed);
+    }
+    gauges.versions.store(replica.stats().versions, Ordering::Relaxed);
+    gauges.inbox.store(inbox.len() as u64, Ordering::Relaxed);
+}
+
+fn flush<P: Protocol>(
+    out: &mut Outbox<P::Message, <P::Replica as Replica>::Timer>,
+    me: Addr,
+    router: &Router<P::Message>,
+    timers: &mut Timers<<P::Replica as Replica>::Timer>,
+    waiting: &mut FxHashMap<(Addr, u64), Instant>,
+    metrics: &Metrics,
+) {
+    for (timer, after) in out.timers.drain(..) {
+        timers.arm(timer, after);
+    }
+    for (to, msg) in out.messages.drain(..) {
+        if !waiting.is_empty() {
+            if let Some(tag) = msg.read_reply_tag() {
+                if let Some(since) = waiting.remove(&(to, tag)) {
+                    metrics.reads_waited.inc();
+                    metrics.read_wait.observe(since.elapsed().as_secs_f64());
+                }
+            }
+        }
+        router.send(me, to, msg);
+    }
+}

@@ -1,0 +1,163 @@
+//! Where a message goes: a replica task of this node, a client session of
+//! this node, or another node through the transport — through a WAN delay
+//! line first when it crosses DCs inside this process.
+
+use crate::delay::DelayLine;
+use crate::envelope::Envelope;
+use crate::metrics::Metrics;
+use crate::plan::ClusterPlan;
+use causeway_protocol::{Addr, ClientId, DcId, Key, Message, ReplicaId, Value};
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, RwLock};
+use tokio::sync::{mpsc, oneshot};
+
+/// Inputs of a replica task.
+pub enum ReplicaInput<M> {
+    Message(Addr, M),
+    /// The newest value of every key, for `Dump`.
+    Dump(oneshot::Sender<Vec<(Key, Value)>>),
+}
+
+/// Messages to other nodes. The transport implements it; a node alone in its
+/// cluster has none.
+pub trait Remote<M>: Send + Sync {
+    fn send(&self, node: usize, envelope: Envelope<M>);
+    fn drop_connections(&self);
+}
+
+/// Client ids carry the index of the node that hosts the session in their
+/// top bits, so replies find their way without a directory.
+const NODE_SHIFT: u32 = 24;
+
+pub fn client_id(dc: DcId, node: usize, counter: u32) -> ClientId {
+    ClientId { dc, index: ((node as u32) << NODE_SHIFT) | (counter & ((1 << NODE_SHIFT) - 1)) }
+}
+
+fn node_of_client(id: ClientId) -> usize {
+    (id.index >> NODE_SHIFT) as usize
+}
+
+pub struct Router<M> {
+    node: usize,
+    replicas: FxHashMap<ReplicaId, mpsc::UnboundedSender<ReplicaInput<M>>>,
+    replica_host: FxHashMap<ReplicaId, usize>,
+    sessions: RwLock<FxHashMap<ClientId, mpsc::UnboundedSender<(Addr, M)>>>,
+    /// `wan[from][to]`: the delay line between two DCs of this process.
+    wan: Vec<Vec<Option<DelayLine<Envelope<M>>>>>,
+    remote: Option<Arc<dyn Remote<M>>>,
+    metrics: Arc<Metrics>,
+}
+
+impl<M: Message> Router<M> {
+    pub fn new(
+        plan: &ClusterPlan,
+        node: usize,
+        replicas: FxHashMap<ReplicaId, mpsc::UnboundedSender<ReplicaInput<M>>>,
+        remote: Option<Arc<dyn Remote<M>>>,
+        metrics: Arc<Metrics>,
+    ) -> Arc<Self> {
+        let mut replica_host = FxHashMap::default();
+        for (i, n) in plan.nodes.iter().enumerate() {
+            for &r in &n.replicas {
+                replica_host.insert(r, i);
+            }
+        }
+        Arc::new_cyclic(|weak: &std::sync::Weak<Router<M>>| {
+            let dcs = usize::from(plan.topology.dc_count());
+            let wan = (0..dcs)
+                .map(|a| {
+                    (0..dcs)
+                        .map(|b| {
+                            let delays = plan.wan.as_ref().filter(|_| a != b)?;
+                            let delay = delays.between(DcId(a as u16), DcId(b as u16));
+                            let weak = weak.clone();
+                            Some(DelayLine::spawn(delay, delays.jitter, move |e: Envelope<M>| {
+                                if let Some(router) = weak.upgrade() {
+                                    router.deliver_here(e);
+                                }
+                            }))
+                        })
+                        .collect()
+                })
+                .collect();
+            Router { node, replicas, replica_host, sessions: RwLock::new(FxHashMap::default()), wan, remote, metrics }
+        })
+    }
+
+    pub fn register_session(&self, id: ClientId) -> mpsc::UnboundedReceiver<(Addr, M)> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.sessions.write().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        rx
+    }
+
+    pub fn unregister_session(&self, id: ClientId) {
+        self.sessions.write().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    }
+
+    pub fn replica_inbox(&self, id: ReplicaId) -> Option<&mpsc::UnboundedSender<ReplicaInput<M>>> {
+        self.replicas.get(&id)
+    }
+
+    pub fn local_replicas(&self) -> impl Iterator<Item = ReplicaId> + '_ {
+        self.replicas.keys().copied()
+    }
+
+    pub fn drop_peer_connections(&self) {
+        if let Some(remote) = &self.remote {
+            remote.drop_connections();
+        }
+    }
+
+    fn dc_of(addr: Addr) -> DcId {
+        match addr {
+            Addr::Replica(r) => r.dc,
+            Addr::Client(c) => c.dc,
+        }
+    }
+
+    fn host_of(&self, addr: Addr) -> Option<usize> {
+        match addr {
+            Addr::Replica(r) => self.replica_host.get(&r).copied(),
+            Addr::Client(c) => Some(node_of_client(c)),
+        }
+    }
+
+    /// Sends a message produced by a replica or a session of this node.
+    pub fn send(&self, from: Addr, to: Addr, msg: M) {
+        self.metrics.count_sent(&msg);
+        let envelope = Envelope { from, to, msg };
+        match self.host_of(to) {
+            Some(host) if host == self.node => {
+                let (a, b) = (Self::dc_of(from), Self::dc_of(to));
+                match self.wan.get(usize::from(a.0)).and_then(|row| row.get(usize::from(b.0))) {
+                    Some(Some(line)) => line.send(envelope),
+                    _ => self.deliver_here(envelope),
+                }
+            }
+            Some(host) => match &self.remote {
+                Some(remote) => remote.send(host, envelope),
+                None => tracing::warn!(?to, "no transport to node {host}; message dropped"),
+            },
+            None => tracing::warn!(?to, "no node hosts this address; message dropped"),
+        }
+    }
+
+    /// Hands a message addressed to this node to its task. Messages for
+    /// sessions that have gone are dropped: their client left.
+    pub fn deliver_here(&self, e: Envelope<M>) {
+        match e.to {
+            Addr::Replica(r) => match self.replicas.get(&r) {
+                Some(inbox) => {
+                    let _ = inbox.send(ReplicaInput::Message(e.from, e.msg));
+                }
+                None => tracing::warn!(to = ?e.to, "message for a replica this node does not run; dropped"),
+            },
+            Addr::Client(c) => {
+                let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
+                if let Some(tx) = sessions.get(&c) {
+                    let _ = tx.send((e.from, e.msg));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! An embedded cluster serving real clients over TCP.
+
+mod common;
+
+use bytes::Bytes;
+use causeway_client::wire::{Request, Response};
+use causeway_protocol::{DcId, ProtocolKind};
+use causeway_runtime::{start, ClusterPlan};
+use common::Raw;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_in_one_dc_becomes_visible_in_another() {
+    let plan = ClusterPlan::embedded(ProtocolKind::Wren, 2, 2, None, 0).unwrap();
+    let node = start(Arc::new(plan), "embedded").await.unwrap();
+    let (mut a, welcome) = Raw::hello(node.client_addr(DcId(0)).unwrap()).await;
+    assert!(matches!(welcome, Response::Welcome(w) if w.protocol == "wren" && w.dc == 0));
+    assert_eq!(a.call(Request::Begin).await, Some(Response::Started));
+    assert_eq!(a.call(Request::Write { key: b("x"), value: b("1") }).await, Some(Response::Written));
+    assert_eq!(a.call(Request::Write { key: b("y"), value: b("2") }).await, Some(Response::Written));
+    let committed = a.call(Request::Commit).await.unwrap();
+    assert!(matches!(committed, Response::Committed(Some(s)) if s.dc == 0), "{committed:?}");
+    // Read-your-writes at once, through the session.
+    let mine = a.call(Request::ReadOnly { keys: vec![b("x"), b("y")] }).await;
+    assert_eq!(mine, Some(Response::Values(vec![Some(b("1")), Some(b("2"))])));
+
+    let (mut other, _) = Raw::hello(node.client_addr(DcId(1)).unwrap()).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = other.call(Request::ReadOnly { keys: vec![b("x"), b("y")] }).await.unwrap();
+        if r == Response::Values(vec![Some(b("1")), Some(b("2"))]) {
+            break;
+        }
+        // Atomic visibility: both or neither.
+        assert_eq!(r, Response::Values(vec![None, None]));
+        assert!(tokio::time::Instant::now() < deadline, "the write never became visible in DC 1");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
