@@ -53,7 +53,11 @@ impl WrenReplica {
     pub(crate) fn on_commit(&mut self, now: PhysicalMicros, tx: TxId, ct: Timestamp) {
         self.hlc.observe(now, ct);
         let Some(prepared) = self.prepared.remove(&tx) else { return };
-        assert!(ct >= prepared.pt, "commit time {ct} below the proposal {} of {tx:?}", prepared.pt);
+        // The coordinator takes the maximum proposal, so `ct ≥ pt` always; a
+        // peer that says otherwise is broken, and a replica must not die of
+        // a peer's message: keep the version above its proposal regardless.
+        debug_assert!(ct >= prepared.pt, "commit time {ct} below the proposal {} of {tx:?}", prepared.pt);
+        let ct = ct.max(prepared.pt);
         self.prepared_order.remove(&(prepared.pt, tx));
         self.committed.insert((ct, tx), TxWrites { txid: tx, rdt: prepared.rdt, writes: prepared.writes });
     }
