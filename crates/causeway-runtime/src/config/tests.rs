@@ -1,1 +1,109 @@
+use super::*;
 
+const GOOD: &str = r#"
+name = "test"
+protocol = "wren"
+partitions = 2
+
+[tuning]
+apply_interval_ms = 2.5
+
+[limits]
+max_value_bytes = 1000
+
+[[dc]]
+name = "virginia"
+[[dc]]
+name = "oregon"
+
+[[node]]
+name = "v0"
+dc = "virginia"
+partitions = [0, 1]
+peer = "127.0.0.1:7000"
+client = "127.0.0.1:7100"
+metrics = "127.0.0.1:9100"
+
+[[node]]
+name = "o0"
+dc = "oregon"
+partitions = [0]
+peer = "127.0.0.1:7001"
+client = "127.0.0.1:7101"
+
+[[node]]
+name = "o1"
+dc = "oregon"
+partitions = [1]
+peer = "127.0.0.1:7002"
+client = "127.0.0.1:7102"
+"#;
+
+fn error_of(text: &str) -> String {
+    match parse(text, Path::new("cluster.toml")) {
+        Ok(_) => panic!("accepted a bad config:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn a_good_config_resolves_to_a_plan() {
+    let plan = parse(GOOD, Path::new("cluster.toml")).unwrap();
+    assert_eq!(plan.name, "test");
+    assert_eq!(plan.protocol, ProtocolKind::Wren);
+    assert_eq!((plan.topology.dc_count(), plan.topology.partition_count()), (2, 2));
+    assert!(plan.topology.is_fully_replicated());
+    assert_eq!(plan.tuning.apply_interval_us, 2500);
+    assert_eq!(plan.tuning.stabilization_interval_us, Tuning::default().stabilization_interval_us);
+    assert_eq!(plan.limits.max_value_bytes, 1000);
+    assert_eq!(plan.limits.max_key_bytes, Limits::default().max_key_bytes);
+    assert_eq!(plan.nodes.len(), 3);
+    assert_eq!(plan.host_of(ReplicaId::new(1, 1)), Some(2));
+    assert_eq!(plan.nodes[0].metrics, Some("127.0.0.1:9100".parse().unwrap()));
+    assert!(plan.wan.is_none());
+}
+
+#[test]
+fn wan_emulation_uses_the_rtt_matrix() {
+    let text = GOOD.replace("[[dc]]\nname = \"virginia\"", "[wan]\nemulate = true\n\n[[dc]]\nname = \"virginia\"");
+    let plan = parse(&text, Path::new("cluster.toml")).unwrap();
+    let wan = plan.wan.expect("emulation on");
+    // Virginia–Oregon: 70 ms RTT in config/wan.toml.
+    assert_eq!(wan.between(DcId(0), DcId(1)), std::time::Duration::from_millis(35));
+}
+
+#[test]
+fn mistakes_are_named_with_where_they_are() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("\"127.0.0.1:7001\"", "\"127.0.0.1:7000\"", "duplicate address 127.0.0.1:7000: used by node \"v0\" (peer) and by node \"o0\" (peer)"),
+        ("client = \"127.0.0.1:7101\"", "client = \"127.0.0.1:9100\"", "duplicate address 127.0.0.1:9100"),
+        ("partitions = [1]\npeer", "partitions = [0]\npeer", "partition 0 of DC \"oregon\" is held by two nodes: \"o0\" and \"o1\""),
+        ("partitions = [1]\npeer", "partitions = [5]\npeer", "node \"o1\": partition 5 does not exist (partitions are 0..2)"),
+        ("dc = \"oregon\"\npartitions = [0]", "dc = \"ohio\"\npartitions = [0]", "node \"o0\": unknown DC \"ohio\" (declared DCs: oregon, virginia)"),
+        ("protocol = \"wren\"", "protocol = \"paxos\"", "protocol: unknown protocol \"paxos\""),
+        ("partitions = 2\n", "partitions = 0\n", "partitions must be at least 1"),
+        ("apply_interval_ms = 2.5", "apply_interval_ms = -1", "[tuning] apply_interval_ms = -1: must be a positive number"),
+        ("max_value_bytes = 1000", "max_value_bytes = 0", "[limits] max_value_bytes must be at least 1"),
+        ("name = \"o1\"", "name = \"o0\"", "node \"o0\" is declared twice"),
+        ("client = \"127.0.0.1:7102\"", "client = \"127.0.0.1:0\"", "node \"o1\": client address 127.0.0.1:0 needs a port"),
+        ("[limits]", "[limitz]", "unknown field `limitz`"),
+        ("partitions = [0, 1]", "partitions = [0, 1", "cluster.toml: TOML parse error at line"),
+    ];
+    for (from, to, expected) in cases {
+        assert!(GOOD.contains(from), "case {from:?} does not apply");
+        let message = error_of(&GOOD.replacen(from, to, 1));
+        assert!(message.contains(expected), "for {to:?}: expected {expected:?} in\n{message}");
+    }
+}
+
+#[test]
+fn a_partition_no_node_holds_and_partial_placement_for_wren_are_refused() {
+    // Oregon's nodes hold partition 0 only: Wren needs full replication.
+    let partial = GOOD.replacen("partitions = [1]\npeer = \"127.0.0.1:7002\"", "partitions = [0]\npeer = \"127.0.0.1:7002\"", 1);
+    let partial = partial.replacen("name = \"o1\"\ndc = \"oregon\"", "name = \"o1\"\ndc = \"virginia\"", 1);
+    let message = error_of(&partial.replacen("partitions = [0, 1]", "partitions = [1]", 1));
+    assert!(message.contains("Wren needs full replication"), "{message}");
+    // Nobody holds partition 2.
+    let message = error_of(&GOOD.replacen("partitions = 2\n", "partitions = 3\n", 1));
+    assert!(message.contains("partition 2 has no replica"), "{message}");
+}
