@@ -1,6 +1,7 @@
 //! The `causeway` command.
 
 mod check;
+mod serve;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,10 @@ enum Command {
     Sim(sim::SimArgs),
     /// Check that a history file is transactionally causally consistent (exit 0 if so, 1 if not).
     Check(check::CheckArgs),
+    /// Run one node of a cluster described by a config file.
+    Server(serve::ServerArgs),
+    /// Run a whole multi-DC cluster in this process and serve clients until interrupted.
+    Dev(serve::DevArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +33,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Check(args) => check::run(args),
+        Command::Server(args) => serve::server(args),
+        Command::Dev(args) => serve::dev(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,188 @@
+//! `causeway server` (one node of a cluster from a config file) and
+//! `causeway dev` (a whole cluster in this process).
+
+use anyhow::{Context, Result};
+use causeway_protocol::ProtocolKind;
+use causeway_runtime::{config, start, ClusterPlan};
+use causeway_sim::WanModel;
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// The cluster config file (TOML), the same for every node; see docs/OPERATIONS.md.
+    #[arg(long)]
+    config: PathBuf,
+    /// Which node of the config this process is.
+    #[arg(long)]
+    node: String,
+    /// Only check the config file and print the cluster it describes.
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// Flags of commands that start an embedded cluster.
+#[derive(Args, Debug, Clone)]
+pub struct EmbeddedArgs {
+    /// Protocol the cluster runs (wren).
+    #[arg(long, default_value = "wren")]
+    pub protocol: ProtocolKind,
+    /// Data centers.
+    #[arg(long, default_value_t = 3)]
+    pub dcs: u16,
+    /// Partitions per DC.
+    #[arg(long, default_value_t = 4)]
+    pub partitions: u32,
+    /// Emulate WAN latency between DCs (the RTT matrix of config/wan.toml, or --wan-file).
+    #[arg(long, value_enum, default_value = "on")]
+    pub wan: OnOff,
+    /// RTT matrix for WAN emulation (same format as config/wan.toml).
+    #[arg(long)]
+    pub wan_file: Option<PathBuf>,
+    /// Δ_R, apply and replication interval, in milliseconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub delta_r_ms: f64,
+    /// Δ_G, stabilization interval, in milliseconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub delta_g_ms: f64,
+}
+
+impl EmbeddedArgs {
+    pub fn plan(&self, client_port: u16) -> Result<ClusterPlan> {
+        let wan = match (self.wan, &self.wan_file) {
+            (OnOff::Off, _) => None,
+            (OnOff::On, None) => Some(WanModel::default_model()),
+            (OnOff::On, Some(path)) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+                Some(WanModel::parse(&text).with_context(|| format!("in {}", path.display()))?)
+            }
+        };
+        let mut plan = ClusterPlan::embedded(self.protocol, self.dcs, self.partitions, wan.as_ref(), client_port)
+            .map_err(anyhow::Error::msg)?;
+        for (v, flag) in [(self.delta_r_ms, "--delta-r-ms"), (self.delta_g_ms, "--delta-g-ms")] {
+            anyhow::ensure!(v.is_finite() && v > 0.0 && v <= 60_000.0, "{flag} must be in (0, 60000] ms, got {v}");
+        }
+        plan.tuning.apply_interval_us = ((self.delta_r_ms * 1000.0) as u64).max(1);
+        plan.tuning.stabilization_interval_us = ((self.delta_g_ms * 1000.0) as u64).max(1);
+        config::check_protocol(plan.protocol, &plan.topology, &plan.tuning).map_err(anyhow::Error::msg)?;
+        Ok(plan)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct DevArgs {
+    #[command(flatten)]
+    cluster: EmbeddedArgs,
+    /// Client port of DC 0; DC i listens on PORT+i (0: any free ports).
+    #[arg(long, default_value_t = 7100)]
+    port: u16,
+    /// Serve Prometheus metrics on this address (for example 127.0.0.1:9100).
+    #[arg(long)]
+    metrics: Option<std::net::SocketAddr>,
+}
+
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the tokio runtime")
+}
+
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+async fn until_interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+pub fn server(args: ServerArgs) -> Result<ExitCode> {
+    init_logging();
+    let plan = config::load(&args.config)?;
+    let Some(index) = plan.node_index(&args.node) else {
+        let names: Vec<_> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
+        anyhow::bail!("no node named {:?} in {} (nodes: {})", args.node, args.config.display(), names.join(", "));
+    };
+    if args.check {
+        println!(
+            "{}: cluster {:?}, protocol {}, {} DCs × {} partitions, {} nodes; node {:?} runs {} replicas",
+            args.config.display(),
+            plan.name,
+            plan.protocol,
+            plan.topology.dc_count(),
+            plan.topology.partition_count(),
+            plan.nodes.len(),
+            args.node,
+            plan.nodes[index].replicas.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let node = start(Arc::new(plan), &args.node).await?;
+        for (dc, addr) in &node.clients {
+            println!("node {} serving clients of DC {} on {addr}", node.name, dc.0);
+        }
+        if let Some(addr) = node.peer {
+            println!("peers connect to {addr}");
+        }
+        if let Some(addr) = node.metrics_addr {
+            println!("metrics on http://{addr}/metrics");
+        }
+        until_interrupted().await;
+        println!("shutting down");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub fn dev(args: DevArgs) -> Result<ExitCode> {
+    init_logging();
+    let mut plan = args.cluster.plan(args.port)?;
+    plan.nodes[0].metrics = args.metrics;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let (protocol, dcs, partitions) = (plan.protocol, plan.topology.dc_count(), plan.topology.partition_count());
+        let wan = plan.wan.is_some();
+        let node = start(Arc::new(plan), "embedded").await?;
+        println!(
+            "causeway dev: {protocol}, {dcs} DCs × {partitions} partitions in this process, WAN emulation {}",
+            if wan { "on" } else { "off" }
+        );
+        for (dc, addr) in &node.clients {
+            println!("  DC {}  clients: {addr}", dc.0);
+        }
+        if let Some(addr) = node.metrics_addr {
+            println!("  metrics: http://{addr}/metrics");
+        }
+        if let Some((_, first)) = node.clients.first() {
+            println!("try: causeway shell --connect {first}");
+        }
+        println!("serving until interrupted (Ctrl-C)");
+        until_interrupted().await;
+        println!("shutting down");
+        Ok(ExitCode::SUCCESS)
+    })
+}
