@@ -11,7 +11,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tokio::time::{interval, sleep, timeout, MissedTickBehavior};
+use tokio::time::{sleep, timeout, Instant};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, warn};
 
@@ -169,8 +169,10 @@ async fn receive<M: WireMessage>(
     mut wr: OwnedWriteHalf,
     epoch: &mut watch::Receiver<u64>,
 ) -> Result<&'static str, End> {
-    let mut tick = interval(shared.cfg.ack_interval);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // Armed only while something is delivered and unacknowledged: an idle link costs no wake-ups.
+    let ack_timer = sleep(shared.cfg.ack_interval);
+    tokio::pin!(ack_timer);
+    let mut armed = false;
     let (mut acked, mut delivered) = (next, next);
     let mut batch: Vec<(M, usize)> = Vec::new();
     let mut ack = Vec::with_capacity(16);
@@ -191,19 +193,20 @@ async fn receive<M: WireMessage>(
                 }
                 peer.counters.frames_received.fetch_add(1, Relaxed);
                 if delivered - acked < shared.cfg.ack_every {
+                    if !armed && delivered > acked {
+                        ack_timer.as_mut().reset(Instant::now() + shared.cfg.ack_interval);
+                        armed = true;
+                    }
                     continue;
                 }
             }
-            _ = tick.tick() => {
-                if delivered == acked {
-                    continue;
-                }
-            }
+            () = &mut ack_timer, if armed => {}
         }
         ack.clear();
         frame::put_ack(&mut ack, delivered);
         wr.write_all(&ack).await?;
         acked = delivered;
+        armed = false;
     }
 }
 
