@@ -1,0 +1,96 @@
+//! Configuration of a transport and its peers.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::{DelaySpec, NodeId};
+
+/// The largest frame accepted by default (16 MiB).
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;
+
+/// The smallest `max_frame_bytes` allowed: room for a handshake and a few messages.
+const MIN_FRAME_BYTES: usize = 1024;
+
+#[derive(Clone, Debug)]
+pub struct TransportConfig {
+    /// This node.
+    pub node: NodeId,
+    /// Cluster name; peers of another cluster are refused at handshake.
+    pub cluster: String,
+    /// Where peers connect to us (port 0 picks one: see [`crate::Transport::local_addr`]).
+    /// Ignored by [`crate::Transport::start_with_listener`].
+    pub listen: SocketAddr,
+    /// The other nodes. Only these may connect to us, and only to these can we send.
+    pub peers: Vec<Peer>,
+    /// Bigger frames close the connection. Also bounds the encoded size of one message.
+    pub max_frame_bytes: usize,
+    /// Exponential backoff between connection attempts to a peer.
+    pub reconnect_min: Duration,
+    pub reconnect_max: Duration,
+    /// The receiver acknowledges at least this often while messages arrive...
+    pub ack_interval: Duration,
+    /// ...and after this many messages, whichever comes first.
+    pub ack_every: u64,
+}
+
+impl TransportConfig {
+    /// A configuration with the defaults: 16 MiB frames, backoff 10 ms to 1 s,
+    /// acks every 5 ms or 1024 messages.
+    pub fn new(node: NodeId, cluster: impl Into<String>, listen: SocketAddr, peers: Vec<Peer>) -> Self {
+        TransportConfig {
+            node,
+            cluster: cluster.into(),
+            listen,
+            peers,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            reconnect_min: Duration::from_millis(10),
+            reconnect_max: Duration::from_secs(1),
+            ack_interval: Duration::from_millis(5),
+            ack_every: 1024,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> io::Result<()> {
+        let invalid = |what: String| Err(io::Error::new(io::ErrorKind::InvalidInput, what));
+        let mut nodes: Vec<NodeId> = self.peers.iter().map(|p| p.node).collect();
+        nodes.sort_unstable();
+        if let Some(w) = nodes.windows(2).find(|w| w[0] == w[1]) {
+            return invalid(format!("peer {} is listed twice", w[0]));
+        }
+        if nodes.contains(&self.node) {
+            return invalid(format!("node {} lists itself as a peer", self.node));
+        }
+        if self.max_frame_bytes < MIN_FRAME_BYTES || self.max_frame_bytes > u32::MAX as usize {
+            return invalid(format!("max_frame_bytes {} is not in {MIN_FRAME_BYTES}..=u32::MAX", self.max_frame_bytes));
+        }
+        if self.reconnect_min.is_zero() || self.reconnect_min > self.reconnect_max {
+            return invalid("reconnect_min must be > 0 and <= reconnect_max".into());
+        }
+        if self.ack_interval.is_zero() || self.ack_every == 0 {
+            return invalid("ack_interval and ack_every must be > 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// Another node of the cluster.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub node: NodeId,
+    /// Where to dial it.
+    pub addr: SocketAddr,
+    /// WAN emulation on the link from us to it.
+    pub delay: Option<DelaySpec>,
+}
+
+impl Peer {
+    pub fn new(node: NodeId, addr: SocketAddr) -> Self {
+        Peer { node, addr, delay: None }
+    }
+
+    pub fn with_delay(mut self, delay: DelaySpec) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+}

@@ -1,0 +1,117 @@
+//! The handshake: the first frame each way on a connection.
+//!
+//! Body layout, both ways: magic `"CWTP"`, wire version (u32 big-endian),
+//! then a postcard [`Hello`] (dialer) or [`Reply`] (acceptor). Public so tools
+//! and tests can speak the protocol by hand.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::NodeId;
+
+/// Bumped on any incompatible change of the handshake, batch or ack frames.
+pub const TRANSPORT_VERSION: u32 = 1;
+
+pub const MAGIC: [u8; 4] = *b"CWTP";
+
+/// The largest handshake frame accepted. Small, so a stranger cannot make us
+/// buffer megabytes before we know who it is.
+pub const MAX_HANDSHAKE_BYTES: usize = 4096;
+
+const HEAD: usize = MAGIC.len() + 4;
+
+/// The dialer's first frame.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub cluster: String,
+    pub node: NodeId,
+    /// Distinguishes process lifetimes of `node`; larger is newer.
+    pub incarnation: u64,
+    /// The first sequence number the dialer has not seen acknowledged.
+    pub base: u64,
+}
+
+/// The acceptor's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reply {
+    /// Send from this sequence number on; everything below was delivered.
+    Accept { next: u64 },
+    /// The acceptor closes the connection after this.
+    Refuse(Refusal),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Error)]
+pub enum Refusal {
+    #[error("wire version {theirs} is not ours ({ours})")]
+    Version { ours: u32, theirs: u32 },
+    #[error("cluster {theirs:?} is not ours ({ours:?})")]
+    Cluster { ours: String, theirs: String },
+    #[error("node {0} is not a peer of this node")]
+    UnknownNode(NodeId),
+    #[error("incarnation {theirs} of node {node} is older than {known}, which we have seen")]
+    Stale { node: NodeId, theirs: u64, known: u64 },
+    #[error("base {base} is past {next}, the next message we expect")]
+    Sequence { base: u64, next: u64 },
+}
+
+#[derive(Debug, Error)]
+pub enum HandshakeError {
+    #[error("not a Causeway transport handshake")]
+    BadMagic,
+    #[error("peer speaks wire version {theirs}, we speak {TRANSPORT_VERSION}")]
+    Version { theirs: u32 },
+    #[error("malformed handshake: {0}")]
+    Malformed(postcard::Error),
+    #[error("trailing bytes after the handshake")]
+    Trailing,
+}
+
+/// A whole handshake frame, length prefix included, at the given wire version.
+pub fn encode_frame<T: Serialize>(version: u32, body: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&version.to_be_bytes());
+    crate::frame::encode_into(&mut out, body).expect("handshake types always encode");
+    let len = (out.len() - 4) as u32;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    out
+}
+
+/// Decodes a handshake frame body (after the length prefix) of our version.
+pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, HandshakeError> {
+    if body.len() < HEAD || body[..MAGIC.len()] != MAGIC {
+        return Err(HandshakeError::BadMagic);
+    }
+    let version = u32::from_be_bytes(body[MAGIC.len()..HEAD].try_into().expect("4 bytes"));
+    if version != TRANSPORT_VERSION {
+        return Err(HandshakeError::Version { theirs: version });
+    }
+    let (value, rest) = postcard::take_from_bytes(&body[HEAD..]).map_err(HandshakeError::Malformed)?;
+    if !rest.is_empty() {
+        return Err(HandshakeError::Trailing);
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hello_round_trips_and_checks_head() {
+        let hello = Hello { cluster: "c".into(), node: 3, incarnation: 77, base: 5 };
+        let frame = encode_frame(TRANSPORT_VERSION, &hello);
+        assert_eq!(u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize, frame.len() - 4);
+        assert_eq!(decode::<Hello>(&frame[4..]).unwrap(), hello);
+
+        let other = encode_frame(TRANSPORT_VERSION + 1, &hello);
+        assert!(matches!(decode::<Hello>(&other[4..]), Err(HandshakeError::Version { theirs }) if theirs == 2));
+        assert!(matches!(decode::<Hello>(b"GET / HTTP/1.1"), Err(HandshakeError::BadMagic)));
+        assert!(matches!(decode::<Hello>(&frame[4..frame.len() - 1]), Err(HandshakeError::Malformed(_))));
+        let mut long = frame[4..].to_vec();
+        long.push(0);
+        assert!(matches!(decode::<Hello>(&long), Err(HandshakeError::Trailing)));
+    }
+}

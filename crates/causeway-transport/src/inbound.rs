@@ -1,0 +1,267 @@
+//! The accepting side: handshakes, batches in, duplicates out, acks back.
+
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::{sleep, timeout, Instant};
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+use tracing::{debug, warn};
+
+use crate::frame;
+use crate::handshake::{self, HandshakeError, Hello, Refusal, Reply, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
+use crate::outbound::HANDSHAKE_TIMEOUT;
+use crate::outbox::lock;
+use crate::peer::PeerShared;
+use crate::stats::{add_classes, ClassBytes};
+use crate::transport::{Deliver, Shared};
+use crate::{WireMessage, CLASSES};
+
+type Frames = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
+
+/// Why an inbound connection ended.
+enum End {
+    /// Normal: the peer closed, a newer connection took over, or a drop was requested.
+    Quiet(&'static str),
+    Io(io::Error),
+    /// Bad input: counted, logged, connection closed.
+    Bad(String),
+}
+
+impl From<io::Error> for End {
+    fn from(e: io::Error) -> Self {
+        End::Io(e)
+    }
+}
+
+/// A frame error from the codec: an oversized length is bad input, the rest is I/O.
+fn frame_error(e: io::Error) -> End {
+    match e.kind() {
+        io::ErrorKind::InvalidData => End::Bad(e.to_string()),
+        _ => End::Io(e),
+    }
+}
+
+/// Runs for the life of the transport; dropping it (abort) closes every inbound connection.
+pub(crate) async fn accept_loop<M: WireMessage>(listener: TcpListener, shared: Arc<Shared>, deliver: Deliver<M>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => {
+                    conns.spawn(serve(shared.clone(), deliver.clone(), stream));
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    warn!(node = shared.cfg.node, "accept failed: {e}");
+                    sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+async fn serve<M: WireMessage>(shared: Arc<Shared>, deliver: Deliver<M>, stream: TcpStream) {
+    let from = stream.peer_addr().ok();
+    let node = shared.cfg.node;
+    match serve_conn(&shared, &deliver, stream).await {
+        End::Quiet(why) => debug!(node, ?from, "inbound connection closed: {why}"),
+        End::Io(e) => debug!(node, ?from, "inbound connection failed: {e}"),
+        End::Bad(why) => {
+            shared.protocol_errors.fetch_add(1, Relaxed);
+            warn!(node, ?from, "closing inbound connection on bad input: {why}");
+        }
+    }
+}
+
+async fn serve_conn<M: WireMessage>(shared: &Shared, deliver: &Deliver<M>, stream: TcpStream) -> End {
+    if let Err(e) = stream.set_nodelay(true) {
+        return End::Io(e);
+    }
+    let mut epoch = shared.epoch.subscribe();
+    let (rd, mut wr) = stream.into_split();
+    // Small limit until we know who this is.
+    let mut frames = FramedRead::new(rd, frame::codec(MAX_HANDSHAKE_BYTES));
+    let body = match timeout(HANDSHAKE_TIMEOUT, frames.next()).await {
+        Err(_) => return End::Bad("no handshake in time".into()),
+        Ok(None) => return End::Quiet("closed before the handshake"),
+        Ok(Some(Err(e))) => return frame_error(e),
+        Ok(Some(Ok(body))) => body,
+    };
+    let (peer, generation, next) = match accept(shared, &body) {
+        Ok(accepted) => accepted,
+        Err(Rejection::Silent(e)) => return End::Bad(e.to_string()),
+        Err(Rejection::Refuse(why)) => {
+            // Best effort: the peer learns why, then we close either way.
+            let _ = wr.write_all(&handshake::encode_frame(TRANSPORT_VERSION, &Reply::Refuse(why.clone()))).await;
+            return End::Bad(format!("refused: {why}"));
+        }
+    };
+    if let Err(e) = wr.write_all(&handshake::encode_frame(TRANSPORT_VERSION, &Reply::Accept { next })).await {
+        return End::Io(e);
+    }
+    peer.counters.inbound_connections.fetch_add(1, Relaxed);
+    frames.decoder_mut().set_max_frame_length(shared.cfg.max_frame_bytes);
+    match receive(shared, deliver, &peer, generation, next, frames, wr, &mut epoch).await {
+        Ok(why) => End::Quiet(why),
+        Err(end) => end,
+    }
+}
+
+enum Rejection {
+    /// Not our protocol at all: close without a word.
+    Silent(HandshakeError),
+    Refuse(Refusal),
+}
+
+/// Checks a hello and registers the connection as the current one from its
+/// sender. Returns the peer, the connection's generation and the next
+/// sequence number expected.
+fn accept(shared: &Shared, body: &[u8]) -> Result<(Arc<PeerShared>, u64, u64), Rejection> {
+    let hello: Hello = handshake::decode(body).map_err(|e| match e {
+        HandshakeError::Version { theirs } => Rejection::Refuse(Refusal::Version { ours: TRANSPORT_VERSION, theirs }),
+        e => Rejection::Silent(e),
+    })?;
+    if hello.cluster != shared.cfg.cluster {
+        return Err(Rejection::Refuse(Refusal::Cluster { ours: shared.cfg.cluster.clone(), theirs: hello.cluster }));
+    }
+    let peer = shared.peer(hello.node).ok_or(Rejection::Refuse(Refusal::UnknownNode(hello.node)))?;
+    let mut st = lock(&peer.inbound);
+    match st.incarnation {
+        Some(known) if hello.incarnation < known => {
+            return Err(Rejection::Refuse(Refusal::Stale { node: hello.node, theirs: hello.incarnation, known }));
+        }
+        Some(known) if hello.incarnation == known => {
+            // It may have missed acks (base below next), never skipped past what we delivered.
+            if hello.base > st.next {
+                return Err(Rejection::Refuse(Refusal::Sequence { base: hello.base, next: st.next }));
+            }
+        }
+        // First contact, or the sender restarted: its numbering starts afresh at its base.
+        _ => {
+            st.incarnation = Some(hello.incarnation);
+            st.next = hello.base;
+        }
+    }
+    // Supersede any older connection from this sender before telling where to resume,
+    // so nothing else can deliver on this link from now on.
+    st.generation += 1;
+    Ok((peer.clone(), st.generation, st.next))
+}
+
+/// Delivers batches until the connection ends; `Ok` for a quiet end.
+#[allow(clippy::too_many_arguments)]
+async fn receive<M: WireMessage>(
+    shared: &Shared,
+    deliver: &Deliver<M>,
+    peer: &PeerShared,
+    generation: u64,
+    next: u64,
+    mut frames: Frames,
+    mut wr: OwnedWriteHalf,
+    epoch: &mut watch::Receiver<u64>,
+) -> Result<&'static str, End> {
+    // Armed only while something is delivered and unacknowledged: an idle link costs no wake-ups.
+    let ack_timer = sleep(shared.cfg.ack_interval);
+    tokio::pin!(ack_timer);
+    let mut armed = false;
+    let (mut acked, mut delivered) = (next, next);
+    let mut batch: Vec<(M, usize)> = Vec::new();
+    let mut ack = Vec::with_capacity(16);
+    loop {
+        tokio::select! {
+            biased;
+            _ = epoch.changed() => return Ok("dropped on request"),
+            body = frames.next() => {
+                let body = match body {
+                    None => return Ok("peer closed"),
+                    Some(Err(e)) => return Err(frame_error(e)),
+                    Some(Ok(body)) => body,
+                };
+                let first = decode_batch(&body, &mut batch).map_err(End::Bad)?;
+                match deliver_batch(deliver, peer, generation, first, &mut batch)? {
+                    Some(n) => delivered = n,
+                    None => return Ok("superseded by a newer connection"),
+                }
+                peer.counters.frames_received.fetch_add(1, Relaxed);
+                if delivered - acked < shared.cfg.ack_every {
+                    if !armed && delivered > acked {
+                        ack_timer.as_mut().reset(Instant::now() + shared.cfg.ack_interval);
+                        armed = true;
+                    }
+                    continue;
+                }
+            }
+            () = &mut ack_timer, if armed => {}
+        }
+        ack.clear();
+        frame::put_ack(&mut ack, delivered);
+        wr.write_all(&ack).await?;
+        acked = delivered;
+        armed = false;
+    }
+}
+
+/// Decodes a whole batch before delivering any of it: a batch with a bad
+/// message delivers nothing. Returns the first message's sequence number.
+fn decode_batch<M: WireMessage>(body: &[u8], batch: &mut Vec<(M, usize)>) -> Result<u64, String> {
+    batch.clear();
+    let (first, mut rest) = frame::batch_head(body).map_err(|e| format!("batch header: {e}"))?;
+    if rest.is_empty() {
+        return Err("empty batch".into());
+    }
+    while !rest.is_empty() {
+        let (msg, tail) = postcard::take_from_bytes::<M>(rest)
+            .map_err(|e| format!("message {} of batch at {first}: {e}", batch.len()))?;
+        batch.push((msg, rest.len() - tail.len()));
+        rest = tail;
+    }
+    first.checked_add(batch.len() as u64).ok_or("sequence number overflow")?;
+    Ok(first)
+}
+
+/// Delivers the messages not delivered yet, in order. `Ok(None)` if this
+/// connection has been superseded; otherwise the next sequence number expected.
+fn deliver_batch<M: WireMessage>(
+    deliver: &Deliver<M>,
+    peer: &PeerShared,
+    generation: u64,
+    first: u64,
+    batch: &mut Vec<(M, usize)>,
+) -> Result<Option<u64>, End> {
+    let len = batch.len() as u64;
+    let mut tally: ClassBytes = [0; CLASSES];
+    let (mut msgs, mut bytes) = (0, 0);
+    let mut st = lock(&peer.inbound);
+    if st.generation != generation {
+        return Ok(None);
+    }
+    if first > st.next {
+        return Err(End::Bad(format!("gap: batch starts at {first}, expected {}", st.next)));
+    }
+    let skip = (st.next - first).min(len);
+    for (msg, size) in batch.drain(..).skip(skip as usize) {
+        tally[msg.class_index().min(CLASSES - 1)] += size as u64;
+        msgs += 1;
+        bytes += size as u64;
+        deliver(peer.node, msg);
+    }
+    st.next = st.next.max(first + len);
+    let next = st.next;
+    drop(st);
+
+    let c = &peer.counters;
+    c.duplicates_dropped.fetch_add(skip, Relaxed);
+    c.msgs_received.fetch_add(msgs, Relaxed);
+    c.bytes_received.fetch_add(bytes, Relaxed);
+    add_classes(&c.bytes_received_by_class, &tally);
+    Ok(Some(next))
+}

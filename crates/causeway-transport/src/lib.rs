@@ -1,0 +1,100 @@
+//! The server-to-server transport of Causeway.
+//!
+//! Protocol-agnostic: a [`Transport<M>`] carries values of any [`WireMessage`]
+//! type `M` between the processes of one cluster, over one persistent TCP
+//! connection per direction per pair of nodes. Each node *dials* every peer
+//! for its outbound direction and *accepts* the peers' outbound connections;
+//! data flows dialer → acceptor, acknowledgements flow back on the same socket.
+//!
+//! # Wire format
+//!
+//! Every frame is a 4-byte big-endian length, then that many bytes of body
+//! ([`frame`]). Integers written as "varint" use postcard's encoding.
+//!
+//! * **Handshake** ([`handshake`]). The dialer's first frame is `"CWTP"`, the
+//!   wire version ([`TRANSPORT_VERSION`], u32 big-endian) and a postcard
+//!   [`handshake::Hello`]: cluster name, sender node id, sender incarnation
+//!   (its start time in nanoseconds) and `base`, the first sequence number it
+//!   has not seen acknowledged. Magic and version have a fixed layout so any
+//!   version can read them. The acceptor answers with the same head and a
+//!   [`handshake::Reply`]: `Accept { next }`, the next sequence number it
+//!   expects from that sender, or `Refuse(reason)` — another wire version, an
+//!   unknown node, another cluster, a stale incarnation — and closes.
+//! * **Batch** (dialer → acceptor): varint sequence number of the first
+//!   message, then the messages, each postcard-encoded, back to back. The
+//!   sequence number counts messages on the directed link from 0 within the
+//!   sender's incarnation. A writer puts everything queued into as few frames
+//!   and as few writes as it can (write coalescing), and does not wait for
+//!   acknowledgements before writing more (pipelining).
+//! * **Ack** (acceptor → dialer): one varint, the number of the next message
+//!   the acceptor expects — cumulative: everything below it was delivered.
+//!   Sent after [`TransportConfig::ack_every`] messages or every
+//!   [`TransportConfig::ack_interval`], whichever comes first.
+//!
+//! # Guarantees
+//!
+//! * **FIFO per link**: messages from A to B are delivered to B's `deliver`
+//!   callback in the order A called [`Transport::send`].
+//! * **Exactly once across reconnects**, within the lifetime of both
+//!   processes: a sender keeps every message until it is acknowledged, and on
+//!   reconnect re-sends from the number the acceptor says it expects; the
+//!   acceptor drops anything it has already delivered, and a new connection
+//!   from a peer supersedes the old one before it answers, so two connections
+//!   never deliver for the same link at once.
+//! * **Bad input closes the connection**, never the process: malformed or
+//!   oversized frames, undecodable messages, sequence gaps and refused
+//!   handshakes end that one connection and are counted in
+//!   [`TransportStats::protocol_errors`].
+//!
+//! # Not guaranteed
+//!
+//! * **Peer restarts.** A restarted process has a new incarnation and has lost
+//!   its state: when a sender restarts, its receiver starts the link again at
+//!   whatever the new incarnation sends (from 0); when a receiver restarts,
+//!   messages it had acknowledged before are gone. Crash recovery belongs to
+//!   the layers above. An incarnation older than the one already seen is
+//!   refused as stale (a zombie or impostor must not rewind the link).
+//! * **Bounded memory.** Send queues are unbounded: a peer that is down keeps
+//!   everything sent to it in memory until it comes back.
+//!
+//! # WAN emulation
+//!
+//! A [`Peer`] with a [`DelaySpec`] holds each message sent to it in a
+//! [`DelayLine`] until `max(enqueued + one_way + jitter, release of the
+//! previous message)`, which keeps FIFO. [`DelayLine`] is public so in-memory
+//! links can use the same stage.
+
+mod config;
+mod delay;
+pub mod frame;
+pub mod handshake;
+mod inbound;
+mod outbound;
+mod outbox;
+mod peer;
+mod stats;
+mod transport;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use config::{Peer, TransportConfig, DEFAULT_MAX_FRAME_BYTES};
+pub use delay::{DelayLine, DelaySpec};
+pub use handshake::TRANSPORT_VERSION;
+pub use stats::{PeerStats, TransportStats};
+pub use transport::{Deliver, SendError, Transport};
+
+/// Identifies a server process of the cluster.
+pub type NodeId = u32;
+
+/// How many message classes byte statistics distinguish.
+pub const CLASSES: usize = 8;
+
+/// What a [`Transport`] can carry.
+pub trait WireMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// Index (0..CLASSES) of the class this message counts under in byte
+    /// statistics. Out-of-range values count under the last class.
+    fn class_index(&self) -> usize {
+        0
+    }
+}

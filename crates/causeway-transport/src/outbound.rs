@@ -1,0 +1,218 @@
+//! The outbound link to one peer: dial, handshake, stream batches, read acks,
+//! and on any failure redial with backoff and resume where the peer says.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::{sleep, timeout};
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+use tracing::{debug, warn};
+
+use crate::frame::{self, MAX_VARINT_BYTES};
+use crate::handshake::{self, Hello, Reply, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
+use crate::outbox::Retained;
+use crate::peer::PeerShared;
+use crate::stats::{add_classes, ClassBytes};
+use crate::transport::Shared;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Payload bytes per frame at most (unless one message is bigger): large
+/// enough to amortise headers and wake-ups, small enough that the receiver
+/// starts delivering before the whole backlog has crossed.
+const FRAME_TARGET: usize = 256 << 10;
+
+/// Bytes handed to the kernel per write at most, so a writer with a big
+/// backlog still comes back often to take new messages and trim acked ones.
+const WRITE_TARGET: usize = 1 << 20;
+
+type Acks = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
+
+/// Runs for the life of the transport.
+pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
+    let mut epoch = shared.epoch.subscribe();
+    let mut retained = Retained::default();
+    // Messages below this were written at least once: writing them again is a re-send.
+    let mut high_water = 0;
+    let mut backoff = shared.cfg.reconnect_min;
+    let mut established = false;
+    loop {
+        // Connection drops requested before this attempt do not concern it.
+        epoch.borrow_and_update();
+        match connect(&shared, &peer, &retained).await {
+            Ok((acks, wr, next)) => {
+                if established {
+                    peer.counters.reconnects.fetch_add(1, Relaxed);
+                }
+                established = true;
+                backoff = shared.cfg.reconnect_min;
+                retained.trim(next);
+                peer.counters.connected.store(true, Relaxed);
+                let why = stream(&shared, &peer, &mut retained, &mut high_water, acks, wr, next, &mut epoch).await;
+                peer.counters.connected.store(false, Relaxed);
+                debug!(node = shared.cfg.node, peer = peer.node, "outbound connection closed: {why}");
+            }
+            Err(e) => {
+                peer.counters.connect_failures.fetch_add(1, Relaxed);
+                if e.kind() == io::ErrorKind::PermissionDenied {
+                    warn!(node = shared.cfg.node, peer = peer.node, "peer refused us: {e}");
+                } else {
+                    debug!(node = shared.cfg.node, peer = peer.node, "cannot connect: {e}");
+                }
+            }
+        }
+        sleep(backoff).await;
+        backoff = (backoff * 2).min(shared.cfg.reconnect_max);
+    }
+}
+
+/// Dials and shakes hands; returns the sequence number to send from.
+async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io::Result<(Acks, OwnedWriteHalf, u64)> {
+    let stream = timeout(CONNECT_TIMEOUT, TcpStream::connect(peer.addr))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
+    // We coalesce ourselves; Nagle would only add latency to the last frame of a burst.
+    stream.set_nodelay(true)?;
+    let (rd, mut wr) = stream.into_split();
+    let mut acks = FramedRead::new(rd, frame::codec(MAX_HANDSHAKE_BYTES));
+
+    let base = peer.counters.acked.load(Relaxed);
+    let hello =
+        Hello { cluster: shared.cfg.cluster.clone(), node: shared.cfg.node, incarnation: shared.incarnation, base };
+    wr.write_all(&handshake::encode_frame(TRANSPORT_VERSION, &hello)).await?;
+    let body = timeout(HANDSHAKE_TIMEOUT, acks.next())
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no handshake reply"))?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "closed during handshake"))??;
+    let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+    match handshake::decode::<Reply>(&body).map_err(|e| invalid(e.to_string()))? {
+        // The peer cannot expect less than it acknowledged, nor more than we ever took.
+        Reply::Accept { next } if (base..=retained.end()).contains(&next) => {
+            peer.counters.acked.store(next, Relaxed);
+            Ok((acks, wr, next))
+        }
+        Reply::Accept { next } => Err(invalid(format!("peer expects {next}, outside {base}..={}", retained.end()))),
+        Reply::Refuse(why) => Err(io::Error::new(io::ErrorKind::PermissionDenied, why)),
+    }
+}
+
+/// Streams until the connection fails or is dropped; says why it ended.
+#[allow(clippy::too_many_arguments)]
+async fn stream(
+    shared: &Shared,
+    peer: &PeerShared,
+    retained: &mut Retained,
+    high_water: &mut u64,
+    mut acks: Acks,
+    mut wr: OwnedWriteHalf,
+    next: u64,
+    epoch: &mut watch::Receiver<u64>,
+) -> String {
+    // One past the last message handed to the kernel: no ack may go beyond it.
+    let written = AtomicU64::new(next);
+    let counters = &peer.counters;
+
+    let read_acks = async {
+        while let Some(body) = acks.next().await {
+            let n = frame::parse_ack(&body?).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad ack"))?;
+            let acked = counters.acked.load(Relaxed);
+            if n < acked || n > written.load(Relaxed) {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("ack {n} outside {acked}..")));
+            }
+            counters.acked.store(n, Relaxed);
+        }
+        Ok(())
+    };
+
+    let frame_target = FRAME_TARGET.min(shared.cfg.max_frame_bytes - MAX_VARINT_BYTES);
+    let write = async {
+        let mut out = Vec::with_capacity(WRITE_TARGET + frame_target + 2 * MAX_VARINT_BYTES);
+        let mut from = next;
+        loop {
+            retained.trim(counters.acked.load(Relaxed));
+            if let Some(chunk) = peer.outbox.take() {
+                retained.push(chunk);
+            }
+            if from == retained.end() {
+                peer.outbox.ready.notified().await;
+                continue;
+            }
+            out.clear();
+            let fill = fill(retained, from, &mut out, frame_target, *high_water);
+            // Before the write: the peer may ack these before write_all returns.
+            written.store(fill.to, Relaxed);
+            if let Err(e) = wr.write_all(&out).await {
+                return e;
+            }
+            from = fill.to;
+            *high_water = (*high_water).max(fill.to);
+            counters.frames_sent.fetch_add(fill.frames, Relaxed);
+            counters.wire_bytes_sent.fetch_add(out.len() as u64, Relaxed);
+            counters.msgs_sent.fetch_add(fill.msgs, Relaxed);
+            counters.bytes_sent.fetch_add(fill.bytes, Relaxed);
+            counters.msgs_resent.fetch_add(fill.resent, Relaxed);
+            add_classes(&counters.bytes_sent_by_class, &fill.classes);
+        }
+    };
+
+    tokio::select! {
+        r = read_acks => match r {
+            Ok(()) => "peer closed".into(),
+            Err(e) => format!("reading acks: {e}"),
+        },
+        e = write => format!("writing: {e}"),
+        _ = epoch.changed() => "dropped on request".into(),
+    }
+}
+
+/// What one call of [`fill`] put in the buffer.
+#[derive(Default)]
+struct Fill {
+    /// One past the last message.
+    to: u64,
+    frames: u64,
+    /// First transmissions, their bytes and classes.
+    msgs: u64,
+    bytes: u64,
+    classes: ClassBytes,
+    resent: u64,
+}
+
+/// Appends batch frames for the retained messages from `from` on, until
+/// about `WRITE_TARGET` bytes; frames split only between messages.
+fn fill(retained: &Retained, from: u64, out: &mut Vec<u8>, frame_target: usize, high_water: u64) -> Fill {
+    let mut f = Fill { to: from, ..Fill::default() };
+    for chunk in retained.from(from) {
+        while f.to < chunk.end() {
+            if out.len() >= WRITE_TARGET {
+                return f;
+            }
+            let i = (f.to - chunk.first) as usize;
+            let start = chunk.offset(f.to);
+            // As many messages as fit in frame_target, and at least one.
+            let j = i + chunk.ends[i..].partition_point(|&e| e - start <= frame_target).max(1);
+            frame::put_batch(out, f.to, &chunk.bytes[start..chunk.ends[j - 1]]);
+            f.frames += 1;
+            for k in i..j {
+                if chunk.first + k as u64 >= high_water {
+                    let len = (chunk.ends[k] - chunk.offset(chunk.first + k as u64)) as u64;
+                    f.msgs += 1;
+                    f.bytes += len;
+                    f.classes[chunk.classes[k] as usize] += len;
+                } else {
+                    f.resent += 1;
+                }
+            }
+            f.to = chunk.first + j as u64;
+        }
+    }
+    f
+}

@@ -1,0 +1,128 @@
+//! Counters kept while running, and the snapshots [`crate::Transport::stats`] returns.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+use crate::{NodeId, CLASSES};
+
+/// What happened on the links with one peer, both directions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PeerStats {
+    pub node: NodeId,
+    /// Our outbound connection to it is up (handshake done).
+    pub connected: bool,
+    /// Messages written to it for the first time, and their encoded bytes.
+    pub msgs_sent: u64,
+    pub bytes_sent: u64,
+    pub bytes_sent_by_class: [u64; CLASSES],
+    /// Messages written again after a reconnect (not in `msgs_sent`).
+    pub msgs_resent: u64,
+    /// Batch frames written, and all bytes written including framing.
+    pub frames_sent: u64,
+    pub wire_bytes_sent: u64,
+    /// Messages delivered from it, and their encoded bytes.
+    pub msgs_received: u64,
+    pub bytes_received: u64,
+    pub bytes_received_by_class: [u64; CLASSES],
+    pub frames_received: u64,
+    /// Received messages dropped because they had been delivered already.
+    pub duplicates_dropped: u64,
+    /// Outbound connections established after the first one.
+    pub reconnects: u64,
+    /// Failed outbound attempts: connect errors, refused or broken handshakes.
+    pub connect_failures: u64,
+    /// Inbound connections from it that passed the handshake.
+    pub inbound_connections: u64,
+    /// Messages sent to it and not yet acknowledged (queued, delayed or in flight).
+    pub unacked: u64,
+}
+
+/// A snapshot of a transport's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransportStats {
+    pub node: NodeId,
+    /// One entry per peer, in node id order.
+    pub peers: Vec<PeerStats>,
+    /// Inbound connections closed for bad input: refused handshakes,
+    /// malformed or oversized frames, undecodable messages, sequence gaps.
+    pub protocol_errors: u64,
+}
+
+impl TransportStats {
+    pub fn peer(&self, node: NodeId) -> Option<&PeerStats> {
+        self.peers.iter().find(|p| p.node == node)
+    }
+
+    pub fn msgs_sent(&self) -> u64 {
+        self.peers.iter().map(|p| p.msgs_sent).sum()
+    }
+
+    pub fn msgs_received(&self) -> u64 {
+        self.peers.iter().map(|p| p.msgs_received).sum()
+    }
+
+    pub fn reconnects(&self) -> u64 {
+        self.peers.iter().map(|p| p.reconnects).sum()
+    }
+}
+
+/// The live counters of one peer. Relaxed: they are statistics, not synchronisation.
+#[derive(Default)]
+pub(crate) struct PeerCounters {
+    pub connected: AtomicBool,
+    /// Accepted by `send` (sequence numbers handed out, including those still in a delay line).
+    pub enqueued: AtomicU64,
+    /// Cumulative ack: every sequence number below this was delivered.
+    pub acked: AtomicU64,
+    pub msgs_sent: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    pub bytes_sent_by_class: [AtomicU64; CLASSES],
+    pub msgs_resent: AtomicU64,
+    pub frames_sent: AtomicU64,
+    pub wire_bytes_sent: AtomicU64,
+    pub msgs_received: AtomicU64,
+    pub bytes_received: AtomicU64,
+    pub bytes_received_by_class: [AtomicU64; CLASSES],
+    pub frames_received: AtomicU64,
+    pub duplicates_dropped: AtomicU64,
+    pub reconnects: AtomicU64,
+    pub connect_failures: AtomicU64,
+    pub inbound_connections: AtomicU64,
+}
+
+/// Per-class byte tallies gathered over a batch, added to the atomics once.
+pub(crate) type ClassBytes = [u64; CLASSES];
+
+pub(crate) fn add_classes(into: &[AtomicU64; CLASSES], tally: &ClassBytes) {
+    for (a, n) in into.iter().zip(tally) {
+        if *n > 0 {
+            a.fetch_add(*n, Relaxed);
+        }
+    }
+}
+
+impl PeerCounters {
+    pub(crate) fn snapshot(&self, node: NodeId) -> PeerStats {
+        let load = |a: &AtomicU64| a.load(Relaxed);
+        let classes = |a: &[AtomicU64; CLASSES]| std::array::from_fn(|i| a[i].load(Relaxed));
+        let acked = load(&self.acked);
+        PeerStats {
+            node,
+            connected: self.connected.load(Relaxed),
+            msgs_sent: load(&self.msgs_sent),
+            bytes_sent: load(&self.bytes_sent),
+            bytes_sent_by_class: classes(&self.bytes_sent_by_class),
+            msgs_resent: load(&self.msgs_resent),
+            frames_sent: load(&self.frames_sent),
+            wire_bytes_sent: load(&self.wire_bytes_sent),
+            msgs_received: load(&self.msgs_received),
+            bytes_received: load(&self.bytes_received),
+            bytes_received_by_class: classes(&self.bytes_received_by_class),
+            frames_received: load(&self.frames_received),
+            duplicates_dropped: load(&self.duplicates_dropped),
+            reconnects: load(&self.reconnects),
+            connect_failures: load(&self.connect_failures),
+            inbound_connections: load(&self.inbound_connections),
+            unacked: load(&self.enqueued).saturating_sub(acked),
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! The handle: starts the tasks, queues messages, reports statistics.
+
+use std::io;
+use std::marker::PhantomData;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinHandle};
+
+use crate::delay::DelayLine;
+use crate::frame::{self, MAX_VARINT_BYTES};
+use crate::outbox::{lock, PushError};
+use crate::peer::PeerShared;
+use crate::stats::TransportStats;
+use crate::{inbound, outbound, NodeId, TransportConfig, WireMessage, CLASSES};
+
+/// Called for every message received, with its sender, in per-link FIFO
+/// order, from the connection's task: it must not block.
+pub type Deliver<M> = Arc<dyn Fn(NodeId, M) + Send + Sync>;
+
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum SendError {
+    #[error("node {0} is not a peer")]
+    UnknownPeer(NodeId),
+    #[error("message encodes to {bytes} bytes, more than the {max} a frame allows")]
+    TooLarge { bytes: usize, max: usize },
+    #[error("message does not encode: {0}")]
+    Encode(String),
+    #[error("the transport is shut down")]
+    Closed,
+}
+
+/// The WAN stage of a link carries encoded messages and their class.
+type WanStage = DelayLine<(Vec<u8>, u8)>;
+
+/// What the tasks share.
+pub(crate) struct Shared {
+    pub cfg: TransportConfig,
+    pub incarnation: u64,
+    /// Sorted by node id.
+    pub peers: Vec<Arc<PeerShared>>,
+    /// Bumped by `drop_connections`; every connection watches it.
+    pub epoch: watch::Sender<u64>,
+    pub protocol_errors: AtomicU64,
+}
+
+impl Shared {
+    fn index(&self, node: NodeId) -> Option<usize> {
+        self.peers.binary_search_by_key(&node, |p| p.node).ok()
+    }
+
+    pub fn peer(&self, node: NodeId) -> Option<&Arc<PeerShared>> {
+        self.index(node).map(|i| &self.peers[i])
+    }
+}
+
+/// A running transport. Clones share it.
+pub struct Transport<M> {
+    inner: Arc<Inner>,
+    _msg: PhantomData<fn(M) -> M>,
+}
+
+impl<M> Clone for Transport<M> {
+    fn clone(&self) -> Self {
+        Transport { inner: self.inner.clone(), _msg: PhantomData }
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    /// Parallel to `shared.peers`: the WAN stage of each link, if emulated.
+    delays: Vec<Option<WanStage>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    delay_tasks: Vec<AbortHandle>,
+    closed: AtomicBool,
+    /// The largest encoded message that fits a frame.
+    max_msg: usize,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The tasks hold only `Shared`, so they would outlive the last handle otherwise.
+        for t in lock(&self.tasks).iter() {
+            t.abort();
+        }
+    }
+}
+
+impl<M: WireMessage> Transport<M> {
+    /// Binds `cfg.listen`, starts accept and dial tasks on the current tokio runtime.
+    pub async fn start(cfg: TransportConfig, deliver: Deliver<M>) -> io::Result<Self> {
+        cfg.validate()?;
+        let listener = TcpListener::bind(cfg.listen).await?;
+        Self::run(cfg, listener, deliver)
+    }
+
+    /// Like [`Transport::start`] on a listener bound already (`cfg.listen` is
+    /// ignored): lets a cluster learn every node's address before any starts.
+    pub async fn start_with_listener(
+        cfg: TransportConfig,
+        listener: std::net::TcpListener,
+        deliver: Deliver<M>,
+    ) -> io::Result<Self> {
+        cfg.validate()?;
+        listener.set_nonblocking(true)?;
+        Self::run(cfg, TcpListener::from_std(listener)?, deliver)
+    }
+
+    fn run(cfg: TransportConfig, listener: TcpListener, deliver: Deliver<M>) -> io::Result<Self> {
+        let local_addr = listener.local_addr()?;
+        let mut peer_cfgs = cfg.peers.clone();
+        peer_cfgs.sort_by_key(|p| p.node);
+        let peers: Vec<Arc<PeerShared>> = peer_cfgs.iter().map(|p| Arc::new(PeerShared::new(p.node, p.addr))).collect();
+        let max_msg = cfg.max_frame_bytes - MAX_VARINT_BYTES;
+        let delays: Vec<_> = peer_cfgs
+            .iter()
+            .zip(&peers)
+            .map(|(p, shared)| {
+                let peer = shared.clone();
+                p.delay.map(|spec| {
+                    DelayLine::new(spec, move |(bytes, class): (Vec<u8>, u8)| {
+                        // Size was checked by `send`.
+                        let _ = peer.outbox.push_with(class as usize, usize::MAX, |b| {
+                            b.extend_from_slice(&bytes);
+                            Ok(())
+                        });
+                    })
+                })
+            })
+            .collect();
+        let delay_tasks = delays.iter().flatten().map(DelayLine::abort_handle).collect();
+        let shared = Arc::new(Shared {
+            cfg,
+            incarnation: new_incarnation(),
+            peers,
+            epoch: watch::Sender::new(0),
+            protocol_errors: AtomicU64::new(0),
+        });
+        let mut tasks = vec![tokio::spawn(inbound::accept_loop(listener, shared.clone(), deliver))];
+        tasks.extend(shared.peers.iter().map(|p| tokio::spawn(outbound::run(shared.clone(), p.clone()))));
+        let inner = Inner {
+            shared,
+            local_addr,
+            delays,
+            tasks: Mutex::new(tasks),
+            delay_tasks,
+            closed: AtomicBool::new(false),
+            max_msg,
+        };
+        Ok(Transport { inner: Arc::new(inner), _msg: PhantomData })
+    }
+
+    /// Queues `msg` for `to`. Never blocks; the queue is unbounded.
+    pub fn send(&self, to: NodeId, msg: M) -> Result<(), SendError> {
+        let inner = &*self.inner;
+        if inner.closed.load(Relaxed) {
+            return Err(SendError::Closed);
+        }
+        let i = inner.shared.index(to).ok_or(SendError::UnknownPeer(to))?;
+        let peer = &inner.shared.peers[i];
+        let class = msg.class_index().min(CLASSES - 1);
+        let max = inner.max_msg;
+        match &inner.delays[i] {
+            None => peer.outbox.push_with(class, max, |b| frame::encode_into(b, &msg)).map_err(|e| match e {
+                PushError::Encode(e) => SendError::Encode(e.to_string()),
+                PushError::TooLarge(bytes) => SendError::TooLarge { bytes, max },
+            })?,
+            Some(line) => {
+                let mut bytes = Vec::new();
+                frame::encode_into(&mut bytes, &msg).map_err(|e| SendError::Encode(e.to_string()))?;
+                if bytes.len() > max {
+                    return Err(SendError::TooLarge { bytes: bytes.len(), max });
+                }
+                line.push((bytes, class as u8));
+            }
+        }
+        peer.counters.enqueued.fetch_add(1, Relaxed);
+        Ok(())
+    }
+}
+
+impl<M> Transport<M> {
+    pub fn node(&self) -> NodeId {
+        self.inner.shared.cfg.node
+    }
+
+    /// The address peers connect to (the bound port when `listen` had port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.local_addr
+    }
+
+    /// Breaks every TCP connection now, both directions (test and chaos hook).
+    /// Links reconnect by themselves and lose nothing.
+    pub fn drop_connections(&self) {
+        self.inner.shared.epoch.send_modify(|e| *e += 1);
+    }
+
+    pub fn stats(&self) -> TransportStats {
+        let shared = &self.inner.shared;
+        TransportStats {
+            node: shared.cfg.node,
+            peers: shared.peers.iter().map(|p| p.counters.snapshot(p.node)).collect(),
+            protocol_errors: shared.protocol_errors.load(Relaxed),
+        }
+    }
+
+    /// Stops every task and closes every connection, for all clones; later
+    /// sends fail with [`SendError::Closed`]. Unacknowledged messages are lost.
+    pub async fn shutdown(self) {
+        self.inner.closed.store(true, Relaxed);
+        for t in &self.inner.delay_tasks {
+            t.abort();
+        }
+        let tasks = std::mem::take(&mut *lock(&self.inner.tasks));
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Start time in nanoseconds, strictly increasing within the process so that
+/// two transports started in one test still differ.
+fn new_incarnation() -> u64 {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+    let prev = LAST.fetch_update(Relaxed, Relaxed, |last| Some(now.max(last + 1))).expect("always Some");
+    now.max(prev + 1)
+}
