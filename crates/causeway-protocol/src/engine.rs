@@ -44,7 +44,7 @@ pub enum MsgClass {
     Stabilization,
 }
 
-pub trait Message: Clone + Debug + Serialize + DeserializeOwned + Send + 'static {
+pub trait Message: Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static {
     fn class(&self) -> MsgClass;
 
     /// A read that a replica must answer (a read slice), named by a tag that

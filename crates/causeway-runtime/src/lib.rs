@@ -5,15 +5,13 @@
 //! ([`session_host`]) runs the client's session next to its coordinator; the
 //! session's messages and the replicas' go through the [`router`] — to a
 //! replica task of this node ([`replica_task`], one task per partition
-//! replica, owning its state), through a WAN [`delay`] line when they cross
-//! DCs inside one process, or to another node over the transport
-//! ([`remote`]). A [`plan::ClusterPlan`] (from a [`config`] file, or
+//! replica, owning its state), through a WAN delay line when they cross DCs
+//! inside one process, or to another node over the transport ([`remote`]). A [`plan::ClusterPlan`] (from a [`config`] file, or
 //! [`plan::ClusterPlan::embedded`]) says which node runs what; [`node::start`]
 //! starts one; [`metrics`] serves Prometheus text.
 
 pub mod clock;
 pub mod config;
-pub mod delay;
 pub mod envelope;
 pub mod metrics;
 pub mod node;

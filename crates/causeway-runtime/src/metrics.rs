@@ -36,6 +36,8 @@ pub struct Metrics {
     pub queue_length: Family<Labels, Gauge>,
     pub versions: Family<Labels, Gauge>,
     pub client_connections: Gauge,
+    pub peer_connected: Family<Labels, Gauge>,
+    pub peer_reconnects: Family<Labels, Gauge>,
 }
 
 pub fn class_name(class: MsgClass) -> &'static str {
@@ -69,6 +71,8 @@ impl Metrics {
             queue_length: Family::default(),
             versions: Family::default(),
             client_connections: Gauge::default(),
+            peer_connected: Family::default(),
+            peer_reconnects: Family::default(),
         };
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -96,6 +100,8 @@ impl Metrics {
             );
             r.register("versions", "Versions stored, per replica", m.versions.clone());
             r.register("client_connections", "Open client connections", m.client_connections.clone());
+            r.register("peer_connected", "Whether the link to a peer node is connected", m.peer_connected.clone());
+            r.register("peer_reconnects", "Times the link to a peer node reconnected", m.peer_reconnects.clone());
         }
         m
     }

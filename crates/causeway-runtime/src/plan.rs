@@ -41,7 +41,7 @@ pub struct NodePlan {
 pub struct WanDelays {
     /// `one_way[a][b]`: half the RTT between the regions of DCs `a` and `b`.
     pub one_way: Vec<Vec<Duration>>,
-    /// Each delay varies by up to this fraction of itself.
+    /// Each delay grows by up to this fraction of itself (FIFO kept).
     pub jitter: f64,
 }
 
@@ -62,6 +62,12 @@ impl WanDelays {
 
     pub fn between(&self, a: DcId, b: DcId) -> Duration {
         self.one_way[usize::from(a.0)][usize::from(b.0)]
+    }
+
+    /// The delay stage of the link from DC `a` to DC `b`; `None` inside a DC.
+    pub fn spec(&self, a: DcId, b: DcId) -> Option<causeway_transport::DelaySpec> {
+        let one_way = self.between(a, b);
+        (a != b).then(|| causeway_transport::DelaySpec::new(one_way, one_way.mul_f64(self.jitter)))
     }
 }
 
@@ -100,6 +106,11 @@ impl ClusterPlan {
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// The DC of a node: that of its first replica.
+    pub fn dc_of_node(&self, node: usize) -> Option<DcId> {
+        self.nodes.get(node)?.replicas.first().map(|r| r.dc)
     }
 
     /// The node that runs `replica`.

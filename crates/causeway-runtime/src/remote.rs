@@ -1,4 +1,7 @@
-//! Links to the other nodes of the cluster, over the transport.
+//! Links to the other nodes of the cluster, over the transport: envelopes go
+//! out batched on one TCP connection per peer, FIFO and exactly once across
+//! reconnects; a WAN delay stage sits on links to other DCs when emulation
+//! is on.
 
 use crate::envelope::Envelope;
 use crate::metrics::Metrics;
@@ -6,8 +9,15 @@ use crate::node::StartError;
 use crate::plan::ClusterPlan;
 use crate::router::{Remote, Router};
 use causeway_protocol::Message;
+use causeway_transport::{Peer, Transport, TransportConfig, WireMessage};
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+impl<M: Message> WireMessage for Envelope<M> {
+    fn class_index(&self) -> usize {
+        self.msg.class() as usize
+    }
+}
 
 /// What a node needs of its peer links without knowing the message type.
 pub trait PeerLinks: Send + Sync {
@@ -16,30 +26,102 @@ pub trait PeerLinks: Send + Sync {
     fn refresh_metrics(&self, metrics: &Metrics);
 }
 
-pub struct Link<M> {
+/// Where arriving envelopes go. Peers may speak before the router exists
+/// (the transport must listen first): those envelopes wait here, in order.
+struct Inbound<M> {
     router: OnceLock<Weak<Router<M>>>,
+    early: Mutex<Vec<Envelope<M>>>,
 }
 
-impl<M: Message> Link<M> {
-    /// Messages that arrive go to `router` from now on.
-    pub fn attach(&self, router: Weak<Router<M>>) {
-        let _ = self.router.set(router);
+impl<M: Message> Inbound<M> {
+    fn deliver(&self, e: Envelope<M>) {
+        if let Some(router) = self.router.get() {
+            if let Some(r) = router.upgrade() {
+                r.deliver_here(e);
+            }
+            return;
+        }
+        let mut early = self.early.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked again under the lock: `attach` drains and sets under it.
+        match self.router.get().and_then(Weak::upgrade) {
+            Some(r) => r.deliver_here(e),
+            None => early.push(e),
+        }
     }
 }
 
-pub async fn start<M: Message>(_plan: &ClusterPlan, _node: usize) -> Result<Arc<Link<M>>, StartError> {
-    Err(StartError::Invalid("multi-node clusters need the transport, which is not wired yet".into()))
+pub struct Link<M: Message> {
+    transport: Transport<Envelope<M>>,
+    inbound: Arc<Inbound<M>>,
+    names: Vec<String>,
+}
+
+impl<M: Message> Link<M> {
+    /// Messages that arrive go to `router` from now on (and those that came
+    /// early, first).
+    pub fn attach(&self, router: Weak<Router<M>>) {
+        let mut early = self.inbound.early.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = router.upgrade() {
+            for e in early.drain(..) {
+                r.deliver_here(e);
+            }
+        }
+        let _ = self.inbound.router.set(router);
+    }
+}
+
+pub async fn start<M: Message>(plan: &ClusterPlan, node: usize) -> Result<Arc<Link<M>>, StartError> {
+    let me = &plan.nodes[node];
+    let listen = me.peer.ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", me.name)))?;
+    let my_dc = plan.dc_of_node(node);
+    let mut peers = Vec::new();
+    for (i, other) in plan.nodes.iter().enumerate().filter(|(i, _)| *i != node) {
+        let addr = other.peer.ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", other.name)))?;
+        let mut peer = Peer::new(i as u32, addr);
+        if let (Some(wan), Some(a), Some(b)) = (&plan.wan, my_dc, plan.dc_of_node(i)) {
+            if let Some(spec) = wan.spec(a, b) {
+                peer = peer.with_delay(spec);
+            }
+        }
+        peers.push(peer);
+    }
+    let config = TransportConfig::new(node as u32, plan.name.clone(), listen, peers);
+    let inbound = Arc::new(Inbound { router: OnceLock::new(), early: Mutex::new(Vec::new()) });
+    let sink = inbound.clone();
+    let transport = Transport::start(config, Arc::new(move |_from, e: Envelope<M>| sink.deliver(e)))
+        .await
+        .map_err(|source| StartError::Bind { what: "peers", addr: listen, source })?;
+    let names = plan.nodes.iter().map(|n| n.name.clone()).collect();
+    Ok(Arc::new(Link { transport, inbound, names }))
 }
 
 impl<M: Message> Remote<M> for Link<M> {
-    fn send(&self, _node: usize, _envelope: Envelope<M>) {}
-    fn drop_connections(&self) {}
+    fn send(&self, node: usize, envelope: Envelope<M>) {
+        if let Err(e) = self.transport.send(node as u32, envelope) {
+            tracing::error!("cannot send to node {}: {e}", self.names.get(node).map_or("?", |s| s.as_str()));
+        }
+    }
+
+    fn drop_connections(&self) {
+        self.transport.drop_connections();
+    }
 }
 
 impl<M: Message> PeerLinks for Link<M> {
     fn local_addr(&self) -> SocketAddr {
-        SocketAddr::from(([0, 0, 0, 0], 0))
+        self.transport.local_addr()
     }
-    fn drop_all(&self) {}
-    fn refresh_metrics(&self, _metrics: &Metrics) {}
+
+    fn drop_all(&self) {
+        self.transport.drop_connections();
+    }
+
+    fn refresh_metrics(&self, metrics: &Metrics) {
+        for p in self.transport.stats().peers {
+            let peer = self.names.get(p.node as usize).cloned().unwrap_or_else(|| p.node.to_string());
+            metrics.queue_length.get_or_create(&vec![("queue", "peer_unacked".into()), ("peer", peer.clone())]).set(p.unacked as i64);
+            metrics.peer_connected.get_or_create(&vec![("peer", peer.clone())]).set(i64::from(p.connected));
+            metrics.peer_reconnects.get_or_create(&vec![("peer", peer)]).set(p.reconnects as i64);
+        }
+    }
 }

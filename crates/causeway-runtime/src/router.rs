@@ -2,11 +2,11 @@
 //! this node, or another node through the transport — through a WAN delay
 //! line first when it crosses DCs inside this process.
 
-use crate::delay::DelayLine;
 use crate::envelope::Envelope;
 use crate::metrics::Metrics;
 use crate::plan::ClusterPlan;
 use causeway_protocol::{Addr, ClientId, DcId, Key, Message, ReplicaId, Value};
+use causeway_transport::DelayLine;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::{mpsc, oneshot};
@@ -68,10 +68,9 @@ impl<M: Message> Router<M> {
                 .map(|a| {
                     (0..dcs)
                         .map(|b| {
-                            let delays = plan.wan.as_ref().filter(|_| a != b)?;
-                            let delay = delays.between(DcId(a as u16), DcId(b as u16));
+                            let spec = plan.wan.as_ref()?.spec(DcId(a as u16), DcId(b as u16))?;
                             let weak = weak.clone();
-                            Some(DelayLine::spawn(delay, delays.jitter, move |e: Envelope<M>| {
+                            Some(DelayLine::new(spec, move |e: Envelope<M>| {
                                 if let Some(router) = weak.upgrade() {
                                     router.deliver_here(e);
                                 }
@@ -130,7 +129,7 @@ impl<M: Message> Router<M> {
             Some(host) if host == self.node => {
                 let (a, b) = (Self::dc_of(from), Self::dc_of(to));
                 match self.wan.get(usize::from(a.0)).and_then(|row| row.get(usize::from(b.0))) {
-                    Some(Some(line)) => line.send(envelope),
+                    Some(Some(line)) => line.push(envelope),
                     _ => self.deliver_here(envelope),
                 }
             }
