@@ -1,6 +1,7 @@
 //! The `causeway` command.
 
 mod check;
+mod shell;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Check that a history file is transactionally causally consistent (exit 0 if so, 1 if not).
     Check(check::CheckArgs),
+    /// Open a shell on a server: begin, read, write and commit by hand (or from a script on stdin).
+    Shell(shell::ShellArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Check(args) => check::run(args),
+        Command::Shell(args) => shell::run(args),
     };
     match result {
         Ok(code) => code,
