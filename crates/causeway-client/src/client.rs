@@ -55,7 +55,9 @@ impl Default for ClientOptions {
 ///
 /// After a fatal error ([`Error::is_fatal`]: a timeout, a closed connection,
 /// a protocol error) the client is unusable: every later call returns
-/// [`Error::Disconnected`]. Connect again, and carry the session's causal
+/// [`Error::Disconnected`]. So it is after a call that was cancelled (its
+/// future dropped, say by a `select!` or an outer timeout) while waiting
+/// for its answer: prefer [`ClientOptions::request_timeout`]. Connect again, and carry the session's causal
 /// past over with a [`SessionToken`] exported before the failure if it
 /// matters.
 pub struct Client {
@@ -71,6 +73,10 @@ pub struct Client {
     deferred: Option<Error>,
     /// Set by a fatal error.
     closed: bool,
+    /// Set while a request is on its way and its answer (or, for a write,
+    /// its count in `unacked`) is not accounted for: still set at the next
+    /// call if a call was cancelled midway.
+    busy: bool,
 }
 
 impl std::fmt::Debug for Client {
@@ -119,6 +125,7 @@ impl Client {
             unacked: 0,
             deferred: None,
             closed: false,
+            busy: false,
         };
         let hello = Request::Hello { version: WIRE_VERSION, client: client.options.name.clone() };
         match client.call("hello", hello).await? {
@@ -220,6 +227,7 @@ impl Client {
         }
         self.send("write", Request::Write { key, value }).await?;
         self.unacked += 1;
+        self.busy = false;
         Ok(())
     }
 
@@ -348,7 +356,13 @@ impl Client {
 
     // ---- the connection ----
 
-    fn ensure_open(&self) -> Result<(), Error> {
+    fn ensure_open(&mut self) -> Result<(), Error> {
+        if self.busy {
+            // A call was cancelled (its future dropped) between sending a
+            // request and accounting for the answer: the answers no longer
+            // match the requests.
+            self.closed = true;
+        }
         if self.closed {
             Err(Error::Disconnected)
         } else {
@@ -409,13 +423,13 @@ impl Client {
 
     /// Sends `request` and waits for its answer; a server error becomes `Err`.
     async fn call(&mut self, what: &'static str, request: Request) -> Result<Response, Error> {
-        debug_assert_eq!(self.unacked, 0);
+        self.ensure_open()?;
+        debug_assert_eq!(self.unacked, 0, "settled first");
         let id = self.send(what, request).await?;
         let frame = self.recv(what).await?;
-        match self.decode(id, frame)? {
-            Ok(response) => Ok(response),
-            Err(e) => Err(self.fail(e)),
-        }
+        let response = self.decode(id, frame)?;
+        self.busy = false;
+        response.map_err(|e| self.fail(e))
     }
 
     async fn send(&mut self, what: &'static str, request: Request) -> Result<u64, Error> {
@@ -431,6 +445,9 @@ impl Client {
             });
         }
         self.next_id += 1;
+        // Cleared by the caller once the answer is accounted for; errors
+        // from here on are fatal.
+        self.busy = true;
         let body = Bytes::from(body);
         let after = self.options.request_timeout;
         match tokio::time::timeout(after, self.framed.send(body)).await {

@@ -94,6 +94,22 @@ async fn a_pipelined_write_error_surfaces_at_the_next_call() {
     assert!(matches!(c.begin().await, Err(Error::NoActiveTransaction)));
     // ... and it is reported once: begin now works.
     c.begin().await.unwrap();
+    c.abort().await.unwrap();
+
+    // A later write reports an error that has already arrived, without waiting.
+    let mut sent = 0;
+    let error = loop {
+        match c.write("x", "1").await {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+        assert!(sent < 1000, "the error never surfaced");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(matches!(error, Error::NoActiveTransaction), "{error}");
+    assert!(sent >= 1);
+    let _ = c.confirm_writes().await; // the other writes' errors
+    c.begin().await.unwrap();
 
     // The third write is over the server's limit: commit reports it and does
     // not commit; the transaction is still open.
@@ -236,6 +252,12 @@ async fn a_server_that_never_answers_times_out_and_the_client_is_closed() {
     assert!(c.is_closed());
     assert!(matches!(c.read_only(&["x"]).await, Err(Error::Disconnected)));
     assert!(matches!(c.write("x", "1").await, Err(Error::Disconnected)));
+
+    // A call cancelled while it waits leaves the answers out of step: the client is closed.
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(50), c.begin()).await.is_err());
+    assert!(matches!(c.begin().await, Err(Error::Disconnected)));
+    assert!(c.is_closed());
 
     // A handshake that is never answered times out too.
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
