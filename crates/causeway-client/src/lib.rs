@@ -1,1 +1,95 @@
+//! The async Rust client of Causeway, a geo-replicated key-value store with
+//! transactions under Transactional Causal Consistency.
+//!
+//! A [`Client`] is one TCP connection to a server of one data center (DC),
+//! and one *session*: it runs one transaction at a time, and each
+//! transaction sees everything the session wrote or saw before, and
+//! everything those writes depended on. Reads never block on other DCs;
+//! writes become visible atomically at commit.
+//!
+//! # A read-write transaction
+//!
+//! ```no_run
+//! use causeway_client::{Client, Error};
+//!
+//! # async fn transfer() -> Result<(), Error> {
+//! let mut client = Client::connect("127.0.0.1:7100").await?;
+//! client.begin().await?;
+//! // Many keys in one round trip; `None` for a key without a value.
+//! let balances = client.read(&["alice", "bob"]).await?;
+//! let balance = |v: &Option<causeway_client::Bytes>| -> i64 {
+//!     v.as_deref().and_then(|b| std::str::from_utf8(b).ok()?.parse().ok()).unwrap_or(0)
+//! };
+//! let (alice, bob) = (balance(&balances[0]), balance(&balances[1]));
+//! // Writes are buffered until commit (and pipelined: no round trip each).
+//! client.write("alice", (alice - 10).to_string()).await?;
+//! client.write("bob", (bob + 10).to_string()).await?;
+//! let stamp = client.commit().await?;
+//! println!("committed at {stamp:?}");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # A read-only transaction
+//!
+//! Between transactions, a read-only transaction reads a causal snapshot in
+//! one round trip, with nothing to commit:
+//!
+//! ```no_run
+//! # async fn ro(client: &mut causeway_client::Client) -> Result<(), causeway_client::Error> {
+//! let values = client.read_only(&["alice", "bob"]).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Carrying a session to another connection
+//!
+//! A [`SessionToken`] holds a session's causal state. Export it between
+//! transactions, and resume it on another connection to the same DC — after
+//! a reconnect, or in another process — so that the new connection sees
+//! what the old one wrote:
+//!
+//! ```no_run
+//! use causeway_client::{Client, SessionToken};
+//!
+//! # async fn resume() -> Result<(), causeway_client::Error> {
+//! let mut first = Client::connect("127.0.0.1:7100").await?;
+//! first.begin().await?;
+//! first.write("greeting", "hello").await?;
+//! first.commit().await?;
+//! let token: SessionToken = first.export_session().await?;
+//! let text = token.to_string(); // hex, to pass around as text
+//!
+//! let mut second = Client::connect("127.0.0.1:7100").await?;
+//! second.resume_session(&text.parse()?).await?;
+//! let greeting = second.read_only(&["greeting"]).await?;
+//! assert_eq!(greeting[0].as_deref(), Some(&b"hello"[..]));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Errors
+//!
+//! Every call returns a typed [`Error`]: [`Error::Unreachable`],
+//! [`Error::Timeout`], [`Error::InvalidArgument`],
+//! [`Error::NoActiveTransaction`], … Arguments are checked against the
+//! server's [limits](wire::Limits) before anything is sent. After a timeout
+//! or a lost connection the client is unusable ([`Error::is_fatal`]):
+//! connect again.
+//!
+//! The [`wire`] module is the protocol itself, for servers and other clients.
+
+mod client;
+mod error;
+mod token;
 pub mod wire;
+
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
+
+pub use bytes::Bytes;
+pub use client::{Client, ClientOptions};
+pub use error::Error;
+pub use token::SessionToken;
+pub use wire::{Dump, Limits, Stamp, Welcome};

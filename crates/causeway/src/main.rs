@@ -2,6 +2,7 @@
 
 mod check;
 mod serve;
+mod shell;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,8 @@ enum Command {
     Server(serve::ServerArgs),
     /// Run a whole multi-DC cluster in this process and serve clients until interrupted.
     Dev(serve::DevArgs),
+    /// Open a shell on a server: begin, read, write and commit by hand (or from a script on stdin).
+    Shell(shell::ShellArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Server(args) => serve::server(args),
         Command::Dev(args) => serve::dev(args),
+        Command::Shell(args) => shell::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,504 @@
+//! The client: one TCP connection, one session.
+
+use crate::wire::{
+    Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError, DEFAULT_MAX_FRAME_BYTES,
+    WIRE_VERSION,
+};
+use crate::{Error, SessionToken};
+use bytes::Bytes;
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use std::fmt::Display;
+use std::io;
+use std::time::Duration;
+use tokio::net::{TcpStream, ToSocketAddrs};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+/// Writes sent without waiting for their acknowledgements before a
+/// [`Client::write`] first collects the acknowledgements (so that neither
+/// side's socket buffers fill up while the other is not reading).
+const MAX_UNACKED_WRITES: usize = 256;
+
+/// How a [`Client`] connects and how long it waits.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// A free-form name the server shows in its logs. Default: `causeway-client`.
+    pub name: String,
+    /// How long to wait for the TCP connection. Default: 5 s.
+    pub connect_timeout: Duration,
+    /// How long to wait for each answer of the server, the handshake's
+    /// included. Default: 10 s.
+    pub request_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            name: "causeway-client".into(),
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A connection to one Causeway server, and the session it carries.
+///
+/// A session runs one transaction at a time: [`begin`](Client::begin), any
+/// number of [`read`](Client::read)s and [`write`](Client::write)s, then
+/// [`commit`](Client::commit) or [`abort`](Client::abort). Reads see a causal
+/// snapshot of the DC, never block, and see the transaction's own writes.
+/// Between transactions a [`read_only`](Client::read_only) transaction takes
+/// one round trip and no commit.
+///
+/// Every call takes `&mut self`, so a client serves one task; open one client
+/// per concurrent session. Requests are answered in order, which lets
+/// [`write`](Client::write) return without waiting for the server.
+///
+/// After a fatal error ([`Error::is_fatal`]: a timeout, a closed connection,
+/// a protocol error) the client is unusable: every later call returns
+/// [`Error::Disconnected`]. So it is after a call that was cancelled (its
+/// future dropped, say by a `select!` or an outer timeout) while waiting
+/// for its answer: prefer [`ClientOptions::request_timeout`]. Connect again, and carry the session's causal
+/// past over with a [`SessionToken`] exported before the failure if it
+/// matters.
+pub struct Client {
+    framed: Framed<TcpStream, LengthDelimitedCodec>,
+    welcome: Welcome,
+    options: ClientOptions,
+    /// The id of the next request sent.
+    next_id: u64,
+    /// Writes sent whose answer has not been read yet; their ids are the
+    /// `unacked` ids just below `next_id`.
+    unacked: usize,
+    /// The first error among acknowledgements read but not yet reported.
+    deferred: Option<Error>,
+    /// Set by a fatal error.
+    closed: bool,
+    /// Set while a request is on its way and its answer (or, for a write,
+    /// its count in `unacked`) is not accounted for: still set at the next
+    /// call if a call was cancelled midway.
+    busy: bool,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.welcome)
+            .field("unacked_writes", &self.unacked)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Connects to the server at `addr` (`"host:port"`, a `SocketAddr`, …) with
+    /// default [`ClientOptions`] and opens a session in its DC.
+    pub async fn connect(addr: impl ToSocketAddrs + Display) -> Result<Client, Error> {
+        Client::connect_with(addr, ClientOptions::default()).await
+    }
+
+    /// Connects to the server at `addr` and opens a session in its DC.
+    ///
+    /// Fails with [`Error::Unreachable`] if no TCP connection can be made,
+    /// [`Error::Timeout`] if the connection or the handshake takes too long,
+    /// and [`Error::VersionMismatch`] if the server speaks another wire version.
+    pub async fn connect_with(addr: impl ToSocketAddrs + Display, options: ClientOptions) -> Result<Client, Error> {
+        let name = addr.to_string();
+        let stream = match tokio::time::timeout(options.connect_timeout, TcpStream::connect(addr)).await {
+            Err(_) => return Err(Error::Timeout { what: "connect", after: options.connect_timeout }),
+            Ok(Err(source)) => return Err(Error::Unreachable { addr: name, source }),
+            Ok(Ok(stream)) => stream,
+        };
+        // Requests are small and latency matters more than packing them.
+        stream.set_nodelay(true).map_err(|source| Error::Unreachable { addr: name, source })?;
+        let codec = LengthDelimitedCodec::builder().max_frame_length(DEFAULT_MAX_FRAME_BYTES).new_codec();
+        let mut client = Client {
+            framed: Framed::new(stream, codec),
+            welcome: Welcome {
+                version: WIRE_VERSION,
+                protocol: String::new(),
+                dc: 0,
+                node: String::new(),
+                limits: Default::default(),
+            },
+            options,
+            next_id: 0,
+            unacked: 0,
+            deferred: None,
+            closed: false,
+            busy: false,
+        };
+        let hello = Request::Hello { version: WIRE_VERSION, client: client.options.name.clone() };
+        match client.call("hello", hello).await? {
+            Response::Welcome(welcome) => {
+                if welcome.version != WIRE_VERSION {
+                    return Err(Error::VersionMismatch { server: welcome.version, client: WIRE_VERSION });
+                }
+                client.welcome = welcome;
+                Ok(client)
+            }
+            other => Err(client.unexpected("hello", other)),
+        }
+    }
+
+    /// What the server said when the connection opened: its node name, its
+    /// DC, the protocol the cluster runs, and its size [limits](crate::wire::Limits).
+    pub fn server(&self) -> &Welcome {
+        &self.welcome
+    }
+
+    /// The options this client was connected with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// Whether a fatal error closed the connection (every call now returns
+    /// [`Error::Disconnected`]).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Starts a transaction on a causal snapshot of the DC that includes
+    /// everything this session wrote or saw before.
+    ///
+    /// Fails with [`Error::TransactionActive`] if one is already running.
+    pub async fn begin(&mut self) -> Result<(), Error> {
+        self.settle().await?;
+        match self.call("begin", Request::Begin).await? {
+            Response::Started => Ok(()),
+            other => Err(self.unexpected("begin", other)),
+        }
+    }
+
+    /// Reads `keys` in the running transaction, in one round trip; the
+    /// answer has one entry per key, in the order asked (`None`: the key has
+    /// no value).
+    ///
+    /// Fails with [`Error::NoActiveTransaction`] outside a transaction, and
+    /// without contacting the server if a key is empty or the request is
+    /// over the server's limits.
+    pub async fn read<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<Vec<Option<Bytes>>, Error> {
+        let keys = self.check_keys(keys)?;
+        self.settle().await?;
+        let n = keys.len();
+        match self.call("read", Request::Read { keys }).await? {
+            Response::Values(values) if values.len() == n => Ok(values),
+            other => Err(self.unexpected("read", other)),
+        }
+    }
+
+    /// Reads one key in the running transaction; see [`read`](Client::read).
+    pub async fn get(&mut self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
+        Ok(self.read(&[key]).await?.pop().flatten())
+    }
+
+    /// Writes `value` under `key` in the running transaction; it becomes
+    /// visible to others at commit, atomically with the transaction's other
+    /// writes. Later reads in the transaction see it.
+    ///
+    /// The write is pipelined: it is sent without waiting for the server's
+    /// acknowledgement. An error the server reports for it (for example
+    /// [`Error::NoActiveTransaction`]) is returned by the next call on the
+    /// client instead of doing that call — by this method if it has already
+    /// arrived, otherwise by a later `write`, [`confirm_writes`](Client::confirm_writes),
+    /// `read`, `commit`, … ([`abort`](Client::abort) discards it).
+    ///
+    /// An empty key or a key or value over the server's limits is rejected
+    /// at once, without contacting the server.
+    pub async fn write(&mut self, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Result<(), Error> {
+        let (key, value) = (key.into(), value.into());
+        self.check_key(&key)?;
+        let limit = self.welcome.limits.max_value_bytes;
+        if value.len() as u64 > u64::from(limit) {
+            return Err(Error::TooLarge { what: "value".into(), size: value.len() as u64, limit: limit.into() });
+        }
+        self.ensure_open()?;
+        // Report an error that has already arrived, without waiting.
+        while self.unacked > 0 && self.deferred.is_none() {
+            match self.framed.next().now_or_never() {
+                Some(frame) => self.take_ack(frame)?,
+                None => break,
+            }
+        }
+        if self.unacked >= MAX_UNACKED_WRITES {
+            self.collect_acks().await?;
+        }
+        if let Some(e) = self.deferred.take() {
+            return Err(e);
+        }
+        self.send("write", Request::Write { key, value }).await?;
+        self.unacked += 1;
+        self.busy = false;
+        Ok(())
+    }
+
+    /// Waits until the server has acknowledged every [`write`](Client::write)
+    /// sent so far, and returns the first error among them.
+    ///
+    /// Never needed for correctness — [`commit`](Client::commit) does it first —
+    /// but it tells which writes failed.
+    pub async fn confirm_writes(&mut self) -> Result<(), Error> {
+        self.settle().await
+    }
+
+    /// Commits the running transaction: its writes become visible together,
+    /// first in this DC, then in the others. Returns the commit timestamp, or
+    /// `None` if the transaction wrote nothing.
+    ///
+    /// If a pipelined write failed, returns that error and does not commit:
+    /// the transaction is still running; [`abort`](Client::abort) it (or write
+    /// again and commit).
+    pub async fn commit(&mut self) -> Result<Option<Stamp>, Error> {
+        self.settle().await?;
+        match self.call("commit", Request::Commit).await? {
+            Response::Committed(stamp) => Ok(stamp),
+            other => Err(self.unexpected("commit", other)),
+        }
+    }
+
+    /// Abandons the running transaction and its writes, including errors of
+    /// pipelined writes not reported yet.
+    pub async fn abort(&mut self) -> Result<(), Error> {
+        let _ = self.settle().await;
+        match self.call("abort", Request::Abort).await? {
+            Response::Aborted => Ok(()),
+            other => Err(self.unexpected("abort", other)),
+        }
+    }
+
+    /// A read-only transaction in one round trip: reads `keys` from a causal
+    /// snapshot (one entry per key, in order; `None`: no value), with no
+    /// commit to send.
+    ///
+    /// Only between transactions (else [`Error::TransactionActive`]).
+    pub async fn read_only<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<Vec<Option<Bytes>>, Error> {
+        let keys = self.check_keys(keys)?;
+        self.settle().await?;
+        let n = keys.len();
+        match self.call("read-only transaction", Request::ReadOnly { keys }).await? {
+            Response::Values(values) if values.len() == n => Ok(values),
+            other => Err(self.unexpected("read-only transaction", other)),
+        }
+    }
+
+    /// Exports the session's causal state (only between transactions), for
+    /// [`resume_session`](Client::resume_session) on another connection to the
+    /// same DC.
+    pub async fn export_session(&mut self) -> Result<SessionToken, Error> {
+        self.settle().await?;
+        match self.call("export session", Request::ExportSession).await? {
+            Response::Token(bytes) => Ok(SessionToken::from_bytes(bytes)),
+            other => Err(self.unexpected("export session", other)),
+        }
+    }
+
+    /// Adopts the causal state of a session exported from the same DC (only
+    /// between transactions): later transactions see everything the exporting
+    /// session wrote or saw. Fails with [`Error::BadToken`] if the server
+    /// rejects the token.
+    pub async fn resume_session(&mut self, token: &SessionToken) -> Result<(), Error> {
+        self.settle().await?;
+        match self.call("resume session", Request::ResumeSession { token: token.clone().into_bytes() }).await? {
+            Response::Resumed => Ok(()),
+            other => Err(self.unexpected("resume session", other)),
+        }
+    }
+
+    /// Operator and test hook: the server breaks all its connections to
+    /// peer servers (they reconnect on their own).
+    pub async fn drop_peer_connections(&mut self) -> Result<(), Error> {
+        self.settle().await?;
+        match self.call("drop peer connections", Request::DropPeerConnections).await? {
+            Response::Done => Ok(()),
+            other => Err(self.unexpected("drop peer connections", other)),
+        }
+    }
+
+    /// Operator and test hook: the newest value of every key the server's
+    /// replicas hold.
+    pub async fn dump(&mut self) -> Result<Dump, Error> {
+        self.settle().await?;
+        match self.call("dump", Request::Dump).await? {
+            Response::Dump(dump) => Ok(dump),
+            other => Err(self.unexpected("dump", other)),
+        }
+    }
+
+    // ---- validation ----
+
+    fn check_key(&self, key: &[u8]) -> Result<(), Error> {
+        if key.is_empty() {
+            return Err(Error::InvalidArgument("empty key".into()));
+        }
+        let limit = self.welcome.limits.max_key_bytes;
+        if key.len() as u64 > u64::from(limit) {
+            return Err(Error::TooLarge { what: "key".into(), size: key.len() as u64, limit: limit.into() });
+        }
+        Ok(())
+    }
+
+    fn check_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Bytes>, Error> {
+        let limit = self.welcome.limits.max_keys_per_read;
+        if keys.len() as u64 > u64::from(limit) {
+            return Err(Error::TooLarge {
+                what: "keys in one read".into(),
+                size: keys.len() as u64,
+                limit: limit.into(),
+            });
+        }
+        keys.iter()
+            .map(|k| {
+                let k = k.as_ref();
+                self.check_key(k)?;
+                Ok(Bytes::copy_from_slice(k))
+            })
+            .collect()
+    }
+
+    // ---- the connection ----
+
+    fn ensure_open(&mut self) -> Result<(), Error> {
+        if self.busy {
+            // A call was cancelled (its future dropped) between sending a
+            // request and accounting for the answer: the answers no longer
+            // match the requests.
+            self.closed = true;
+        }
+        if self.closed {
+            Err(Error::Disconnected)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Marks the connection closed if `e` is fatal, and returns it.
+    fn fail(&mut self, e: Error) -> Error {
+        if e.is_fatal() {
+            self.closed = true;
+        }
+        e
+    }
+
+    fn unexpected(&mut self, what: &str, response: Response) -> Error {
+        self.fail(Error::Protocol(format!("unexpected answer to {what}: {response:?}")))
+    }
+
+    /// Waits for the acknowledgements of all pipelined writes; returns (and
+    /// forgets) the first error among them.
+    async fn settle(&mut self) -> Result<(), Error> {
+        self.ensure_open()?;
+        self.collect_acks().await?;
+        match self.deferred.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads every outstanding write acknowledgement; errors the server
+    /// reported go to `deferred`, fatal ones are returned.
+    async fn collect_acks(&mut self) -> Result<(), Error> {
+        while self.unacked > 0 {
+            let frame = self.recv("write").await?;
+            self.take_ack(frame)?;
+        }
+        Ok(())
+    }
+
+    fn take_ack(&mut self, frame: Option<Result<bytes::BytesMut, io::Error>>) -> Result<(), Error> {
+        let id = self.next_id - self.unacked as u64;
+        let response = self.decode(id, frame)?;
+        self.unacked -= 1;
+        match response {
+            Ok(Response::Written) => Ok(()),
+            Ok(other) => Err(self.unexpected("write", other)),
+            Err(e) => {
+                let e = self.fail(e);
+                if e.is_fatal() {
+                    return Err(e);
+                }
+                self.deferred.get_or_insert(e);
+                Ok(())
+            }
+        }
+    }
+
+    /// Sends `request` and waits for its answer; a server error becomes `Err`.
+    async fn call(&mut self, what: &'static str, request: Request) -> Result<Response, Error> {
+        self.ensure_open()?;
+        debug_assert_eq!(self.unacked, 0, "settled first");
+        let id = self.send(what, request).await?;
+        let frame = self.recv(what).await?;
+        let response = self.decode(id, frame)?;
+        self.busy = false;
+        response.map_err(|e| self.fail(e))
+    }
+
+    async fn send(&mut self, what: &'static str, request: Request) -> Result<u64, Error> {
+        self.ensure_open()?;
+        let id = self.next_id;
+        let body = postcard::to_allocvec(&RequestFrame { id, request })
+            .map_err(|e| Error::InvalidArgument(format!("cannot encode the request: {e}")))?;
+        if body.len() > DEFAULT_MAX_FRAME_BYTES {
+            return Err(Error::TooLarge {
+                what: "request".into(),
+                size: body.len() as u64,
+                limit: DEFAULT_MAX_FRAME_BYTES as u64,
+            });
+        }
+        self.next_id += 1;
+        // Cleared by the caller once the answer is accounted for; errors
+        // from here on are fatal.
+        self.busy = true;
+        let body = Bytes::from(body);
+        let after = self.options.request_timeout;
+        match tokio::time::timeout(after, self.framed.send(body)).await {
+            Ok(Ok(())) => Ok(id),
+            Ok(Err(_)) => Err(self.fail(Error::Disconnected)),
+            Err(_) => Err(self.fail(Error::Timeout { what, after })),
+        }
+    }
+
+    /// Reads the next frame under the request timeout.
+    async fn recv(&mut self, what: &'static str) -> Result<Option<Result<bytes::BytesMut, io::Error>>, Error> {
+        let after = self.options.request_timeout;
+        match tokio::time::timeout(after, self.framed.next()).await {
+            Ok(frame) => Ok(frame),
+            Err(_) => Err(self.fail(Error::Timeout { what, after })),
+        }
+    }
+
+    /// Decodes the answer to request `id`: `Ok(Err(_))` is an error the
+    /// server reported; `Err(_)` ends the connection.
+    fn decode(
+        &mut self,
+        id: u64,
+        frame: Option<Result<bytes::BytesMut, io::Error>>,
+    ) -> Result<Result<Response, Error>, Error> {
+        let body = match frame {
+            None => return Err(self.fail(Error::Disconnected)),
+            Some(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
+                return Err(self.fail(Error::Protocol(format!("bad frame from the server: {e}"))))
+            }
+            Some(Err(_)) => return Err(self.fail(Error::Disconnected)),
+            Some(Ok(body)) => body,
+        };
+        let frame: ResponseFrame = match postcard::from_bytes(&body) {
+            Ok(frame) => frame,
+            Err(e) => return Err(self.fail(Error::Protocol(format!("cannot decode the server's answer: {e}")))),
+        };
+        match frame.response {
+            // A server may not know the id of a request it could not decode.
+            Response::Error(e) if frame.id != id => {
+                self.closed = true;
+                Ok(Err(e.into()))
+            }
+            _ if frame.id != id => {
+                Err(self.fail(Error::Protocol(format!("answer to request {} while expecting {id}", frame.id))))
+            }
+            Response::Error(WireError::VersionMismatch { server, client }) => {
+                Err(self.fail(Error::VersionMismatch { server, client }))
+            }
+            Response::Error(e) => Ok(Err(e.into())),
+            response => Ok(Ok(response)),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! What can go wrong in a client call.
+
+use crate::wire::WireError;
+use std::io;
+use std::time::Duration;
+use thiserror::Error;
+
+/// The error of a [`Client`](crate::Client) call.
+///
+/// Errors the server reports about one request ([`InvalidArgument`],
+/// [`NoActiveTransaction`], [`Unavailable`], …) leave the connection
+/// usable. [`Timeout`], [`Disconnected`], [`Protocol`] and
+/// [`VersionMismatch`] end it: every later call on that client returns
+/// [`Disconnected`]; connect again (and [resume the
+/// session](crate::Client::resume_session) if its causal past matters).
+///
+/// [`InvalidArgument`]: Error::InvalidArgument
+/// [`NoActiveTransaction`]: Error::NoActiveTransaction
+/// [`Unavailable`]: Error::Unavailable
+/// [`Timeout`]: Error::Timeout
+/// [`Disconnected`]: Error::Disconnected
+/// [`Protocol`]: Error::Protocol
+/// [`VersionMismatch`]: Error::VersionMismatch
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No TCP connection could be made to the server.
+    #[error("cannot reach {addr}: {source}")]
+    Unreachable {
+        /// The address as given to [`Client::connect`](crate::Client::connect).
+        addr: String,
+        /// Why the connection failed.
+        #[source]
+        source: io::Error,
+    },
+    /// The server did not answer in time. The connection is closed.
+    #[error("{what} timed out after {after:?}")]
+    Timeout {
+        /// The operation that timed out (`connect`, `hello`, `read`, `commit`, …).
+        what: &'static str,
+        /// How long the client waited.
+        after: Duration,
+    },
+    /// The connection is closed, or was closed by an earlier error.
+    #[error("the connection to the server is closed")]
+    Disconnected,
+    /// An argument is invalid (an empty key, …); the client or the server found it.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A key, a value or a request is over the server's [limits](crate::wire::Limits).
+    #[error("{what} is {size} bytes, over the limit of {limit}")]
+    TooLarge {
+        /// What is too large (`key`, `value`, `keys in one read`, `request`, …).
+        what: String,
+        /// Its size (bytes, or a count for `keys in one read`).
+        size: u64,
+        /// The largest size allowed.
+        limit: u64,
+    },
+    /// The call needs a running transaction; call [`begin`](crate::Client::begin) first.
+    #[error("no transaction is active; call begin first")]
+    NoActiveTransaction,
+    /// The call needs no running transaction; commit or abort it first.
+    #[error("a transaction is already active; commit or abort it first")]
+    TransactionActive,
+    /// The coordinator no longer knows the transaction (it may have expired); it is gone.
+    #[error("the coordinator does not know this transaction (it may have expired)")]
+    UnknownTransaction,
+    /// The session token is malformed, or from another DC or cluster.
+    #[error("invalid session token: {0}")]
+    BadToken(String),
+    /// The server cannot serve the request now (its DC's partitions are
+    /// unreachable, it is shutting down, …); retrying later may succeed.
+    #[error("server unavailable: {0}")]
+    Unavailable(String),
+    /// The server speaks another version of the wire protocol. The connection is closed.
+    #[error("wire version mismatch: server speaks {server}, client {client}")]
+    VersionMismatch {
+        /// The server's [`WIRE_VERSION`](crate::wire::WIRE_VERSION).
+        server: u32,
+        /// This client's [`WIRE_VERSION`](crate::wire::WIRE_VERSION).
+        client: u32,
+    },
+    /// Any other error the server reported.
+    #[error("server error: {0}")]
+    Server(WireError),
+    /// The server said something this client does not understand (a bad
+    /// frame, an answer to the wrong request). The connection is closed.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+impl Error {
+    /// Whether this error ended the connection: every later call on the client fails.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            Error::Unreachable { .. }
+                | Error::Timeout { .. }
+                | Error::Disconnected
+                | Error::VersionMismatch { .. }
+                | Error::Protocol(_)
+                | Error::Server(WireError::Malformed(_) | WireError::HelloExpected)
+        )
+    }
+}
+
+impl From<WireError> for Error {
+    fn from(e: WireError) -> Self {
+        match e {
+            WireError::VersionMismatch { server, client } => Error::VersionMismatch { server, client },
+            WireError::NoActiveTransaction => Error::NoActiveTransaction,
+            WireError::TransactionActive => Error::TransactionActive,
+            WireError::UnknownTransaction => Error::UnknownTransaction,
+            WireError::InvalidArgument(s) => Error::InvalidArgument(s),
+            WireError::TooLarge { what, size, limit } => Error::TooLarge { what, size, limit },
+            WireError::BadToken(s) => Error::BadToken(s),
+            WireError::Unavailable(s) => Error::Unavailable(s),
+            e @ (WireError::HelloExpected | WireError::OperationInProgress | WireError::Malformed(_)) => {
+                Error::Server(e)
+            }
+        }
+    }
+}

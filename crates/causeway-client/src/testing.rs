@@ -1,0 +1,306 @@
+//! A mock server for tests (cargo feature `testing`): it speaks the wire
+//! protocol over TCP on `127.0.0.1` and keeps one in-memory map, with none
+//! of the replication. Transactions buffer their writes and apply them at
+//! commit; reads see the transaction's own writes, then the map.
+//!
+//! Its answers follow the protocol's rules as a real server would: `Hello`
+//! first, one transaction at a time, the [`Limits`] it advertises enforced
+//! (`max_writes_per_txn` too, which a client cannot check), export and
+//! resume only between transactions. A [`Behavior`] makes it misbehave.
+
+use crate::wire::{
+    Dump, Limits, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError, DEFAULT_MAX_FRAME_BYTES,
+    WIRE_VERSION,
+};
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+/// How the mock server behaves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Behavior {
+    /// Answers as a server should.
+    #[default]
+    Normal,
+    /// Answers `Hello` with [`WireError::VersionMismatch`] (claiming version
+    /// `WIRE_VERSION + 1`) and closes the connection.
+    VersionMismatch,
+    /// Answers `Hello`, then reads requests and never answers.
+    Silent,
+    /// Answers `Hello`, then closes the connection when the next request arrives.
+    CloseAfterHello,
+}
+
+/// The mock server's settings.
+#[derive(Clone, Debug)]
+pub struct MockConfig {
+    /// How it behaves.
+    pub behavior: Behavior,
+    /// The limits it advertises and enforces.
+    pub limits: Limits,
+    /// The DC it claims to be in.
+    pub dc: u16,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        MockConfig { behavior: Behavior::Normal, limits: Limits::default(), dc: 0 }
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    store: Mutex<BTreeMap<Bytes, Bytes>>,
+    /// Commit timestamps, and transaction ids.
+    clock: AtomicU64,
+    /// Frames received, `Hello`s included.
+    requests: AtomicU64,
+    connections: AtomicU64,
+    peer_drops: AtomicU64,
+}
+
+/// A running mock server; it stops when dropped.
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl MockServer {
+    /// Starts a well-behaved mock server with default limits on a free port.
+    pub async fn start() -> io::Result<MockServer> {
+        MockServer::start_with(MockConfig::default()).await
+    }
+
+    /// Starts a mock server with `config` on a free port.
+    pub async fn start_with(config: MockConfig) -> io::Result<MockServer> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let state = shared.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                state.connections.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(serve(stream, state.clone(), config.clone()));
+            }
+        });
+        Ok(MockServer { addr, shared, task })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The committed value of `key`.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Option<Bytes> {
+        self.shared.store.lock().unwrap().get(key.as_ref()).cloned()
+    }
+
+    /// Request frames received so far on all connections, `Hello`s included.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::Relaxed)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Ordering::Relaxed)
+    }
+
+    /// `DropPeerConnections` requests served so far.
+    pub fn peer_drops(&self) -> u64 {
+        self.shared.peer_drops.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One connection's session.
+struct Session {
+    hello: bool,
+    /// The running transaction's writes.
+    txn: Option<BTreeMap<Bytes, Bytes>>,
+    /// The session's last commit timestamp (what its token carries).
+    last: u64,
+}
+
+enum Step {
+    Answer(Response),
+    AnswerAndClose(Response),
+    Close,
+    Ignore,
+}
+
+async fn serve(stream: TcpStream, shared: Arc<Shared>, config: MockConfig) {
+    let _ = stream.set_nodelay(true);
+    let codec = LengthDelimitedCodec::builder().max_frame_length(DEFAULT_MAX_FRAME_BYTES).new_codec();
+    let mut framed = Framed::new(stream, codec);
+    let mut session = Session { hello: false, txn: None, last: 0 };
+    while let Some(Ok(body)) = framed.next().await {
+        shared.requests.fetch_add(1, Ordering::Relaxed);
+        let (id, step) = match postcard::from_bytes::<RequestFrame>(&body) {
+            Ok(frame) => (frame.id, answer(&mut session, &shared, &config, frame.request)),
+            Err(e) => (0, Step::AnswerAndClose(Response::Error(WireError::Malformed(e.to_string())))),
+        };
+        let (response, close) = match step {
+            Step::Answer(r) => (r, false),
+            Step::AnswerAndClose(r) => (r, true),
+            Step::Close => return,
+            Step::Ignore => continue,
+        };
+        let body = postcard::to_allocvec(&ResponseFrame { id, response }).expect("responses encode");
+        if framed.send(Bytes::from(body)).await.is_err() || close {
+            return;
+        }
+    }
+}
+
+fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: Request) -> Step {
+    use Response as R;
+    use Step::*;
+    let limits = config.limits;
+    if let Request::Hello { version, .. } = request {
+        if session.hello {
+            return AnswerAndClose(R::Error(WireError::Malformed("a second Hello".into())));
+        }
+        session.hello = true;
+        if config.behavior == Behavior::VersionMismatch || version != WIRE_VERSION {
+            let server = if version == WIRE_VERSION { WIRE_VERSION + 1 } else { WIRE_VERSION };
+            return AnswerAndClose(R::Error(WireError::VersionMismatch { server, client: version }));
+        }
+        return Answer(R::Welcome(Welcome {
+            version: WIRE_VERSION,
+            protocol: "mock".into(),
+            dc: config.dc,
+            node: "mock".into(),
+            limits,
+        }));
+    }
+    if !session.hello {
+        return AnswerAndClose(R::Error(WireError::HelloExpected));
+    }
+    match config.behavior {
+        Behavior::Silent => return Ignore,
+        Behavior::CloseAfterHello => return Close,
+        Behavior::Normal | Behavior::VersionMismatch => {}
+    }
+    let result = match request {
+        Request::Hello { .. } => unreachable!("answered above"),
+        Request::Begin => match session.txn {
+            Some(_) => Err(WireError::TransactionActive),
+            None => {
+                session.txn = Some(BTreeMap::new());
+                Ok(R::Started)
+            }
+        },
+        Request::Read { keys } => match &session.txn {
+            None => Err(WireError::NoActiveTransaction),
+            Some(writes) => check_keys(&limits, &keys).map(|()| {
+                let store = shared.store.lock().unwrap();
+                R::Values(keys.iter().map(|k| writes.get(k).or_else(|| store.get(k)).cloned()).collect())
+            }),
+        },
+        Request::Write { key, value } => match &mut session.txn {
+            None => Err(WireError::NoActiveTransaction),
+            Some(writes) => check_key(&limits, &key)
+                .and_then(|()| too_large("value", value.len(), limits.max_value_bytes))
+                .and_then(|()| {
+                    let n = writes.len() + usize::from(!writes.contains_key(&key));
+                    too_large("writes in one transaction", n, limits.max_writes_per_txn)
+                })
+                .map(|()| {
+                    writes.insert(key, value);
+                    R::Written
+                }),
+        },
+        Request::Commit => match session.txn.take() {
+            None => Err(WireError::NoActiveTransaction),
+            Some(writes) if writes.is_empty() => Ok(R::Committed(None)),
+            Some(writes) => {
+                let ts = shared.clock.fetch_add(1, Ordering::Relaxed) + 1;
+                shared.store.lock().unwrap().extend(writes);
+                session.last = ts;
+                Ok(R::Committed(Some(Stamp { ts, dc: config.dc, txid: ts })))
+            }
+        },
+        Request::Abort => match session.txn.take() {
+            None => Err(WireError::NoActiveTransaction),
+            Some(_) => Ok(R::Aborted),
+        },
+        Request::ReadOnly { keys } => match session.txn {
+            Some(_) => Err(WireError::TransactionActive),
+            None => check_keys(&limits, &keys).map(|()| {
+                let store = shared.store.lock().unwrap();
+                R::Values(keys.iter().map(|k| store.get(k).cloned()).collect())
+            }),
+        },
+        Request::ExportSession => match session.txn {
+            Some(_) => Err(WireError::TransactionActive),
+            None => {
+                let mut token = b"mock".to_vec();
+                token.extend_from_slice(&config.dc.to_be_bytes());
+                token.extend_from_slice(&session.last.to_be_bytes());
+                Ok(R::Token(token.into()))
+            }
+        },
+        Request::ResumeSession { token } => match session.txn {
+            Some(_) => Err(WireError::TransactionActive),
+            None => match parse_token(&token, config.dc) {
+                Ok(last) => {
+                    session.last = session.last.max(last);
+                    Ok(R::Resumed)
+                }
+                Err(e) => Err(WireError::BadToken(e.into())),
+            },
+        },
+        Request::DropPeerConnections => {
+            shared.peer_drops.fetch_add(1, Ordering::Relaxed);
+            Ok(R::Done)
+        }
+        Request::Dump => {
+            let entries = shared.store.lock().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            Ok(R::Dump(Dump { dc: config.dc, partial: false, entries }))
+        }
+    };
+    Answer(result.unwrap_or_else(R::Error))
+}
+
+fn parse_token(token: &[u8], dc: u16) -> Result<u64, &'static str> {
+    if token.len() != 14 || &token[..4] != b"mock" {
+        return Err("not a token of this server");
+    }
+    if u16::from_be_bytes([token[4], token[5]]) != dc {
+        return Err("a token of another DC");
+    }
+    Ok(u64::from_be_bytes(token[6..].try_into().expect("8 bytes")))
+}
+
+fn too_large(what: &str, size: usize, limit: u32) -> Result<(), WireError> {
+    if size as u64 > u64::from(limit) {
+        return Err(WireError::TooLarge { what: what.into(), size: size as u64, limit: limit.into() });
+    }
+    Ok(())
+}
+
+fn check_key(limits: &Limits, key: &[u8]) -> Result<(), WireError> {
+    if key.is_empty() {
+        return Err(WireError::InvalidArgument("empty key".into()));
+    }
+    too_large("key", key.len(), limits.max_key_bytes)
+}
+
+fn check_keys(limits: &Limits, keys: &[Bytes]) -> Result<(), WireError> {
+    too_large("keys in one read", keys.len(), limits.max_keys_per_read)?;
+    keys.iter().try_for_each(|k| check_key(limits, k))
+}

@@ -1,0 +1,351 @@
+//! The client against a mock server speaking the wire protocol.
+
+use causeway_client::testing::{Behavior, MockConfig, MockServer};
+use causeway_client::wire::{Limits, WIRE_VERSION};
+use causeway_client::{Bytes, Client, ClientOptions, Error, SessionToken};
+use futures_util::{SinkExt, StreamExt};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+async fn mock(behavior: Behavior, limits: Limits) -> MockServer {
+    MockServer::start_with(MockConfig { behavior, limits, dc: 3 }).await.unwrap()
+}
+
+fn quick() -> ClientOptions {
+    ClientOptions { request_timeout: Duration::from_millis(300), ..ClientOptions::default() }
+}
+
+fn some(v: &str) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(v.as_bytes()))
+}
+
+#[tokio::test]
+async fn handshake_returns_the_welcome() {
+    let server = MockServer::start_with(MockConfig { dc: 3, ..MockConfig::default() }).await.unwrap();
+    let client = Client::connect(server.addr()).await.unwrap();
+    let welcome = client.server();
+    assert_eq!(welcome.version, WIRE_VERSION);
+    assert_eq!(welcome.dc, 3);
+    assert_eq!(welcome.protocol, "mock");
+    assert_eq!(welcome.limits, Limits::default());
+    assert!(!client.is_closed());
+    // A String address works too.
+    Client::connect(server.addr().to_string()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_server_of_another_version_is_a_version_mismatch() {
+    let server = mock(Behavior::VersionMismatch, Limits::default()).await;
+    match Client::connect(server.addr()).await {
+        Err(Error::VersionMismatch { server, client }) => {
+            assert_eq!(client, WIRE_VERSION);
+            assert_eq!(server, WIRE_VERSION + 1);
+        }
+        other => panic!("expected a version mismatch, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn begin_read_write_commit_round_trip() {
+    let server = MockServer::start().await.unwrap();
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    c.begin().await.unwrap();
+    assert_eq!(c.read(&["x", "y"]).await.unwrap(), vec![None, None]);
+    c.write("x", "1").await.unwrap();
+    c.write(Bytes::from_static(b"y"), vec![0xff, 0x00]).await.unwrap();
+    // The transaction reads its own writes; others do not see them yet.
+    assert_eq!(c.read(&["y", "x", "z"]).await.unwrap(), vec![Some(Bytes::from_static(&[0xff, 0])), some("1"), None]);
+    assert_eq!(server.get("x"), None);
+    let stamp = c.commit().await.unwrap().expect("a transaction with writes has a commit stamp");
+    assert_eq!(stamp.dc, 0);
+    assert_eq!(server.get("x"), some("1"));
+
+    // A new transaction sees the commit; one without writes has no stamp.
+    c.begin().await.unwrap();
+    assert_eq!(c.get("x").await.unwrap(), some("1"));
+    assert_eq!(c.commit().await.unwrap(), None);
+
+    // Abort drops the writes.
+    c.begin().await.unwrap();
+    c.write("x", "2").await.unwrap();
+    c.abort().await.unwrap();
+    assert_eq!(server.get("x"), some("1"));
+
+    // The server's transaction errors are typed.
+    assert!(matches!(c.commit().await, Err(Error::NoActiveTransaction)));
+    assert!(matches!(c.read(&["x"]).await, Err(Error::NoActiveTransaction)));
+    c.begin().await.unwrap();
+    assert!(matches!(c.begin().await, Err(Error::TransactionActive)));
+    assert!(matches!(c.read_only(&["x"]).await, Err(Error::TransactionActive)));
+    assert!(matches!(c.export_session().await, Err(Error::TransactionActive)));
+    c.abort().await.unwrap();
+    assert!(!c.is_closed());
+}
+
+#[tokio::test]
+async fn a_pipelined_write_error_surfaces_at_the_next_call() {
+    let server = mock(Behavior::Normal, Limits { max_writes_per_txn: 2, ..Limits::default() }).await;
+    let mut c = Client::connect(server.addr()).await.unwrap();
+
+    // No transaction: the server rejects the write; the next call says so
+    // instead of doing its own work.
+    c.write("x", "1").await.unwrap_or_else(|e| panic!("the write is not awaited: {e}"));
+    assert!(matches!(c.begin().await, Err(Error::NoActiveTransaction)));
+    // ... and it is reported once: begin now works.
+    c.begin().await.unwrap();
+    c.abort().await.unwrap();
+
+    // A later write reports an error that has already arrived, without waiting.
+    let mut sent = 0;
+    let error = loop {
+        match c.write("x", "1").await {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+        assert!(sent < 1000, "the error never surfaced");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(matches!(error, Error::NoActiveTransaction), "{error}");
+    assert!(sent >= 1);
+    let _ = c.confirm_writes().await; // the other writes' errors
+    c.begin().await.unwrap();
+
+    // The third write is over the server's limit: commit reports it and does
+    // not commit; the transaction is still open.
+    for k in ["a", "b", "c"] {
+        c.write(k, "v").await.unwrap();
+    }
+    match c.commit().await {
+        Err(Error::TooLarge { what, size: 3, limit: 2 }) => assert_eq!(what, "writes in one transaction"),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert_eq!(server.get("a"), None);
+    assert_eq!(c.read(&["a", "c"]).await.unwrap(), vec![some("v"), None]);
+    c.abort().await.unwrap();
+
+    // confirm_writes reports it without doing anything else; abort discards it.
+    c.begin().await.unwrap();
+    for k in ["a", "b", "c"] {
+        c.write(k, "v").await.unwrap();
+    }
+    assert!(matches!(c.confirm_writes().await, Err(Error::TooLarge { .. })));
+    c.confirm_writes().await.unwrap();
+    c.write("d", "v").await.unwrap();
+    c.abort().await.unwrap();
+
+    // Many pipelined writes: all acknowledged, all committed.
+    let server = MockServer::start().await.unwrap();
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    c.begin().await.unwrap();
+    for i in 0..2000 {
+        c.write(format!("k{i}"), format!("v{i}")).await.unwrap();
+    }
+    assert!(c.commit().await.unwrap().is_some());
+    assert_eq!(server.get("k1999"), some("v1999"));
+}
+
+#[tokio::test]
+async fn read_only_transactions_take_one_request() {
+    let server = MockServer::start().await.unwrap();
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    c.begin().await.unwrap();
+    c.write("x", "1").await.unwrap();
+    c.commit().await.unwrap();
+    let before = server.requests();
+    assert_eq!(c.read_only(&["x", "nope"]).await.unwrap(), vec![some("1"), None]);
+    assert_eq!(server.requests(), before + 1);
+    assert_eq!(c.read_only::<&str>(&[]).await.unwrap(), vec![]);
+}
+
+#[tokio::test]
+async fn session_tokens_carry_over_to_another_connection() {
+    let server = MockServer::start().await.unwrap();
+    let mut first = Client::connect(server.addr()).await.unwrap();
+    first.begin().await.unwrap();
+    first.write("x", "1").await.unwrap();
+    first.commit().await.unwrap();
+    let token = first.export_session().await.unwrap();
+    assert!(token.as_bytes().starts_with(b"mock"), "the server's bytes, as they were");
+
+    // Text form round trip.
+    let text = token.to_string();
+    assert!(text.chars().all(|c| c.is_ascii_hexdigit()), "{text}");
+    let parsed: SessionToken = text.parse().unwrap();
+    assert_eq!(parsed, token);
+    assert_eq!(parsed.as_bytes(), token.as_bytes());
+    assert_eq!(format!(" {} \n", text.to_uppercase()).parse::<SessionToken>().unwrap(), token);
+    assert!(matches!("abc".parse::<SessionToken>(), Err(Error::BadToken(_))));
+    assert!(matches!("zz".parse::<SessionToken>(), Err(Error::BadToken(_))));
+
+    let mut second = Client::connect(server.addr()).await.unwrap();
+    second.resume_session(&parsed).await.unwrap();
+    assert_eq!(second.read_only(&["x"]).await.unwrap(), vec![some("1")]);
+    // The mock's tokens carry the last commit: re-exported, it is the same.
+    assert_eq!(second.export_session().await.unwrap(), token);
+
+    // The server judges the bytes.
+    let junk = SessionToken::from_bytes(&b"junk"[..]);
+    assert!(matches!(second.resume_session(&junk).await, Err(Error::BadToken(_))));
+    second.begin().await.unwrap();
+    assert!(matches!(second.resume_session(&token).await, Err(Error::TransactionActive)));
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_rejected_without_contacting_the_server() {
+    let limits = Limits { max_key_bytes: 8, max_value_bytes: 16, max_keys_per_read: 3, max_writes_per_txn: 10 };
+    let server = mock(Behavior::Normal, limits).await;
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    c.begin().await.unwrap();
+    let sent = server.requests();
+
+    assert!(matches!(c.write("", "v").await, Err(Error::InvalidArgument(_))));
+    assert!(matches!(c.read(&["a", ""]).await, Err(Error::InvalidArgument(_))));
+    assert!(matches!(c.get("").await, Err(Error::InvalidArgument(_))));
+    assert!(matches!(c.read_only(&[""]).await, Err(Error::InvalidArgument(_))));
+    match c.write("k", vec![0u8; 17]).await {
+        Err(Error::TooLarge { what, size: 17, limit: 16 }) => assert_eq!(what, "value"),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    match c.write("123456789", "v").await {
+        Err(Error::TooLarge { what, size: 9, limit: 8 }) => assert_eq!(what, "key"),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert!(matches!(c.read(&["a", "b", "c", "d"]).await, Err(Error::TooLarge { size: 4, limit: 3, .. })));
+    assert_eq!(server.requests(), sent, "nothing reached the server");
+
+    // The client is still fine; the limits themselves are allowed.
+    c.write("12345678", vec![1u8; 16]).await.unwrap();
+    assert_eq!(c.read(&["12345678", "b", "c"]).await.unwrap()[0].as_ref().map(|v| v.len()), Some(16));
+    c.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unreachable_address_is_unreachable() {
+    // A port nobody listens on: bind one, then free it.
+    let addr = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+    match Client::connect(addr).await {
+        Err(Error::Unreachable { addr: a, source }) => {
+            assert_eq!(a, addr.to_string());
+            assert_eq!(source.kind(), std::io::ErrorKind::ConnectionRefused);
+        }
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    // A name that does not resolve (a resolver without network may time out instead).
+    let quick_connect = ClientOptions { connect_timeout: Duration::from_secs(2), ..ClientOptions::default() };
+    match Client::connect_with("no-such-host.invalid:7100", quick_connect).await {
+        Err(Error::Unreachable { .. } | Error::Timeout { what: "connect", .. }) => {}
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_and_the_client_is_closed() {
+    let server = mock(Behavior::Silent, Limits::default()).await;
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    let started = Instant::now();
+    match c.begin().await {
+        Err(Error::Timeout { what: "begin", after }) => assert_eq!(after, Duration::from_millis(300)),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(c.is_closed());
+    assert!(matches!(c.read_only(&["x"]).await, Err(Error::Disconnected)));
+    assert!(matches!(c.write("x", "1").await, Err(Error::Disconnected)));
+
+    // A call cancelled while it waits leaves the answers out of step: the client is closed.
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(50), c.begin()).await.is_err());
+    assert!(matches!(c.begin().await, Err(Error::Disconnected)));
+    assert!(c.is_closed());
+
+    // A handshake that is never answered times out too.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _hold = tokio::spawn(async move {
+        let (s, _) = listener.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        drop(s);
+    });
+    assert!(matches!(Client::connect_with(addr, quick()).await, Err(Error::Timeout { what: "hello", .. })));
+}
+
+#[tokio::test]
+async fn a_server_closing_mid_request_is_a_disconnect() {
+    let server = mock(Behavior::CloseAfterHello, Limits::default()).await;
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    assert!(matches!(c.begin().await, Err(Error::Disconnected)));
+    assert!(c.is_closed());
+    assert!(matches!(c.begin().await, Err(Error::Disconnected)));
+
+    // Pipelined writes whose answers never come: the next call sees the close.
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    let _ = c.write("x", "1").await;
+    assert!(matches!(c.commit().await, Err(Error::Disconnected)));
+}
+
+#[tokio::test]
+async fn answers_that_make_no_sense_are_protocol_errors() {
+    // A raw server: welcomes, then answers every request with `Aborted` under a wrong id.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use causeway_client::wire::*;
+        let (s, _) = listener.accept().await.unwrap();
+        let mut framed = Framed::new(s, LengthDelimitedCodec::new());
+        let mut first = true;
+        while let Some(Ok(body)) = framed.next().await {
+            let req: RequestFrame = postcard::from_bytes(&body).unwrap();
+            let response = if first {
+                first = false;
+                ResponseFrame {
+                    id: req.id,
+                    response: Response::Welcome(Welcome {
+                        version: WIRE_VERSION,
+                        protocol: "raw".into(),
+                        dc: 0,
+                        node: "raw".into(),
+                        limits: Limits::default(),
+                    }),
+                }
+            } else {
+                ResponseFrame { id: req.id + 7, response: Response::Aborted }
+            };
+            framed.send(Bytes::from(postcard::to_allocvec(&response).unwrap())).await.unwrap();
+        }
+    });
+    let mut c = Client::connect(addr).await.unwrap();
+    assert_eq!(c.server().protocol, "raw");
+    assert!(matches!(c.begin().await, Err(Error::Protocol(_))));
+    assert!(matches!(c.begin().await, Err(Error::Disconnected)));
+}
+
+#[tokio::test]
+async fn admin_hooks() {
+    let server = MockServer::start().await.unwrap();
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    c.begin().await.unwrap();
+    c.write("b", "2").await.unwrap();
+    c.write("a", "1").await.unwrap();
+    c.commit().await.unwrap();
+    let dump = c.dump().await.unwrap();
+    assert!(!dump.partial);
+    assert_eq!(dump.entries, vec![(Bytes::from("a"), Bytes::from("1")), (Bytes::from("b"), Bytes::from("2"))]);
+    c.drop_peer_connections().await.unwrap();
+    assert_eq!(server.peer_drops(), 1);
+}
+
+#[test]
+fn session_tokens_serialize_as_hex_text_or_bytes() {
+    let token = SessionToken::from_bytes(vec![0xde, 0xad, 0x01]);
+    assert_eq!(format!("{token}"), "dead01");
+    assert_eq!(format!("{token:?}"), "SessionToken(dead01)");
+    let bin = postcard::to_allocvec(&token).unwrap();
+    assert_eq!(bin, [3, 0xde, 0xad, 0x01]);
+    assert_eq!(postcard::from_bytes::<SessionToken>(&bin).unwrap(), token);
+    assert_eq!(SessionToken::from_bytes(Bytes::new()).to_string(), "");
+    let json = serde_json::to_string(&token).unwrap();
+    assert_eq!(json, r#""dead01""#);
+    assert_eq!(serde_json::from_str::<SessionToken>(&json).unwrap(), token);
+    assert!(serde_json::from_str::<SessionToken>(r#""xyz""#).is_err());
+}

@@ -1,0 +1,154 @@
+//! `causeway shell` driven by scripts on standard input, against a mock server.
+
+use causeway_client::testing::{Behavior, MockConfig, MockServer};
+use causeway_client::wire::Limits;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use tokio::runtime::Runtime;
+
+/// A mock server on a runtime of its own (it serves while the test blocks on the shell).
+fn mock(config: MockConfig) -> (Runtime, MockServer) {
+    let runtime = Runtime::new().unwrap();
+    let server = runtime.block_on(MockServer::start_with(config)).unwrap();
+    (runtime, server)
+}
+
+fn shell(addr: &str, script: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_causeway"))
+        .args(["shell", "--connect", addr])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // The shell may exit before it reads everything (it could not connect).
+    let _ = child.stdin.take().unwrap().write_all(script.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_script_begins_reads_writes_and_commits() {
+    let (_rt, server) = mock(MockConfig { dc: 2, ..MockConfig::default() });
+    let script = r#"
+# a comment, then a blank line
+
+begin
+read x y
+write x 1
+write y "hello world"
+write z "\xff\x00"
+read x y z
+commit
+ro x y z missing
+begin
+commit
+dump
+quit
+this line is never read
+"#;
+    let out = shell(&server.addr().to_string(), script);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(stderr(&out), "");
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "started",
+            "x = (none)",
+            "y = (none)",
+            "written",
+            "written",
+            "written",
+            "x = 1",
+            r#"y = "hello world""#,
+            r#"z = "\xff\x00""#,
+            "committed at ts=1 dc=2 txid=1",
+            "x = 1",
+            r#"y = "hello world""#,
+            r#"z = "\xff\x00""#,
+            "missing = (none)",
+            "started",
+            "committed (no writes)",
+            "x = 1",
+            r#"y = "hello world""#,
+            r#"z = "\xff\x00""#,
+        ]
+    );
+    assert_eq!(server.get("y").as_deref(), Some(&b"hello world"[..]));
+    assert_eq!(server.get("z").as_deref(), Some(&b"\xff\x00"[..]));
+}
+
+#[test]
+fn errors_are_printed_and_a_failed_script_exits_1() {
+    let limits = Limits { max_value_bytes: 4, ..Limits::default() };
+    let (_rt, server) = mock(MockConfig { limits, ..MockConfig::default() });
+    let script = "read x\nbegin\nwrite x toolong\nfrobnicate\nwrite x\nwrite x ok\ncommit\nro x\n";
+    let out = shell(&server.addr().to_string(), script);
+    assert_eq!(out.status.code(), Some(1), "{}\n{}", stdout(&out), stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("error: line 1: no transaction is active"), "{err}");
+    assert!(err.contains("error: line 3: value is 7 bytes, over the limit of 4"), "{err}");
+    assert!(err.contains("error: line 4: unknown command \"frobnicate\""), "{err}");
+    assert!(err.contains("error: line 5: usage: write K V"), "{err}");
+    // The commands after the errors ran.
+    assert_eq!(
+        stdout(&out).lines().collect::<Vec<_>>(),
+        ["started", "written", "committed at ts=1 dc=0 txid=1", "x = ok"]
+    );
+}
+
+#[test]
+fn a_token_printed_by_one_shell_resumes_in_another() {
+    let (_rt, server) = mock(MockConfig::default());
+    let addr = server.addr().to_string();
+    let first = shell(&addr, "begin\nwrite k v\ncommit\ntoken\n");
+    assert!(first.status.success(), "{}", stderr(&first));
+    let token = stdout(&first).lines().last().unwrap().to_string();
+    assert!(!token.is_empty() && token.chars().all(|c| c.is_ascii_hexdigit()), "{token}");
+
+    let second = shell(&addr, &format!("resume {token}\nro k\ntoken\nresume nothex\n"));
+    assert_eq!(second.status.code(), Some(1));
+    assert_eq!(stdout(&second).lines().collect::<Vec<_>>(), ["resumed", "k = v", token.as_str()]);
+    assert!(stderr(&second).contains("line 4: invalid session token"), "{}", stderr(&second));
+}
+
+#[test]
+fn info_and_help() {
+    let (_rt, server) = mock(MockConfig { dc: 1, ..MockConfig::default() });
+    let out = shell(&server.addr().to_string(), "info\nhelp\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("dc         1"), "{text}");
+    assert!(text.contains("protocol   mock"), "{text}");
+    assert!(text.contains("limits     key 4096 bytes"), "{text}");
+    assert!(text.contains("resume TOKEN"), "{text}");
+    assert!(text.contains("exit status is 1 if any command"), "{text}");
+}
+
+#[test]
+fn a_lost_connection_stops_the_script() {
+    let (_rt, server) = mock(MockConfig { behavior: Behavior::CloseAfterHello, ..MockConfig::default() });
+    let out = shell(&server.addr().to_string(), "begin\nbegin\n");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("line 1: the connection to the server is closed"), "{err}");
+    assert!(err.contains("stopping"), "{err}");
+    assert!(!err.contains("line 2"), "{err}");
+}
+
+#[test]
+fn an_unreachable_server_exits_2() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = shell(&format!("127.0.0.1:{port}"), "info\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot reach"), "{}", stderr(&out));
+}
