@@ -76,7 +76,8 @@ pub async fn start<M: Message>(plan: &ClusterPlan, node: usize) -> Result<Arc<Li
     let my_dc = plan.dc_of_node(node);
     let mut peers = Vec::new();
     for (i, other) in plan.nodes.iter().enumerate().filter(|(i, _)| *i != node) {
-        let addr = other.peer.ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", other.name)))?;
+        let addr =
+            other.peer.ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", other.name)))?;
         let mut peer = Peer::new(i as u32, addr);
         if let (Some(wan), Some(a), Some(b)) = (&plan.wan, my_dc, plan.dc_of_node(i)) {
             if let Some(spec) = wan.spec(a, b) {
@@ -119,7 +120,10 @@ impl<M: Message> PeerLinks for Link<M> {
     fn refresh_metrics(&self, metrics: &Metrics) {
         for p in self.transport.stats().peers {
             let peer = self.names.get(p.node as usize).cloned().unwrap_or_else(|| p.node.to_string());
-            metrics.queue_length.get_or_create(&vec![("queue", "peer_unacked".into()), ("peer", peer.clone())]).set(p.unacked as i64);
+            metrics
+                .queue_length
+                .get_or_create(&vec![("queue", "peer_unacked".into()), ("peer", peer.clone())])
+                .set(p.unacked as i64);
             metrics.peer_connected.get_or_create(&vec![("peer", peer.clone())]).set(i64::from(p.connected));
             metrics.peer_reconnects.get_or_create(&vec![("peer", peer)]).set(p.reconnects as i64);
         }

@@ -1,6 +1,7 @@
 //! The `causeway` command.
 
 mod check;
+mod demo;
 mod serve;
 mod shell;
 mod sim;
@@ -22,6 +23,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Check that a history file is transactionally causally consistent (exit 0 if so, 1 if not).
     Check(check::CheckArgs),
+    /// Start a local 3-DC cluster, run a workload against it, print a summary and the checker's verdict.
+    Demo(demo::DemoArgs),
     /// Run one node of a cluster described by a config file.
     Server(serve::ServerArgs),
     /// Run a whole multi-DC cluster in this process and serve clients until interrupted.
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Check(args) => check::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Server(args) => serve::server(args),
         Command::Dev(args) => serve::dev(args),
         Command::Shell(args) => shell::run(args),

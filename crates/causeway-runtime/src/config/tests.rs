@@ -75,17 +75,41 @@ fn wan_emulation_uses_the_rtt_matrix() {
 #[test]
 fn mistakes_are_named_with_where_they_are() {
     let cases: &[(&str, &str, &str)] = &[
-        ("\"127.0.0.1:7001\"", "\"127.0.0.1:7000\"", "duplicate address 127.0.0.1:7000: used by node \"v0\" (peer) and by node \"o0\" (peer)"),
+        (
+            "\"127.0.0.1:7001\"",
+            "\"127.0.0.1:7000\"",
+            "duplicate address 127.0.0.1:7000: used by node \"v0\" (peer) and by node \"o0\" (peer)",
+        ),
         ("client = \"127.0.0.1:7101\"", "client = \"127.0.0.1:9100\"", "duplicate address 127.0.0.1:9100"),
-        ("partitions = [1]\npeer", "partitions = [0]\npeer", "partition 0 of DC \"oregon\" is held by two nodes: \"o0\" and \"o1\""),
-        ("partitions = [1]\npeer", "partitions = [5]\npeer", "node \"o1\": partition 5 does not exist (partitions are 0..2)"),
-        ("dc = \"oregon\"\npartitions = [0]", "dc = \"ohio\"\npartitions = [0]", "node \"o0\": unknown DC \"ohio\" (declared DCs: oregon, virginia)"),
+        (
+            "partitions = [1]\npeer",
+            "partitions = [0]\npeer",
+            "partition 0 of DC \"oregon\" is held by two nodes: \"o0\" and \"o1\"",
+        ),
+        (
+            "partitions = [1]\npeer",
+            "partitions = [5]\npeer",
+            "node \"o1\": partition 5 does not exist (partitions are 0..2)",
+        ),
+        (
+            "dc = \"oregon\"\npartitions = [0]",
+            "dc = \"ohio\"\npartitions = [0]",
+            "node \"o0\": unknown DC \"ohio\" (declared DCs: oregon, virginia)",
+        ),
         ("protocol = \"wren\"", "protocol = \"paxos\"", "protocol: unknown protocol \"paxos\""),
         ("partitions = 2\n", "partitions = 0\n", "partitions must be at least 1"),
-        ("apply_interval_ms = 2.5", "apply_interval_ms = -1", "[tuning] apply_interval_ms = -1: must be a positive number"),
+        (
+            "apply_interval_ms = 2.5",
+            "apply_interval_ms = -1",
+            "[tuning] apply_interval_ms = -1: must be a positive number",
+        ),
         ("max_value_bytes = 1000", "max_value_bytes = 0", "[limits] max_value_bytes must be at least 1"),
         ("name = \"o1\"", "name = \"o0\"", "node \"o0\" is declared twice"),
-        ("client = \"127.0.0.1:7102\"", "client = \"127.0.0.1:0\"", "node \"o1\": client address 127.0.0.1:0 needs a port"),
+        (
+            "client = \"127.0.0.1:7102\"",
+            "client = \"127.0.0.1:0\"",
+            "node \"o1\": client address 127.0.0.1:0 needs a port",
+        ),
         ("[limits]", "[limitz]", "unknown field `limitz`"),
         ("partitions = [0, 1]", "partitions = [0, 1", "cluster.toml: TOML parse error at line"),
     ];
@@ -99,7 +123,8 @@ fn mistakes_are_named_with_where_they_are() {
 #[test]
 fn a_partition_no_node_holds_and_partial_placement_for_wren_are_refused() {
     // Oregon's nodes hold partition 0 only: Wren needs full replication.
-    let partial = GOOD.replacen("partitions = [1]\npeer = \"127.0.0.1:7002\"", "partitions = [0]\npeer = \"127.0.0.1:7002\"", 1);
+    let partial =
+        GOOD.replacen("partitions = [1]\npeer = \"127.0.0.1:7002\"", "partitions = [0]\npeer = \"127.0.0.1:7002\"", 1);
     let partial = partial.replacen("name = \"o1\"\ndc = \"oregon\"", "name = \"o1\"\ndc = \"virginia\"", 1);
     let message = error_of(&partial.replacen("partitions = [0, 1]", "partitions = [1]", 1));
     assert!(message.contains("Wren needs full replication"), "{message}");

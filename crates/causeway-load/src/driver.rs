@@ -1,0 +1,275 @@
+//! The closed-loop clients: each holds one session (one connection) to its
+//! DC and runs transactions back to back for the duration, recording what
+//! it read and wrote.
+
+use crate::visibility::{self, Commit};
+use bytes::Bytes;
+use causeway_client::{Client, ClientOptions, Error};
+use causeway_history::{CommitTs, Op, StampElem, Status, TxnRecord};
+use causeway_protocol::{DcId, Topology};
+use causeway_sim::workload::{Generator, TxnPlan};
+use causeway_sim::WorkloadKind;
+use hdrhistogram::Histogram;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    /// Client endpoints, one or more per DC.
+    pub endpoints: Vec<(DcId, SocketAddr)>,
+    pub clients_per_dc: u32,
+    pub duration: Duration,
+    pub workload: WorkloadKind,
+    pub seed: u64,
+    /// Keep every transaction for the history (costs memory on long runs).
+    pub record: bool,
+}
+
+/// A progress report, about once a second.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub committed: u64,
+    /// Over the last interval.
+    pub throughput: f64,
+    pub mean_latency_ms: f64,
+}
+
+pub struct LoadReport {
+    pub elapsed: Duration,
+    pub committed: u64,
+    pub aborted: u64,
+    /// Operations that failed for another reason than a deliberate abort.
+    pub errors: Vec<String>,
+    /// Latency of committed transactions, in microseconds.
+    pub latency: Histogram<u64>,
+    pub records: Vec<TxnRecord>,
+}
+
+#[derive(Default)]
+struct Counters {
+    committed: AtomicU64,
+    aborted: AtomicU64,
+    latency_sum_us: AtomicU64,
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs the load; `commits` (if given) receives every commit for visibility
+/// tracking; `progress` is called about once a second.
+pub async fn run(
+    config: LoadConfig,
+    topology: Arc<Topology>,
+    commits: Option<mpsc::UnboundedSender<Commit>>,
+    mut progress: impl FnMut(Progress) + Send,
+) -> Result<LoadReport, Error> {
+    let generator = Arc::new(Generator::new(config.workload.clone(), &topology));
+    let counters = Arc::new(Counters::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let origin = Instant::now();
+    // Connect everyone first, so connection errors come before the run.
+    let mut clients = Vec::new();
+    let dcs: Vec<DcId> = topology.dcs().collect();
+    for &dc in &dcs {
+        let endpoints: Vec<_> = config.endpoints.iter().filter(|(d, _)| *d == dc).map(|(_, a)| *a).collect();
+        if endpoints.is_empty() {
+            continue;
+        }
+        for i in 0..config.clients_per_dc {
+            let addr = endpoints[i as usize % endpoints.len()];
+            let options = ClientOptions { name: format!("load-dc{}-{i}", dc.0), ..ClientOptions::default() };
+            clients.push((dc, i, Client::connect_with(addr, options).await?));
+        }
+    }
+    let mut tasks = Vec::new();
+    for (dc, i, client) in clients {
+        let worker = Worker {
+            name: format!("dc{}-c{i}", dc.0),
+            dc,
+            client,
+            generator: generator.clone(),
+            topology: topology.clone(),
+            rng: ChaCha8Rng::seed_from_u64(config.seed ^ (u64::from(dc.0) << 32) ^ u64::from(i)),
+            counters: counters.clone(),
+            commits: commits.clone(),
+            record: config.record,
+            origin,
+            latency: visibility::histogram(),
+            records: Vec::new(),
+        };
+        tasks.push(tokio::spawn(worker.run(stop.clone())));
+    }
+    drop(commits);
+    let deadline = origin + config.duration;
+    let mut last = (Instant::now(), 0u64, 0u64);
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_secs(1).min(deadline.saturating_duration_since(Instant::now()))).await;
+        let committed = counters.committed.load(Ordering::Relaxed);
+        let sum = counters.latency_sum_us.load(Ordering::Relaxed);
+        let dt = last.0.elapsed().as_secs_f64().max(1e-9);
+        let n = committed - last.1;
+        progress(Progress {
+            elapsed: origin.elapsed(),
+            committed,
+            throughput: n as f64 / dt,
+            mean_latency_ms: if n > 0 { (sum - last.2) as f64 / n as f64 / 1000.0 } else { 0.0 },
+        });
+        last = (Instant::now(), committed, sum);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let elapsed = origin.elapsed();
+    let mut report = LoadReport {
+        elapsed,
+        committed: 0,
+        aborted: 0,
+        errors: Vec::new(),
+        latency: visibility::histogram(),
+        records: Vec::new(),
+    };
+    for t in tasks {
+        match t.await {
+            Ok(w) => {
+                let _ = report.latency.add(&w.latency);
+                report.records.extend(w.records);
+                report.errors.extend(w.error);
+            }
+            Err(e) => report.errors.push(format!("a client task failed: {e}")),
+        }
+    }
+    report.committed = counters.committed.load(Ordering::Relaxed);
+    report.aborted = counters.aborted.load(Ordering::Relaxed);
+    Ok(report)
+}
+
+struct Worker {
+    name: String,
+    dc: DcId,
+    client: Client,
+    generator: Arc<Generator>,
+    topology: Arc<Topology>,
+    rng: ChaCha8Rng,
+    counters: Arc<Counters>,
+    commits: Option<mpsc::UnboundedSender<Commit>>,
+    record: bool,
+    origin: Instant,
+    latency: Histogram<u64>,
+    records: Vec<TxnRecord>,
+}
+
+struct Finished {
+    latency: Histogram<u64>,
+    records: Vec<TxnRecord>,
+    error: Option<String>,
+}
+
+impl Worker {
+    async fn run(mut self, stop: Arc<AtomicBool>) -> Finished {
+        let mut seq = 0u64;
+        let mut error = None;
+        while !stop.load(Ordering::Relaxed) {
+            seq += 1;
+            let plan = self.generator.next(&mut self.rng);
+            let txid = format!("{}-{seq}", self.name);
+            let started = Instant::now();
+            let mut ops = Vec::new();
+            let outcome = self.transaction(&plan, &txid, &mut ops).await;
+            let ended = Instant::now();
+            let status = match &outcome {
+                Ok(Outcome::Committed(stamp)) => {
+                    let us = ended.duration_since(started).as_micros().max(1) as u64;
+                    let _ = self.latency.record(us);
+                    self.counters.committed.fetch_add(1, Ordering::Relaxed);
+                    self.counters.latency_sum_us.fetch_add(us, Ordering::Relaxed);
+                    if let (Some(s), Some(tx)) = (stamp, &self.commits) {
+                        let mut partitions: Vec<u32> =
+                            plan.writes.iter().map(|k| self.topology.partition_of(k).0).collect();
+                        partitions.sort_unstable();
+                        partitions.dedup();
+                        let _ = tx.send(Commit { ts: s.ts, origin: self.dc, partitions, at: ended });
+                    }
+                    Status::Committed
+                }
+                Ok(Outcome::Aborted) => {
+                    self.counters.aborted.fetch_add(1, Ordering::Relaxed);
+                    Status::Aborted
+                }
+                Err(_) => Status::Aborted,
+            };
+            if self.record {
+                let commit_ts = match &outcome {
+                    Ok(Outcome::Committed(Some(s))) => {
+                        Some(CommitTs(vec![StampElem::Int(s.ts), StampElem::Int(s.dc.into()), StampElem::Int(s.txid)]))
+                    }
+                    _ => None,
+                };
+                self.records.push(TxnRecord {
+                    txid,
+                    session: self.name.clone(),
+                    seq,
+                    dc: self.dc.0,
+                    status,
+                    ops,
+                    commit_ts,
+                    start_us: started.duration_since(self.origin).as_micros() as u64,
+                    end_us: ended.duration_since(self.origin).as_micros() as u64,
+                });
+            }
+            if let Err(e) = outcome {
+                // The transaction is over either way; a dead connection ends the client.
+                let fatal = e.is_fatal();
+                error.get_or_insert_with(|| format!("{}: {e}", self.name));
+                if fatal {
+                    break;
+                }
+                let _ = self.client.abort().await;
+            }
+        }
+        Finished { latency: self.latency, records: self.records, error }
+    }
+
+    async fn transaction(&mut self, plan: &TxnPlan, txid: &str, ops: &mut Vec<Op>) -> Result<Outcome, Error> {
+        // A read-only transaction in one round trip when it reads once.
+        if plan.writes.is_empty() && plan.read_rounds.len() == 1 && !plan.abort {
+            let keys = &plan.read_rounds[0];
+            let values = self.client.read_only(keys).await?;
+            for (k, v) in keys.iter().zip(values) {
+                ops.push(Op::read(text(k), v.map(|v| text(&v))));
+            }
+            return Ok(Outcome::Committed(None));
+        }
+        self.client.begin().await?;
+        for keys in &plan.read_rounds {
+            let values = self.client.read(keys).await?;
+            for (k, v) in keys.iter().zip(values) {
+                ops.push(Op::read(text(k), v.map(|v| text(&v))));
+            }
+        }
+        for (i, key) in plan.writes.iter().enumerate() {
+            // Unique values, `txid:key`; an overwritten (intermediate) write gets a suffix.
+            let value = if plan.writes[i + 1..].contains(key) {
+                format!("{txid}:{}:{i}", text(key))
+            } else {
+                format!("{txid}:{}", text(key))
+            };
+            self.client.write(key.clone(), Bytes::from(value.clone())).await?;
+            ops.push(Op::write(text(key), value));
+        }
+        if plan.abort {
+            self.client.abort().await?;
+            return Ok(Outcome::Aborted);
+        }
+        Ok(Outcome::Committed(self.client.commit().await?))
+    }
+}
+
+enum Outcome {
+    Committed(Option<causeway_client::wire::Stamp>),
+    Aborted,
+}

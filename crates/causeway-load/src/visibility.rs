@@ -1,0 +1,96 @@
+//! Update visibility latency: from the moment a client learns its commit to
+//! the moment new transactions in a DC can read it.
+//!
+//! A write from DC `o` with commit time `ts` is visible in DC `d` once every
+//! replica in `d` of the partitions it wrote has `visible_upto(o) ≥ ts`
+//! (Wren: LST for `d = o`, RST otherwise). Replicas publish those stable
+//! times; this tracker samples them every millisecond.
+
+use causeway_protocol::{DcId, ReplicaId};
+use causeway_runtime::replica_task::ReplicaGauges;
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// A commit to follow.
+#[derive(Clone, Debug)]
+pub struct Commit {
+    pub ts: u64,
+    pub origin: DcId,
+    pub partitions: Vec<u32>,
+    pub at: Instant,
+}
+
+/// Visibility latencies in microseconds.
+pub struct Visibility {
+    pub local: Histogram<u64>,
+    pub remote: Histogram<u64>,
+    /// Commits still not visible everywhere when the tracker stopped.
+    pub unfinished: u64,
+}
+
+struct Pending {
+    commit: Commit,
+    /// DCs where it is not yet visible.
+    missing: Vec<DcId>,
+}
+
+pub fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Follows commits from `commits` until the channel closes and every commit
+/// is visible everywhere (or `drain` has passed since the close).
+pub async fn track(
+    replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
+    dcs: u16,
+    mut commits: mpsc::UnboundedReceiver<Commit>,
+    drain: Duration,
+) -> Visibility {
+    let gauges: BTreeMap<(DcId, u32), Arc<ReplicaGauges>> =
+        replicas.into_iter().map(|(id, g)| ((id.dc, id.partition.0), g)).collect();
+    let mut local = histogram();
+    let mut remote = histogram();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut closed_at: Option<Instant> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        loop {
+            match commits.try_recv() {
+                Ok(c) => {
+                    let missing = (0..dcs).map(DcId).collect();
+                    pending.push(Pending { commit: c, missing });
+                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    closed_at.get_or_insert_with(Instant::now);
+                    break;
+                }
+            }
+        }
+        let now = Instant::now();
+        pending.retain_mut(|p| {
+            p.missing.retain(|&dc| {
+                let visible = p.commit.partitions.iter().all(|part| {
+                    gauges.get(&(dc, *part)).is_some_and(|g| g.visible_upto(p.commit.origin) >= p.commit.ts)
+                });
+                if visible {
+                    let us = now.saturating_duration_since(p.commit.at).as_micros().max(1) as u64;
+                    let h = if dc == p.commit.origin { &mut local } else { &mut remote };
+                    let _ = h.record(us);
+                }
+                !visible
+            });
+            !p.missing.is_empty()
+        });
+        if let Some(at) = closed_at {
+            if pending.is_empty() || at.elapsed() > drain {
+                return Visibility { local, remote, unfinished: pending.len() as u64 };
+            }
+        }
+    }
+}
