@@ -270,7 +270,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
         }
         Request::Dump => {
             let entries = shared.store.lock().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            Ok(R::Dump(Dump { dc: config.dc, partial: false, entries }))
+            Ok(R::Dump(Dump { dc: config.dc, partitions: vec![0], partition_count: 1, entries }))
         }
     };
     Answer(result.unwrap_or_else(R::Error))

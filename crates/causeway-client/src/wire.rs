@@ -129,9 +129,18 @@ pub struct Stamp {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dump {
     pub dc: u16,
-    /// Whether the server holds only some of the partitions.
-    pub partial: bool,
+    /// The partitions of the DC whose data this dump holds.
+    pub partitions: Vec<u32>,
+    /// The partitions the DC holds in all; fewer in `partitions`: a partial dump.
+    pub partition_count: u32,
     pub entries: Vec<(Bytes, Bytes)>,
+}
+
+impl Dump {
+    /// Whether the answering server holds only some of its DC's partitions.
+    pub fn is_partial(&self) -> bool {
+        (self.partitions.len() as u32) < self.partition_count
+    }
 }
 
 /// Errors a server reports; the connection stays usable unless said otherwise.

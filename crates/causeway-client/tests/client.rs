@@ -329,7 +329,7 @@ async fn admin_hooks() {
     c.write("a", "1").await.unwrap();
     c.commit().await.unwrap();
     let dump = c.dump().await.unwrap();
-    assert!(!dump.partial);
+    assert!(!dump.is_partial());
     assert_eq!(dump.entries, vec![(Bytes::from("a"), Bytes::from("1")), (Bytes::from("b"), Bytes::from("2"))]);
     c.drop_peer_connections().await.unwrap();
     assert_eq!(server.peer_drops(), 1);

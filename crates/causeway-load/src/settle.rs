@@ -3,7 +3,7 @@
 
 use causeway_client::{Client, Error};
 use causeway_history::FinalState;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -11,9 +11,11 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Each endpoint's data, once two rounds in a row read the same everywhere
-/// (or `limit` has passed: then the last round, which the checker will
-/// judge). Endpoints of one DC on several nodes each hold part of the data.
+/// Each DC's data, once two rounds in a row read the same everywhere (or
+/// `limit` has passed: then the last round, which the checker will judge).
+/// Endpoints of one DC on several nodes each hold part of its data; their
+/// dumps are merged into one final line per DC, partial if some partition
+/// of the DC was not covered.
 pub async fn final_states(endpoints: &[(u16, SocketAddr)], limit: Duration) -> Result<Vec<FinalState>, Error> {
     let mut clients = Vec::new();
     for &(dc, addr) in endpoints {
@@ -22,12 +24,18 @@ pub async fn final_states(endpoints: &[(u16, SocketAddr)], limit: Duration) -> R
     let started = Instant::now();
     let mut last: Option<Vec<FinalState>> = None;
     loop {
-        let mut round = Vec::new();
+        let mut per_dc: BTreeMap<u16, DcParts> = BTreeMap::new();
         for (dc, client) in &mut clients {
             let dump = client.dump().await?;
-            let state: BTreeMap<String, String> = dump.entries.iter().map(|(k, v)| (text(k), text(v))).collect();
-            round.push(FinalState { dc: *dc, state, partial: dump.partial });
+            let (state, covered, count) = per_dc.entry(*dc).or_default();
+            state.extend(dump.entries.iter().map(|(k, v)| (text(k), text(v))));
+            covered.extend(&dump.partitions);
+            *count = dump.partition_count;
         }
+        let round: Vec<FinalState> = per_dc
+            .into_iter()
+            .map(|(dc, (state, covered, count))| FinalState { dc, state, partial: (covered.len() as u32) < count })
+            .collect();
         let converged = converged(&round);
         if converged && last.as_ref() == Some(&round) || started.elapsed() > limit {
             return Ok(round);
@@ -37,13 +45,10 @@ pub async fn final_states(endpoints: &[(u16, SocketAddr)], limit: Duration) -> R
     }
 }
 
-/// Whether every DC agrees on every key (merging the parts of a DC first).
+/// What the endpoints of one DC returned: data, partitions covered, partitions in all.
+type DcParts = (BTreeMap<String, String>, BTreeSet<u32>, u32);
+
+/// Whether every DC agrees on every key.
 fn converged(states: &[FinalState]) -> bool {
-    let mut per_dc: BTreeMap<u16, BTreeMap<&str, &str>> = BTreeMap::new();
-    for s in states {
-        per_dc.entry(s.dc).or_default().extend(s.state.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    }
-    let mut dcs = per_dc.values();
-    let first = dcs.next();
-    dcs.all(|d| Some(d) == first)
+    states.windows(2).all(|w| w[0].state == w[1].state)
 }

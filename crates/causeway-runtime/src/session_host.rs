@@ -259,9 +259,12 @@ impl<P: Protocol> Connection<'_, P> {
                     }
                 }
                 Some(entries) = dump_rx.recv() => {
-                    let partial = self.host.router.local_replicas().filter(|r| r.dc == self.dc).count()
-                        < self.host.topology.partitions().filter(|&p| self.host.topology.holds(self.dc, p)).count();
-                    let dump = Dump { dc: self.dc.0, partial, entries };
+                    let topology = &self.host.topology;
+                    let mut partitions: Vec<u32> =
+                        self.host.router.local_replicas().filter(|r| r.dc == self.dc).map(|r| r.partition.0).collect();
+                    partitions.sort_unstable();
+                    let partition_count = topology.partitions().filter(|&p| topology.holds(self.dc, p)).count() as u32;
+                    let dump = Dump { dc: self.dc.0, partitions, partition_count, entries };
                     if self.finish(&mut framed, Response::Dump(dump)).await.is_err() { return; }
                 }
             }

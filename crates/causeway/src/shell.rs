@@ -251,7 +251,7 @@ impl Shell {
                 for (k, v) in &dump.entries {
                     println!("{} = {}", show(k), show(v));
                 }
-                if dump.partial {
+                if dump.is_partial() {
                     println!("(partial: this server holds only some of the partitions)");
                 }
             }
