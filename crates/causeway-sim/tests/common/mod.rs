@@ -3,6 +3,7 @@
 
 use causeway_history::{check, Report};
 use causeway_protocol::wren::{Wren, WrenConfig};
+use causeway_protocol::Protocol;
 use causeway_sim::{Cut, LatencySpikes, SimConfig, SimReport, Simulation, WorkloadConfig, WorkloadKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -66,7 +67,12 @@ pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
 }
 
 pub fn run_wren(config: SimConfig, wren: &WrenConfig) -> (SimReport, Report) {
-    let report = Simulation::<Wren>::new(config, wren).expect("valid configuration").run();
+    run::<Wren>(config, wren)
+}
+
+/// Runs any protocol of the engine and judges its history.
+pub fn run<P: Protocol>(config: SimConfig, protocol: &P::Config) -> (SimReport, Report) {
+    let report = Simulation::<P>::new(config, protocol).expect("valid configuration").run();
     let verdict = check(&report.history);
     (report, verdict)
 }
