@@ -6,7 +6,9 @@
 mod common;
 
 use causeway_history::ViolationKind;
+use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::{Ec, EcConfig};
+use causeway_protocol::{Protocol, Tuning};
 use causeway_sim::{SimConfig, WorkloadConfig, WorkloadKind};
 use common::run;
 use std::collections::BTreeSet;
@@ -82,4 +84,17 @@ fn ec_under_hot_keys_is_rejected_for_causally_stale_reads() {
 fn ec_under_the_groups_workload_is_rejected_for_fractured_reads() {
     let kinds = rejected(groups);
     assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
+}
+
+/// The control: the very same runs are TCC under the protocols that promise it.
+#[test]
+fn the_same_workloads_pass_under_cure_and_h_cure() {
+    for seed in 0..2 {
+        for workload in [hot_keys as fn(u64) -> SimConfig, groups] {
+            let (_, verdict) = run::<Cure>(workload(seed), &Cure::configure(&Tuning::default()));
+            assert!(verdict.is_tcc(), "cure, seed {seed}: {verdict}");
+            let (_, verdict) = run::<HCure>(workload(seed), &HCure::configure(&Tuning::default()));
+            assert!(verdict.is_tcc(), "h-cure, seed {seed}: {verdict}");
+        }
+    }
 }
