@@ -35,7 +35,10 @@ fn sweep<P: Protocol>(n: u64) -> (Vec<String>, u64, u64) {
         if !report.settled() {
             problems.push("did not settle".into());
         }
-        if report.committed < 20 {
+        // A floor that catches a stuck run. Lower than Wren's 20: Cure's
+        // reads wait out the clock skew (up to 250 ms on some seeds), so a
+        // small cluster commits fewer transactions in 600 simulated ms.
+        if report.committed < 10 {
             problems.push(format!("only {} transactions committed", report.committed));
         }
         let failure = (!problems.is_empty()).then(|| format!("{shape}\n{}", problems.join("\n")));
