@@ -151,6 +151,12 @@ pub trait Replica {
     /// write applied from that DC). Drivers sample it to measure how long an
     /// update takes to become visible, locally and remotely.
     fn visible_upto(&self, origin: DcId) -> Timestamp;
+
+    /// Bytes of protocol metadata every version carries besides its key,
+    /// value and last-writer-wins tie-breakers: the timestamps that decide
+    /// its visibility (Wren: `ut` and `rdt`, 16; Cure: one per DC, 8·M; EC:
+    /// its commit time, 8). Drivers report it next to the message bytes.
+    fn version_metadata_bytes(&self) -> u64;
 }
 
 /// Errors a client session reports. Operational errors, not bugs: a driver

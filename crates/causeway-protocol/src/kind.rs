@@ -6,6 +6,8 @@
 //! function with the matching type. Adding a protocol means adding a variant
 //! here and nothing in the drivers.
 
+use crate::cure::{Cure, HCure};
+use crate::ec::Ec;
 use crate::engine::Protocol;
 use crate::wren::Wren;
 use std::fmt;
@@ -17,6 +19,12 @@ pub enum ProtocolKind {
     /// Wren: nonblocking reads from the local stable snapshot plus a client cache.
     #[default]
     Wren,
+    /// Cure: per-DC vector snapshots from physical clocks; reads may block.
+    Cure,
+    /// H-Cure: Cure on hybrid logical clocks; reads block only on pending commits.
+    HCure,
+    /// Eventual consistency: read the newest version, write at once, last writer wins.
+    Ec,
 }
 
 /// A computation generic over the protocol, run by [`ProtocolKind::visit`].
@@ -26,11 +34,15 @@ pub trait ProtocolVisitor {
 }
 
 impl ProtocolKind {
-    pub const ALL: &'static [ProtocolKind] = &[ProtocolKind::Wren];
+    pub const ALL: &'static [ProtocolKind] =
+        &[ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec];
 
     pub fn name(self) -> &'static str {
         match self {
             ProtocolKind::Wren => Wren::NAME,
+            ProtocolKind::Cure => Cure::NAME,
+            ProtocolKind::HCure => HCure::NAME,
+            ProtocolKind::Ec => Ec::NAME,
         }
     }
 
@@ -38,13 +50,25 @@ impl ProtocolKind {
     pub fn describe(self) -> &'static str {
         match self {
             ProtocolKind::Wren => "nonblocking reads from the local stable snapshot plus a client cache (default)",
+            ProtocolKind::Cure => "TCC with per-DC vector snapshots on physical clocks; reads may block (baseline)",
+            ProtocolKind::HCure => "Cure on hybrid logical clocks; reads block only on pending commits (baseline)",
+            ProtocolKind::Ec => "eventual consistency: newest version, writes at once, last writer wins (not TCC)",
         }
+    }
+
+    /// Whether the protocol promises transactional causal consistency (the
+    /// checker must accept its histories).
+    pub fn is_tcc(self) -> bool {
+        !matches!(self, ProtocolKind::Ec)
     }
 
     /// Calls `visitor` with the protocol type this kind names.
     pub fn visit<V: ProtocolVisitor>(self, visitor: V) -> V::Output {
         match self {
             ProtocolKind::Wren => visitor.visit::<Wren>(),
+            ProtocolKind::Cure => visitor.visit::<Cure>(),
+            ProtocolKind::HCure => visitor.visit::<HCure>(),
+            ProtocolKind::Ec => visitor.visit::<Ec>(),
         }
     }
 }
@@ -83,6 +107,9 @@ mod tests {
             assert_eq!(kind.name().parse::<ProtocolKind>(), Ok(kind));
             assert_eq!(kind.visit(Name), kind.name());
         }
+        let names: Vec<_> = ProtocolKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["wren", "cure", "h-cure", "ec"]);
+        assert_eq!("H-Cure".parse::<ProtocolKind>(), Ok(ProtocolKind::HCure));
         assert!("paxos".parse::<ProtocolKind>().unwrap_err().contains("wren"));
     }
 }

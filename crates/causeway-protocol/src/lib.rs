@@ -6,6 +6,8 @@
 //! randomly seeded hasher (we use `FxHashMap` or ordered maps), so a driver
 //! that feeds the same inputs gets the same outputs.
 
+pub mod cure;
+pub mod ec;
 pub mod engine;
 pub mod hlc;
 pub mod ids;

@@ -52,10 +52,17 @@ pub struct SimReport {
     pub wall: Duration,
     pub events: u64,
     pub messages_by_class: BTreeMap<MsgClass, u64>,
+    /// Bytes sent per message class: the postcard encoding of each message.
+    pub bytes_by_class: BTreeMap<MsgClass, u64>,
+    /// Bytes of visibility metadata each version carries (the same for every
+    /// replica of a run).
+    pub version_metadata_bytes: u64,
     /// Read requests that reached a replica.
     pub reads: u64,
     /// Of those, how many the replica did not answer at once.
     pub reads_waited: u64,
+    /// How long each read that waited was held, in simulated microseconds
+    /// (from its arrival at the replica until its reply left).
     pub read_wait_us: Percentiles,
     pub txn_latency_us: Percentiles,
     pub replica_stats: ReplicaStats,
@@ -67,9 +74,25 @@ impl SimReport {
         self.settle_time_us.is_some()
     }
 
+    /// Waiting time averaged over every read request, those answered at
+    /// once counting zero.
+    pub fn mean_read_wait_us(&self) -> f64 {
+        self.read_wait_us.mean * self.read_wait_us.count as f64 / (self.reads as f64).max(1.0)
+    }
+
     /// Transactions finished per second of wall-clock time.
     pub fn txns_per_wall_second(&self) -> f64 {
         (self.committed + self.aborted) as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+/// A byte count with a binary unit.
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
     }
 }
 
@@ -117,18 +140,26 @@ impl fmt::Display for SimReport {
             self.reads_waited,
             self.reads,
             if self.reads_waited > 0 {
-                format!(" (mean wait {}, max {})", ms(w.mean), ms(w.max as f64))
+                format!(
+                    " (mean wait {}, p99 {}, max {}; {} per read request overall)",
+                    ms(w.mean),
+                    ms(w.p99 as f64),
+                    ms(w.max as f64),
+                    ms(self.mean_read_wait_us())
+                )
             } else {
                 String::new()
             }
         )?;
         let classes: Vec<String> = self.messages_by_class.iter().map(|(c, n)| format!("{c:?} {n}")).collect();
         writeln!(f, "  messages       {}", classes.join(", "))?;
+        let bytes: Vec<String> = self.bytes_by_class.iter().map(|(c, n)| format!("{c:?} {}", size(*n))).collect();
+        writeln!(f, "  bytes sent     {}", bytes.join(", "))?;
         let s = &self.replica_stats;
         write!(
             f,
-            "  versions       {} stored, {} garbage-collected; {} stale contexts expired",
-            s.versions, s.versions_collected, s.contexts_expired
+            "  versions       {} stored, {} garbage-collected, {} bytes of metadata each; {} stale contexts expired",
+            s.versions, s.versions_collected, self.version_metadata_bytes, s.contexts_expired
         )
     }
 }

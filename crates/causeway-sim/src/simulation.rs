@@ -86,6 +86,8 @@ pub struct Simulation<P: Protocol> {
     // Measurements.
     events: u64,
     messages_by_class: BTreeMap<causeway_protocol::MsgClass, u64>,
+    /// Serialized size (postcard, as the runtime's wire sends it) per class.
+    bytes_by_class: BTreeMap<causeway_protocol::MsgClass, u64>,
     pending_reads: FxHashMap<(NodeIx, NodeIx, u64), u64>,
     reads: u64,
     reads_waited: u64,
@@ -136,6 +138,7 @@ impl<P: Protocol> Simulation<P> {
             foreground_in_flight: 0,
             events: 0,
             messages_by_class: BTreeMap::new(),
+            bytes_by_class: BTreeMap::new(),
             pending_reads: FxHashMap::default(),
             reads: 0,
             reads_waited: 0,
@@ -392,7 +395,10 @@ impl<P: Protocol> Simulation<P> {
         let Some(&to) = self.addr_node.get(&to_addr) else {
             panic!("message to unknown address {to_addr:?}: {msg:?}");
         };
-        *self.messages_by_class.entry(msg.class()).or_default() += 1;
+        let class = msg.class();
+        *self.messages_by_class.entry(class).or_default() += 1;
+        let bytes = postcard::experimental::serialized_size(&msg).expect("protocol messages serialize");
+        *self.bytes_by_class.entry(class).or_default() += bytes as u64;
         if !msg.is_background() {
             self.foreground_in_flight += 1;
         }
@@ -471,6 +477,8 @@ impl<P: Protocol> Simulation<P> {
             wall,
             events: self.events,
             messages_by_class: self.messages_by_class,
+            bytes_by_class: self.bytes_by_class,
+            version_metadata_bytes: self.replicas.first().map_or(0, |r| r.version_metadata_bytes()),
             reads: self.reads,
             reads_waited: self.reads_waited,
             read_wait_us: Percentiles::of(self.read_wait_us),

@@ -36,6 +36,25 @@ fn sim_runs_checks_and_writes_a_history_that_check_accepts() {
 }
 
 #[test]
+fn sim_runs_every_protocol_and_reports_waits_and_bytes() {
+    for protocol in ["wren", "cure", "h-cure", "ec"] {
+        let out = causeway(&["sim", "--protocol", protocol, "--txns", "400", "--seed", "3"]);
+        let text = stdout(&out);
+        assert!(out.status.success(), "{protocol}:\n{text}\n{}", stderr(&out));
+        assert!(text.starts_with(&format!("{protocol} on 3 DCs")), "{text}");
+        assert!(text.contains("bytes sent     Client"), "{text}");
+        assert!(text.contains("bytes of metadata each"), "{text}");
+        match protocol {
+            "ec" => assert!(text.contains("as expected: this protocol does not promise TCC"), "{text}"),
+            _ => assert!(text.contains("TCC: no violations"), "{text}"),
+        }
+    }
+    let out = causeway(&["sim", "--protocol", "paxos", "--txns", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("h-cure"), "{}", stderr(&out));
+}
+
+#[test]
 fn sim_with_the_same_seed_writes_the_same_history() {
     let (a, b) = (scratch("a.jsonl"), scratch("b.jsonl"));
     for p in [&a, &b] {

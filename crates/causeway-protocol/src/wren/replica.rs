@@ -230,6 +230,11 @@ impl Replica for WrenReplica {
         }
     }
 
+    /// `ut` (the commit time) and `rdt`.
+    fn version_metadata_bytes(&self) -> u64 {
+        16
+    }
+
     fn stats(&self) -> ReplicaStats {
         ReplicaStats {
             versions: self.store.version_count(),

@@ -1,0 +1,58 @@
+//! Every message EC sends.
+
+use crate::engine::{Key, Message, MsgClass, SessionError, Value};
+use crate::hlc::Timestamp;
+use crate::ids::TxId;
+use serde::{Deserialize, Serialize};
+
+/// The writes of one transaction to one partition, as replicated.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EcWrites {
+    pub txid: TxId,
+    pub ct: Timestamp,
+    pub writes: Vec<(Key, Value)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EcMsg {
+    // Client ↔ partitions of its DC: reads go straight to the partitions;
+    // `tag` tells a session's reads apart.
+    ReadReq { tag: u64, keys: Vec<Key> },
+    ReadResp { tag: u64, values: Vec<(Key, Option<Value>)> },
+    // Client ↔ its coordinator.
+    CommitReq { hwt: Timestamp, writes: Vec<(Key, Value)> },
+    CommitResp { tx: TxId, ct: Timestamp },
+    TxError { error: SessionError },
+    // Coordinator → the other partitions written: apply at once.
+    Apply(EcWrites),
+    // Between replicas of a partition in different DCs, every Δ_R.
+    Replicate { txs: Vec<EcWrites> },
+}
+
+impl Message for EcMsg {
+    fn class(&self) -> MsgClass {
+        match self {
+            EcMsg::ReadReq { .. }
+            | EcMsg::ReadResp { .. }
+            | EcMsg::CommitReq { .. }
+            | EcMsg::CommitResp { .. }
+            | EcMsg::TxError { .. } => MsgClass::Client,
+            EcMsg::Apply(_) => MsgClass::Transaction,
+            EcMsg::Replicate { .. } => MsgClass::Replication,
+        }
+    }
+
+    fn read_request_tag(&self) -> Option<u64> {
+        match self {
+            EcMsg::ReadReq { tag, .. } => Some(*tag),
+            _ => None,
+        }
+    }
+
+    fn read_reply_tag(&self) -> Option<u64> {
+        match self {
+            EcMsg::ReadResp { tag, .. } => Some(*tag),
+            _ => None,
+        }
+    }
+}
