@@ -35,6 +35,7 @@ pub struct Metrics {
     pub stable_lag: Family<Labels, Gauge<f64, AtomicU64>>,
     pub queue_length: Family<Labels, Gauge>,
     pub versions: Family<Labels, Gauge>,
+    pub metadata_per_version: Family<Labels, Gauge>,
     pub client_connections: Gauge,
     pub peer_connected: Family<Labels, Gauge>,
     pub peer_reconnects: Family<Labels, Gauge>,
@@ -70,6 +71,7 @@ impl Metrics {
             stable_lag: Family::default(),
             queue_length: Family::default(),
             versions: Family::default(),
+            metadata_per_version: Family::default(),
             client_connections: Gauge::default(),
             peer_connected: Family::default(),
             peer_reconnects: Family::default(),
@@ -99,6 +101,11 @@ impl Metrics {
                 m.queue_length.clone(),
             );
             r.register("versions", "Versions stored, per replica", m.versions.clone());
+            r.register(
+                "version_metadata_bytes",
+                "Bytes of protocol metadata per stored version (Wren: two timestamps)",
+                m.metadata_per_version.clone(),
+            );
             r.register("client_connections", "Open client connections", m.client_connections.clone());
             r.register("peer_connected", "Whether the link to a peer node is connected", m.peer_connected.clone());
             r.register("peer_reconnects", "Times the link to a peer node reconnected", m.peer_reconnects.clone());

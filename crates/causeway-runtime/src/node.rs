@@ -188,8 +188,12 @@ fn scrape_refresh(
                 .set(g.inbox.load(std::sync::atomic::Ordering::Relaxed) as i64);
             metrics
                 .versions
-                .get_or_create(&vec![("replica", name)])
+                .get_or_create(&vec![("replica", name.clone())])
                 .set(g.versions.load(std::sync::atomic::Ordering::Relaxed) as i64);
+            metrics
+                .metadata_per_version
+                .get_or_create(&vec![("replica", name)])
+                .set(g.metadata_per_version.load(std::sync::atomic::Ordering::Relaxed) as i64);
         }
         if let Some(peers) = &peers {
             peers.refresh_metrics(&metrics);

@@ -21,6 +21,8 @@ pub struct ReplicaGauges {
     /// `visible[d]`: [`Replica::visible_upto`] for writes from DC `d`.
     pub visible: Vec<AtomicU64>,
     pub versions: AtomicU64,
+    /// Bytes of protocol metadata each stored version carries.
+    pub metadata_per_version: AtomicU64,
     pub inbox: AtomicU64,
 }
 
@@ -29,6 +31,7 @@ impl ReplicaGauges {
         ReplicaGauges {
             visible: (0..dcs).map(|_| AtomicU64::new(0)).collect(),
             versions: AtomicU64::new(0),
+            metadata_per_version: AtomicU64::new(0),
             inbox: AtomicU64::new(0),
         }
     }
@@ -137,6 +140,7 @@ fn publish<P: Protocol>(
         slot.store(replica.visible_upto(DcId(d as u16)).0, Ordering::Relaxed);
     }
     gauges.versions.store(replica.stats().versions, Ordering::Relaxed);
+    gauges.metadata_per_version.store(replica.version_metadata_bytes(), Ordering::Relaxed);
     gauges.inbox.store(inbox.len() as u64, Ordering::Relaxed);
 }
 

@@ -32,7 +32,7 @@ pub enum OnOff {
 /// Flags of commands that start an embedded cluster.
 #[derive(Args, Debug, Clone)]
 pub struct EmbeddedArgs {
-    /// Protocol the cluster runs (wren).
+    /// Protocol the cluster runs: wren, cure, h-cure or ec.
     #[arg(long, default_value = "wren")]
     pub protocol: ProtocolKind,
     /// Data centers.

@@ -110,3 +110,52 @@ fn every_command_has_help() {
         assert!(stdout(&out).contains("Usage"), "{args:?}");
     }
 }
+
+#[test]
+fn demo_runs_a_checked_workload_on_an_embedded_cluster() {
+    for protocol in ["wren", "cure", "h-cure", "ec"] {
+        let out = causeway(&[
+            "demo",
+            "--protocol",
+            protocol,
+            "--duration",
+            "1",
+            "--dcs",
+            "2",
+            "--partitions",
+            "2",
+            "--clients",
+            "2",
+        ]);
+        let text = stdout(&out);
+        assert!(out.status.success(), "{protocol}: {text}\n{}", stderr(&out));
+        assert!(text.contains(" committed ("), "{text}");
+        assert!(text.contains("visible remote mean"), "{protocol}: {text}");
+        if protocol == "ec" {
+            assert!(text.contains("as expected"), "{text}");
+        } else {
+            assert!(text.contains("TCC: no violations"), "{protocol}: {text}");
+        }
+        if protocol == "wren" {
+            assert!(text.contains("reads waited   0\n"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn server_reports_config_mistakes_and_unknown_nodes() {
+    let dir = scratch("bad-config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "partitions = 2\n[[dc]]\nname = \"a\"\n[[node]]\nname = \"n\"\ndc = \"b\"\npartitions = [0, 1]\npeer = \"127.0.0.1:1\"\nclient = \"127.0.0.1:2\"\n").unwrap();
+    let out = causeway(&["server", "--config", bad.to_str().unwrap(), "--node", "n"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown DC \"b\""), "{}", stderr(&out));
+    let good = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/cluster-local.toml");
+    let out = causeway(&["server", "--config", good, "--node", "nowhere"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no node named \"nowhere\""), "{}", stderr(&out));
+    let out = causeway(&["server", "--config", good, "--node", "oregon-1", "--check"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("3 DCs × 2 partitions, 6 nodes"), "{}", stdout(&out));
+}
