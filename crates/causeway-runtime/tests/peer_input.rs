@@ -1,0 +1,101 @@
+//! Bad input from a peer server: messages about transactions nobody knows,
+//! answers nobody asked for. A replica answers with an error or ignores them;
+//! it neither crashes nor lets them corrupt what clients see.
+
+mod common;
+
+use bytes::Bytes;
+use causeway_client::wire::{Request, Response};
+use causeway_protocol::wren::WrenMsg;
+use causeway_protocol::{Addr, ClientId, DcId, ProtocolKind, ReplicaId, SessionError, Timestamp, Topology, TxId};
+use causeway_runtime::envelope::Envelope;
+use causeway_runtime::plan::{ClusterPlan, NodePlan};
+use causeway_runtime::start;
+use causeway_transport::{Peer, Transport, TransportConfig};
+use common::Raw;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+fn local(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_about_unknown_transactions_are_refused_or_ignored() {
+    // One DC, two partitions on two nodes, and a third node that is us.
+    let held: Vec<_> = (0..5).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    let ports: Vec<u16> = held.iter().map(|l| l.local_addr().unwrap().port()).collect();
+    drop(held);
+    let node = |name: &str, replicas: Vec<ReplicaId>, peer: u16, client: Option<u16>| NodePlan {
+        name: name.into(),
+        replicas,
+        clients: client.map(|c| (DcId(0), local(c))).into_iter().collect(),
+        peer: Some(local(peer)),
+        metrics: None,
+    };
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, 0).unwrap();
+    plan.name = "peers".into();
+    plan.topology = Arc::new(Topology::full(1, 2).unwrap());
+    plan.nodes = vec![
+        node("n0", vec![ReplicaId::new(0, 0)], ports[0], Some(ports[1])),
+        node("n1", vec![ReplicaId::new(0, 1)], ports[2], Some(ports[3])),
+        node("fake", vec![], ports[4], None),
+    ];
+    let plan = Arc::new(plan);
+    let n0 = start(plan.clone(), "n0").await.unwrap();
+    let _n1 = start(plan.clone(), "n1").await.unwrap();
+
+    // The fake peer speaks the transport correctly and says nonsense in it.
+    let got: Arc<Mutex<Vec<Envelope<WrenMsg>>>> = Arc::default();
+    let sink = got.clone();
+    let peers = vec![Peer::new(0, local(ports[0])), Peer::new(1, local(ports[2]))];
+    let fake: Transport<Envelope<WrenMsg>> = Transport::start(
+        TransportConfig::new(2, "peers", local(ports[4]), peers),
+        Arc::new(move |_, e| sink.lock().unwrap().push(e)),
+    )
+    .await
+    .unwrap();
+    // A client id whose top bits name node 2: replies come back to us.
+    let me = Addr::Client(ClientId { dc: DcId(0), index: 2 << 24 });
+    let coordinator = Addr::Replica(ReplicaId::new(0, 0));
+    let ghost = TxId(0xdead_beef);
+    let send = |msg: WrenMsg| fake.send(0, Envelope { from: me, to: coordinator, msg }).unwrap();
+    send(WrenMsg::TxReadReq { tx: ghost, keys: vec![b("k")] });
+    send(WrenMsg::CommitReq { tx: ghost, hwt: Timestamp(1), writes: vec![(b("k"), b("forged"))] });
+    send(WrenMsg::EndTx { tx: ghost });
+    send(WrenMsg::PrepareResp { tx: ghost, pt: Timestamp(u64::MAX >> 1) });
+    send(WrenMsg::Commit { tx: ghost, ct: Timestamp(5) });
+    send(WrenMsg::SliceResp { tx: ghost, values: vec![(b("k"), Some(b("forged")))] });
+
+    // Both client requests get UnknownTransaction, addressed to us.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let errors = got
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                e.to == me
+                    && matches!(&e.msg, WrenMsg::TxError { tx: Some(t), error: SessionError::UnknownTransaction } if *t == ghost)
+            })
+            .count();
+        if errors == 2 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "got {:?}", got.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Clients are served as before, and nothing forged became visible.
+    let (mut c, _) = Raw::hello(n0.client_addr(DcId(0)).unwrap()).await;
+    assert_eq!(c.call(Request::ReadOnly { keys: vec![b("k")] }).await, Some(Response::Values(vec![None])));
+    assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
+    assert_eq!(c.call(Request::Write { key: b("k"), value: b("real") }).await, Some(Response::Written));
+    assert!(matches!(c.call(Request::Commit).await, Some(Response::Committed(Some(_)))));
+    assert_eq!(c.call(Request::ReadOnly { keys: vec![b("k")] }).await, Some(Response::Values(vec![Some(b("real"))])));
+}
