@@ -14,6 +14,7 @@ pub mod ids;
 pub mod kind;
 pub mod mvstore;
 pub mod topology;
+pub mod txn;
 pub mod wren;
 
 pub use engine::{

@@ -8,6 +8,7 @@ use super::vector::VectorTs;
 use crate::engine::{CommitStamp, Key, Session, SessionError, SessionEvent, SessionOut, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, ReplicaId, TxId};
+use crate::txn::TxnBuffer;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -34,12 +35,8 @@ pub struct CureSession {
     seen: VectorTs,
     /// Commit time of the client's last update transaction.
     hwt: Timestamp,
-    /// Write set, in first-write order.
-    ws: Vec<(Key, Value)>,
-    ws_index: FxHashMap<Key, usize>,
-    /// Read set: what this transaction has read, for repeatable reads
-    /// without asking again.
-    rs: FxHashMap<Key, Option<Value>>,
+    /// Write set and read set of the running transaction.
+    txn: TxnBuffer,
 }
 
 /// What a Cure session token carries: the snapshot vector and the time of
@@ -60,9 +57,7 @@ impl CureSession {
             tx: None,
             seen: VectorTs::zero(dcs),
             hwt: Timestamp::ZERO,
-            ws: Vec::new(),
-            ws_index: FxHashMap::default(),
-            rs: FxHashMap::default(),
+            txn: TxnBuffer::default(),
         }
     }
 
@@ -83,30 +78,17 @@ impl CureSession {
         }
     }
 
-    fn local_value(&self, key: &Key) -> Option<Option<Value>> {
-        if let Some(&i) = self.ws_index.get(key) {
-            return Some(Some(self.ws[i].1.clone()));
-        }
-        self.rs.get(key).cloned()
-    }
-
     fn finish_read(&mut self, keys: Vec<Key>, values: FxHashMap<Key, Option<Value>>) -> SessionEvent {
-        let mut result = Vec::with_capacity(keys.len());
-        for k in keys {
-            match values.get(&k) {
-                Some(v) => result.push((k, v.clone())),
-                None => {
-                    self.end_transaction();
-                    let why = SessionError::InvalidArgument("the coordinator's reply misses a key".into());
-                    return SessionEvent::Failed(why);
-                }
+        match self.txn.finish_read(keys, values, true) {
+            Some(values) => {
+                self.state = State::Active;
+                SessionEvent::Read(values)
+            }
+            None => {
+                self.end_transaction();
+                SessionEvent::Failed(SessionError::InvalidArgument("the coordinator's reply misses a key".into()))
             }
         }
-        for (k, v) in values {
-            self.rs.entry(k).or_insert(v);
-        }
-        self.state = State::Active;
-        SessionEvent::Read(result)
     }
 
     fn idle(&self) -> Result<(), SessionError> {
@@ -120,9 +102,7 @@ impl CureSession {
     fn end_transaction(&mut self) {
         self.state = State::Idle;
         self.tx = None;
-        self.ws.clear();
-        self.ws_index.clear();
-        self.rs.clear();
+        self.txn.clear();
     }
 }
 
@@ -143,22 +123,7 @@ impl Session for CureSession {
 
     fn read(&mut self, keys: &[Key], out: &mut SessionOut<CureMsg>) -> Result<Option<SessionEvent>, SessionError> {
         let tx = self.active_tx()?;
-        if keys.iter().any(|k| k.is_empty()) {
-            return Err(SessionError::InvalidArgument("empty key".into()));
-        }
-        let mut local = FxHashMap::default();
-        let mut remote: Vec<Key> = Vec::new();
-        for key in keys {
-            if local.contains_key(key) || remote.contains(key) {
-                continue;
-            }
-            match self.local_value(key) {
-                Some(v) => {
-                    local.insert(key.clone(), v);
-                }
-                None => remote.push(key.clone()),
-            }
-        }
+        let (local, remote) = self.txn.plan_read(keys, |k| self.txn.known(k))?;
         if remote.is_empty() {
             return Ok(Some(self.finish_read(keys.to_vec(), local)));
         }
@@ -169,28 +134,18 @@ impl Session for CureSession {
 
     fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
         self.active_tx()?;
-        if key.is_empty() {
-            return Err(SessionError::InvalidArgument("empty key".into()));
-        }
-        match self.ws_index.get(&key) {
-            Some(&i) => self.ws[i].1 = value,
-            None => {
-                self.ws_index.insert(key.clone(), self.ws.len());
-                self.ws.push((key, value));
-            }
-        }
-        Ok(())
+        self.txn.write(key, value)
     }
 
     fn commit(&mut self, out: &mut SessionOut<CureMsg>) -> Result<Option<SessionEvent>, SessionError> {
         let tx = self.active_tx()?;
-        if self.ws.is_empty() {
+        if self.txn.writes().is_empty() {
             out.push((self.to_coordinator(), CureMsg::EndTx { tx }));
             self.end_transaction();
             return Ok(Some(SessionEvent::Committed(None)));
         }
         self.state = State::Committing;
-        out.push((self.to_coordinator(), CureMsg::CommitReq { tx, hwt: self.hwt, writes: self.ws.clone() }));
+        out.push((self.to_coordinator(), CureMsg::CommitReq { tx, hwt: self.hwt, writes: self.txn.take_writes() }));
         Ok(None)
     }
 

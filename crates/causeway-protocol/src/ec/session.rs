@@ -7,6 +7,7 @@ use crate::engine::{CommitStamp, Key, Session, SessionError, SessionEvent, Sessi
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, ReplicaId};
 use crate::topology::Topology;
+use crate::txn::TxnBuffer;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -33,8 +34,9 @@ pub struct EcSession {
     next_tag: u64,
     /// Commit time of the last update transaction: the next one is later.
     hwt: Timestamp,
-    ws: Vec<(Key, Value)>,
-    ws_index: FxHashMap<Key, usize>,
+    /// The write set (EC keeps no read set: every read returns the newest
+    /// version, even of a key read before).
+    txn: TxnBuffer,
 }
 
 /// What an EC session token carries: only the time of its last commit.
@@ -53,8 +55,7 @@ impl EcSession {
             state: State::Idle,
             next_tag: 0,
             hwt: Timestamp::ZERO,
-            ws: Vec::new(),
-            ws_index: FxHashMap::default(),
+            txn: TxnBuffer::default(),
         }
     }
 
@@ -76,23 +77,20 @@ impl EcSession {
 
     fn end_transaction(&mut self) {
         self.state = State::Idle;
-        self.ws.clear();
-        self.ws_index.clear();
+        self.txn.clear();
     }
 
     fn finish_read(&mut self, keys: Vec<Key>, values: FxHashMap<Key, Option<Value>>) -> SessionEvent {
-        self.state = State::Active;
-        let mut result = Vec::with_capacity(keys.len());
-        for k in keys {
-            match values.get(&k) {
-                Some(v) => result.push((k, v.clone())),
-                None => {
-                    self.end_transaction();
-                    return SessionEvent::Failed(SessionError::InvalidArgument("a reply misses a key".into()));
-                }
+        match self.txn.finish_read(keys, values, false) {
+            Some(values) => {
+                self.state = State::Active;
+                SessionEvent::Read(values)
+            }
+            None => {
+                self.end_transaction();
+                SessionEvent::Failed(SessionError::InvalidArgument("a reply misses a key".into()))
             }
         }
-        SessionEvent::Read(result)
     }
 }
 
@@ -113,22 +111,7 @@ impl Session for EcSession {
 
     fn read(&mut self, keys: &[Key], out: &mut SessionOut<EcMsg>) -> Result<Option<SessionEvent>, SessionError> {
         self.active()?;
-        if keys.iter().any(|k| k.is_empty()) {
-            return Err(SessionError::InvalidArgument("empty key".into()));
-        }
-        let mut values = FxHashMap::default();
-        let mut remote: Vec<Key> = Vec::new();
-        for key in keys {
-            if values.contains_key(key) || remote.contains(key) {
-                continue;
-            }
-            match self.ws_index.get(key) {
-                Some(&i) => {
-                    values.insert(key.clone(), Some(self.ws[i].1.clone()));
-                }
-                None => remote.push(key.clone()),
-            }
-        }
+        let (values, remote) = self.txn.plan_read(keys, |k| self.txn.written(k).map(|v| Some(v.clone())))?;
         if remote.is_empty() {
             return Ok(Some(self.finish_read(keys.to_vec(), values)));
         }
@@ -145,28 +128,17 @@ impl Session for EcSession {
 
     fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
         self.active()?;
-        if key.is_empty() {
-            return Err(SessionError::InvalidArgument("empty key".into()));
-        }
-        match self.ws_index.get(&key) {
-            Some(&i) => self.ws[i].1 = value,
-            None => {
-                self.ws_index.insert(key.clone(), self.ws.len());
-                self.ws.push((key, value));
-            }
-        }
-        Ok(())
+        self.txn.write(key, value)
     }
 
     fn commit(&mut self, out: &mut SessionOut<EcMsg>) -> Result<Option<SessionEvent>, SessionError> {
         self.active()?;
-        if self.ws.is_empty() {
+        if self.txn.writes().is_empty() {
             self.end_transaction();
             return Ok(Some(SessionEvent::Committed(None)));
         }
         self.state = State::Committing;
-        let writes = std::mem::take(&mut self.ws);
-        self.ws_index.clear();
+        let writes = self.txn.take_writes();
         out.push((Addr::Replica(self.coordinator), EcMsg::CommitReq { hwt: self.hwt, writes }));
         Ok(None)
     }

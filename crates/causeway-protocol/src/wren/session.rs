@@ -7,6 +7,7 @@ use super::Fault;
 use crate::engine::{CommitStamp, Key, Session, SessionError, SessionEvent, SessionOut, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, ReplicaId, TxId};
+use crate::txn::TxnBuffer;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -34,12 +35,8 @@ pub struct WrenSession {
     rst: Timestamp,
     /// Commit time of the client's last update transaction.
     hwt: Timestamp,
-    /// Write set, in first-write order (later writes of a key replace the
-    /// value in place).
-    ws: Vec<(Key, Value)>,
-    ws_index: FxHashMap<Key, usize>,
-    /// Read set: what this transaction has read, for repeatable reads.
-    rs: FxHashMap<Key, Option<Value>>,
+    /// Write set WS and read set RS of the running transaction.
+    txn: TxnBuffer,
     /// The client cache `WC`: own writes with their commit time.
     wc: FxHashMap<Key, (Value, Timestamp)>,
 }
@@ -56,9 +53,7 @@ impl WrenSession {
             lst: Timestamp::ZERO,
             rst: Timestamp::ZERO,
             hwt: Timestamp::ZERO,
-            ws: Vec::new(),
-            ws_index: FxHashMap::default(),
-            rs: FxHashMap::default(),
+            txn: TxnBuffer::default(),
             wc: FxHashMap::default(),
         }
     }
@@ -87,11 +82,8 @@ impl WrenSession {
 
     /// Alg. 1, line 11: write set, read set, cache — in this order.
     fn local_value(&self, key: &Key) -> Option<Option<Value>> {
-        if let Some(&i) = self.ws_index.get(key) {
-            return Some(Some(self.ws[i].1.clone()));
-        }
-        if let Some(v) = self.rs.get(key) {
-            return Some(v.clone());
+        if let Some(v) = self.txn.known(key) {
+            return Some(v);
         }
         if self.fault == Fault::SkipClientCache {
             return None;
@@ -102,24 +94,18 @@ impl WrenSession {
     /// Completes a READ: what was read joins the read set (Alg. 1, line 18)
     /// and the values come back in the order the keys were asked for.
     fn finish_read(&mut self, keys: Vec<Key>, values: FxHashMap<Key, Option<Value>>) -> SessionEvent {
-        let mut result = Vec::with_capacity(keys.len());
-        for k in keys {
-            match values.get(&k) {
-                Some(v) => result.push((k, v.clone())),
-                None => {
-                    // The coordinator left a key out: the transaction cannot
-                    // trust this answer.
-                    self.end_transaction();
-                    let why = SessionError::InvalidArgument("the coordinator's reply misses a key".into());
-                    return SessionEvent::Failed(why);
-                }
+        match self.txn.finish_read(keys, values, true) {
+            Some(values) => {
+                self.state = State::Active;
+                SessionEvent::Read(values)
+            }
+            None => {
+                // The coordinator left a key out: the transaction cannot
+                // trust this answer.
+                self.end_transaction();
+                SessionEvent::Failed(SessionError::InvalidArgument("the coordinator's reply misses a key".into()))
             }
         }
-        for (k, v) in values {
-            self.rs.entry(k).or_insert(v);
-        }
-        self.state = State::Active;
-        SessionEvent::Read(result)
     }
 
     fn idle(&self) -> Result<(), SessionError> {
@@ -133,9 +119,7 @@ impl WrenSession {
     fn end_transaction(&mut self) {
         self.state = State::Idle;
         self.tx = None;
-        self.ws.clear();
-        self.ws_index.clear();
-        self.rs.clear();
+        self.txn.clear();
     }
 }
 
@@ -168,22 +152,7 @@ impl Session for WrenSession {
     /// Alg. 1, lines 8–20.
     fn read(&mut self, keys: &[Key], out: &mut SessionOut<WrenMsg>) -> Result<Option<SessionEvent>, SessionError> {
         let tx = self.active_tx()?;
-        if keys.iter().any(|k| k.is_empty()) {
-            return Err(SessionError::InvalidArgument("empty key".into()));
-        }
-        let mut local = FxHashMap::default();
-        let mut remote: Vec<Key> = Vec::new();
-        for key in keys {
-            if local.contains_key(key) || remote.contains(key) {
-                continue;
-            }
-            match self.local_value(key) {
-                Some(v) => {
-                    local.insert(key.clone(), v);
-                }
-                None => remote.push(key.clone()),
-            }
-        }
+        let (local, remote) = self.txn.plan_read(keys, |k| self.local_value(k))?;
         if remote.is_empty() {
             return Ok(Some(self.finish_read(keys.to_vec(), local)));
         }
@@ -195,29 +164,19 @@ impl Session for WrenSession {
     /// Alg. 1, lines 21–25.
     fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
         self.active_tx()?;
-        if key.is_empty() {
-            return Err(SessionError::InvalidArgument("empty key".into()));
-        }
-        match self.ws_index.get(&key) {
-            Some(&i) => self.ws[i].1 = value,
-            None => {
-                self.ws_index.insert(key.clone(), self.ws.len());
-                self.ws.push((key, value));
-            }
-        }
-        Ok(())
+        self.txn.write(key, value)
     }
 
     /// Alg. 1, lines 26–32. A transaction without writes commits locally.
     fn commit(&mut self, out: &mut SessionOut<WrenMsg>) -> Result<Option<SessionEvent>, SessionError> {
         let tx = self.active_tx()?;
-        if self.ws.is_empty() {
+        if self.txn.writes().is_empty() {
             out.push((self.to_coordinator(), WrenMsg::EndTx { tx }));
             self.end_transaction();
             return Ok(Some(SessionEvent::Committed(None)));
         }
         self.state = State::Committing;
-        out.push((self.to_coordinator(), WrenMsg::CommitReq { tx, hwt: self.hwt, writes: self.ws.clone() }));
+        out.push((self.to_coordinator(), WrenMsg::CommitReq { tx, hwt: self.hwt, writes: self.txn.writes().to_vec() }));
         Ok(None)
     }
 
@@ -274,7 +233,7 @@ impl Session for WrenSession {
             }
             (WrenMsg::CommitResp { tx, ct }, State::Committing) if Some(tx) == self.tx => {
                 self.hwt = ct;
-                for (k, v) in std::mem::take(&mut self.ws) {
+                for (k, v) in self.txn.take_writes() {
                     self.wc.insert(k, (v, ct));
                 }
                 self.end_transaction();

@@ -1,0 +1,152 @@
+//! What a client session keeps about its running transaction, whatever the
+//! protocol: the write set, buffered until commit, and the read set, so a
+//! key read twice reads the same value (and a key written reads its write).
+
+use crate::engine::{Key, SessionError, Value};
+use rustc_hash::FxHashMap;
+
+#[derive(Debug, Default)]
+pub struct TxnBuffer {
+    /// Writes in first-write order; a later write of a key replaces the
+    /// value in place, so each key commits one version.
+    ws: Vec<(Key, Value)>,
+    ws_index: FxHashMap<Key, usize>,
+    /// What the transaction has read.
+    rs: FxHashMap<Key, Option<Value>>,
+}
+
+/// Answers a session found locally, and the distinct keys it must ask for.
+pub type ReadPlan = (FxHashMap<Key, Option<Value>>, Vec<Key>);
+
+impl TxnBuffer {
+    pub fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
+        if key.is_empty() {
+            return Err(SessionError::InvalidArgument("empty key".into()));
+        }
+        match self.ws_index.get(&key) {
+            Some(&i) => self.ws[i].1 = value,
+            None => {
+                self.ws_index.insert(key.clone(), self.ws.len());
+                self.ws.push((key, value));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn writes(&self) -> &[(Key, Value)] {
+        &self.ws
+    }
+
+    pub fn take_writes(&mut self) -> Vec<(Key, Value)> {
+        self.ws_index.clear();
+        std::mem::take(&mut self.ws)
+    }
+
+    /// The transaction's own write of `key`.
+    pub fn written(&self, key: &Key) -> Option<&Value> {
+        self.ws_index.get(key).map(|&i| &self.ws[i].1)
+    }
+
+    /// What the transaction already knows of `key`: its write, else its read.
+    pub fn known(&self, key: &Key) -> Option<Option<Value>> {
+        match self.written(key) {
+            Some(v) => Some(Some(v.clone())),
+            None => self.rs.get(key).cloned(),
+        }
+    }
+
+    /// Splits the keys of a READ into answers known here (`local` says what
+    /// the session knows beyond the transaction, such as Wren's cache) and
+    /// the distinct keys to ask the cluster for.
+    pub fn plan_read(
+        &self,
+        keys: &[Key],
+        local: impl Fn(&Key) -> Option<Option<Value>>,
+    ) -> Result<ReadPlan, SessionError> {
+        if keys.iter().any(|k| k.is_empty()) {
+            return Err(SessionError::InvalidArgument("empty key".into()));
+        }
+        let mut known = FxHashMap::default();
+        let mut ask: Vec<Key> = Vec::new();
+        for key in keys {
+            if known.contains_key(key) || ask.contains(key) {
+                continue;
+            }
+            match local(key) {
+                Some(v) => {
+                    known.insert(key.clone(), v);
+                }
+                None => ask.push(key.clone()),
+            }
+        }
+        Ok((known, ask))
+    }
+
+    /// Completes a READ: the values in the order the keys were asked for,
+    /// or `None` if the answers miss a key (the transaction cannot trust
+    /// them). With `remember`, what was read joins the read set.
+    pub fn finish_read(
+        &mut self,
+        keys: Vec<Key>,
+        values: FxHashMap<Key, Option<Value>>,
+        remember: bool,
+    ) -> Option<Vec<(Key, Option<Value>)>> {
+        let mut result = Vec::with_capacity(keys.len());
+        for k in keys {
+            let v = values.get(&k)?.clone();
+            result.push((k, v));
+        }
+        if remember {
+            for (k, v) in values {
+                self.rs.entry(k).or_insert(v);
+            }
+        }
+        Some(result)
+    }
+
+    pub fn clear(&mut self) {
+        self.ws.clear();
+        self.ws_index.clear();
+        self.rs.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn k(s: &'static str) -> Key {
+        Bytes::from_static(s.as_bytes())
+    }
+
+    #[test]
+    fn a_rewritten_key_keeps_its_place_and_its_last_value() {
+        let mut t = TxnBuffer::default();
+        t.write(k("a"), k("1")).unwrap();
+        t.write(k("b"), k("2")).unwrap();
+        t.write(k("a"), k("3")).unwrap();
+        assert_eq!(t.writes(), &[(k("a"), k("3")), (k("b"), k("2"))]);
+        assert!(t.write(k(""), k("x")).is_err());
+        assert_eq!(t.take_writes().len(), 2);
+        assert!(t.written(&k("a")).is_none());
+    }
+
+    #[test]
+    fn reads_are_answered_from_writes_then_reads_and_asked_once() {
+        let mut t = TxnBuffer::default();
+        t.write(k("w"), k("mine")).unwrap();
+        let (known, ask) = t.plan_read(&[k("w"), k("r"), k("r"), k("c")], |key| t.known(key)).unwrap();
+        assert_eq!(known.get(&k("w")), Some(&Some(k("mine"))));
+        assert_eq!(ask, vec![k("r"), k("c")]);
+        let mut values = known;
+        values.insert(k("r"), Some(k("seen")));
+        values.insert(k("c"), None);
+        let got = t.finish_read(vec![k("r"), k("w"), k("c")], values, true).unwrap();
+        assert_eq!(got, vec![(k("r"), Some(k("seen"))), (k("w"), Some(k("mine"))), (k("c"), None)]);
+        assert_eq!(t.known(&k("r")), Some(Some(k("seen"))), "the read set repeats the read");
+        assert!(t.finish_read(vec![k("x")], FxHashMap::default(), true).is_none(), "a missing answer");
+        t.clear();
+        assert_eq!(t.known(&k("r")), None);
+    }
+}
