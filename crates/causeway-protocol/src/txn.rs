@@ -111,6 +111,17 @@ impl TxnBuffer {
     }
 }
 
+/// The writes a coordinator commits: the last value of each key, in the
+/// order of those last writes. A session sends each key once, but a
+/// coordinator takes no client's word for it: one version per key and
+/// transaction.
+pub fn last_write_per_key(writes: Vec<(Key, Value)>) -> Vec<(Key, Value)> {
+    let mut seen: rustc_hash::FxHashSet<Key> = rustc_hash::FxHashSet::default();
+    let mut last: Vec<(Key, Value)> = writes.into_iter().rev().filter(|(k, _)| seen.insert(k.clone())).collect();
+    last.reverse();
+    last
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +129,12 @@ mod tests {
 
     fn k(s: &'static str) -> Key {
         Bytes::from_static(s.as_bytes())
+    }
+
+    #[test]
+    fn a_coordinator_keeps_the_last_write_of_each_key() {
+        let writes = vec![(k("a"), k("1")), (k("b"), k("2")), (k("a"), k("3"))];
+        assert_eq!(last_write_per_key(writes), vec![(k("b"), k("2")), (k("a"), k("3"))]);
     }
 
     #[test]

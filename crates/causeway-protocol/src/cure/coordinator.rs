@@ -7,7 +7,6 @@ use super::vector::VectorTs;
 use crate::engine::{Key, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, PartitionId, ReplicaId, TxId};
-use rustc_hash::FxHashSet;
 
 /// What a coordinator remembers of a running transaction.
 #[derive(Clone, Debug)]
@@ -146,12 +145,7 @@ impl CureReplica {
             Self::reply_error(out, client, Some(tx), SessionError::InvalidArgument("commit with no writes".into()));
             return;
         }
-        // A key written twice keeps its last value: one version per key and
-        // transaction, whatever a client sends.
-        let mut seen: FxHashSet<Key> = FxHashSet::default();
-        let mut last_writes: Vec<(Key, Value)> =
-            writes.into_iter().rev().filter(|(k, _)| seen.insert(k.clone())).collect();
-        last_writes.reverse();
+        let last_writes = crate::txn::last_write_per_key(writes);
         let per_partition = self.topology.group_by_partition(last_writes, |(k, _)| k);
         let Some(ctx) = self.context_for(now, client, tx, out) else { return };
         let snapshot = ctx.snapshot.clone();

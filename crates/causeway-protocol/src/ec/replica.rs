@@ -8,7 +8,6 @@ use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::mvstore::{MvStore, Version};
 use crate::topology::Topology;
-use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 pub type EcOutbox = Outbox<EcMsg, EcTimer>;
@@ -98,10 +97,7 @@ impl EcReplica {
             out.send(client, EcMsg::TxError { error });
             return;
         }
-        let mut seen: FxHashSet<Key> = FxHashSet::default();
-        let mut last_writes: Vec<(Key, Value)> =
-            writes.into_iter().rev().filter(|(k, _)| seen.insert(k.clone())).collect();
-        last_writes.reverse();
+        let last_writes = crate::txn::last_write_per_key(writes);
         let tx = TxId::new(self.id.partition, self.next_tx);
         self.next_tx += 1;
         let ct = self.hlc.tick(now, hwt);
