@@ -2,20 +2,20 @@
 //! live progress line, a summary and the checker's verdict on the history.
 
 use crate::serve::{init_logging, runtime, EmbeddedArgs};
+use crate::verdict;
 use anyhow::{Context, Result};
-use causeway_history::{check, History};
+use causeway_history::History;
 use causeway_load::{settle, visibility, LoadConfig};
 use causeway_runtime::metrics::{class_name, Metrics};
 use causeway_runtime::start;
 use causeway_sim::{WorkloadConfig, WorkloadKind};
 use clap::Args;
 use hdrhistogram::Histogram;
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -167,32 +167,9 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
 
         let history = History { txns: report.records, finals };
         if let Some(path) = &args.history {
-            let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            let mut w = BufWriter::new(file);
-            history.write_jsonl(&mut w).and_then(|_| w.flush())?;
-            println!("  history        {} transactions in {}", history.txns.len(), path.display());
+            verdict::write_history(&history, path)?;
         }
-        let started = Instant::now();
-        let verdict = check(&history);
-        // EC promises no TCC: its violations are the expected outcome.
-        let promised = protocol.is_tcc();
-        println!(
-            "  checker        {} ({} transactions in {:.2} s)",
-            match (verdict.is_tcc(), promised) {
-                (true, _) => "TCC: no violations",
-                (false, true) => "VIOLATIONS FOUND",
-                (false, false) => "violations found, as expected: this protocol does not promise TCC",
-            },
-            history.txns.len(),
-            started.elapsed().as_secs_f64()
-        );
-        if !verdict.is_tcc() {
-            let text = verdict.to_string();
-            // For an expected failure, the counts per kind are enough.
-            let shown = if promised { text.as_str() } else { text.split("\n\n").next().unwrap_or("") };
-            println!("{shown}");
-        }
-        let ok = (verdict.is_tcc() || !promised) && report.errors.is_empty() && seen.unfinished == 0;
+        let ok = verdict::judge(&history, protocol) && report.errors.is_empty() && seen.unfinished == 0;
         Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
     })
 }

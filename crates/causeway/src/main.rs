@@ -5,6 +5,7 @@ mod demo;
 mod serve;
 mod shell;
 mod sim;
+mod verdict;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -1,12 +1,11 @@
 //! `causeway sim`: a simulated cluster from flags.
 
+use crate::verdict;
 use anyhow::{bail, Context, Result};
-use causeway_history::check;
 use causeway_protocol::{Protocol, ProtocolKind, ProtocolVisitor, Tuning};
 use causeway_sim::{Cut, LatencySpikes, Progress, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -205,35 +204,9 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     }
     println!("{report}");
     if let Some(path) = &args.history {
-        let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-        let mut w = BufWriter::new(file);
-        report.history.write_jsonl(&mut w).and_then(|_| w.flush())?;
-        println!(
-            "  history        {} lines in {}",
-            report.history.txns.len() + report.history.finals.len(),
-            path.display()
-        );
+        verdict::write_history(&report.history, path)?;
     }
-    let started = std::time::Instant::now();
-    let verdict = check(&report.history);
-    let elapsed = started.elapsed();
-    // A protocol that does not promise TCC (EC) is judged all the same, but
-    // its violations are the expected outcome, not a failed run.
-    let promises_tcc = args.protocol.is_tcc();
-    let mut ok = (verdict.is_tcc() || !promises_tcc) && report.settled();
-    println!(
-        "  checker        {} ({} transactions in {:.3} s)",
-        match (verdict.is_tcc(), promises_tcc) {
-            (true, _) => "TCC: no violations",
-            (false, true) => "VIOLATIONS FOUND",
-            (false, false) => "violations found, as expected: this protocol does not promise TCC",
-        },
-        report.history.txns.len(),
-        elapsed.as_secs_f64()
-    );
-    if !verdict.is_tcc() {
-        println!("{verdict}");
-    }
+    let mut ok = verdict::judge(&report.history, args.protocol) && report.settled();
     if !report.settled() {
         println!("  the cluster did not settle: writes were still unapplied at the settle limit");
     }
