@@ -56,6 +56,12 @@ impl CureReplica {
             self.serve(now, ParkedRead { from, tx, keys, snapshot }, out);
             return;
         }
+        if self.mode == ClockMode::Hybrid {
+            // H-Cure never waits for its clock: moving the HLC past the
+            // snapshot now makes every later proposal exceed it, so only
+            // transactions already prepared below it can hold the read.
+            self.hlc.observe(now, t);
+        }
         self.parked_seq += 1;
         self.parked.insert((t, self.parked_seq), ParkedRead { from, tx, keys, snapshot });
         self.arm_wake(now, out);

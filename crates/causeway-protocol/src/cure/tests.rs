@@ -146,6 +146,21 @@ fn a_pending_transaction_below_the_snapshot_blocks_the_read_until_its_commit() {
 }
 
 #[test]
+fn h_cure_parks_a_read_only_behind_transactions_prepared_before_it() {
+    let mut r = replica(ClockMode::Hybrid, 1, 2);
+    let pt = prepare(&mut r, START + 10, 7, VectorTs::zero(1));
+    // A snapshot 5 ms ahead of this partition's clock, behind T7.
+    let snapshot = START + 5_000;
+    let out = slice(&mut r, START + 50, 1, vector(&[ts(snapshot)]));
+    assert_eq!(answered(&out, 1), None, "T7 might commit inside the snapshot");
+    // Prepared after the read arrived: above the snapshot, though the clock is not there yet.
+    let later = prepare(&mut r, START + 60, 8, VectorTs::zero(1));
+    assert!(later > ts(snapshot), "proposal {later} inside the parked snapshot");
+    let out = commit(&mut r, START + 70, 7, pt);
+    assert_eq!(answered(&out, 1), Some(Some(Value::from("v7"))), "only T7 held the read");
+}
+
+#[test]
 fn proposals_exceed_every_entry_of_the_snapshot() {
     let mut r = replica(ClockMode::Physical, 3, 1);
     let pt = prepare(&mut r, START, 1, vector(&[ts(10), ts(START + 5_000), ts(20)]));
