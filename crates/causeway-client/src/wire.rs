@@ -109,9 +109,19 @@ pub struct Limits {
     pub max_writes_per_txn: u32,
 }
 
+impl Limits {
+    /// The most bytes of keys and values one read answer or one
+    /// transaction's write set can hold under these limits. Servers keep it
+    /// well under the frame size, so every message fits in one frame.
+    pub fn max_batch_bytes(&self) -> u64 {
+        let pair = u64::from(self.max_key_bytes) + u64::from(self.max_value_bytes);
+        pair * u64::from(self.max_keys_per_read.max(self.max_writes_per_txn))
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_key_bytes: 4096, max_value_bytes: 1 << 20, max_keys_per_read: 10_000, max_writes_per_txn: 10_000 }
+        Limits { max_key_bytes: 1024, max_value_bytes: 64 << 10, max_keys_per_read: 128, max_writes_per_txn: 128 }
     }
 }
 

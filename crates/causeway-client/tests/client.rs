@@ -134,8 +134,10 @@ async fn a_pipelined_write_error_surfaces_at_the_next_call() {
     c.write("d", "v").await.unwrap();
     c.abort().await.unwrap();
 
-    // Many pipelined writes: all acknowledged, all committed.
-    let server = MockServer::start().await.unwrap();
+    // Many pipelined writes (more than the client lets go unacknowledged):
+    // all acknowledged, all committed.
+    let limits = Limits { max_writes_per_txn: 5000, ..Limits::default() };
+    let server = MockServer::start_with(MockConfig { limits, ..MockConfig::default() }).await.unwrap();
     let mut c = Client::connect(server.addr()).await.unwrap();
     c.begin().await.unwrap();
     for i in 0..2000 {

@@ -38,9 +38,10 @@ impl Timestamp {
         self.0 & ((1 << Self::LOGICAL_BITS) - 1)
     }
 
-    /// The next timestamp (`t + 1` in the papers' listings).
+    /// The next timestamp (`t + 1` in the papers' listings), saturating at
+    /// the largest (which no honest clock reaches: 2^52 µs is year 2112).
     pub fn next(self) -> Self {
-        Timestamp(self.0 + 1)
+        Timestamp(self.0.saturating_add(1))
     }
 
     /// The previous timestamp (`t - 1`), saturating at zero.

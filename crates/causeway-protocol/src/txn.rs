@@ -67,16 +67,20 @@ impl TxnBuffer {
             return Err(SessionError::InvalidArgument("empty key".into()));
         }
         let mut known = FxHashMap::default();
+        let mut asked = rustc_hash::FxHashSet::default();
         let mut ask: Vec<Key> = Vec::new();
         for key in keys {
-            if known.contains_key(key) || ask.contains(key) {
+            if known.contains_key(key) || asked.contains(key) {
                 continue;
             }
             match local(key) {
                 Some(v) => {
                     known.insert(key.clone(), v);
                 }
-                None => ask.push(key.clone()),
+                None => {
+                    asked.insert(key.clone());
+                    ask.push(key.clone());
+                }
             }
         }
         Ok((known, ask))

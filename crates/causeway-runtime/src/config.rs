@@ -7,16 +7,18 @@
 //! name = "demo"             # peers of another cluster are refused
 //! protocol = "wren"         # wren (default); see `causeway sim --help`
 //! partitions = 2            # partitions per DC
+//! token_key = "…"           # optional, ≥ 16 characters: nodes that share it
+//!                           # accept each other's session tokens
 //!
 //! [tuning]                  # optional
 //! apply_interval_ms = 5.0   # Δ_R
 //! stabilization_interval_ms = 5.0  # Δ_G
 //!
 //! [limits]                  # optional; these are the defaults
-//! max_key_bytes = 4096
-//! max_value_bytes = 1048576
-//! max_keys_per_read = 10000
-//! max_writes_per_txn = 10000
+//! max_key_bytes = 1024
+//! max_value_bytes = 65536
+//! max_keys_per_read = 128
+//! max_writes_per_txn = 128
 //!
 //! [wan]                     # optional: emulate WAN latency between DCs
 //! emulate = true
@@ -75,6 +77,8 @@ struct File {
     dc: Vec<DcFile>,
     #[serde(default)]
     node: Vec<NodeFile>,
+    /// Authenticates session tokens across the nodes of the cluster.
+    token_key: Option<String>,
 }
 
 fn default_name() -> String {
@@ -121,6 +125,13 @@ struct NodeFile {
     client: SocketAddr,
     metrics: Option<SocketAddr>,
 }
+
+/// The most bytes of keys and values in one read answer or one write set:
+/// well under the 16 MiB frame, which also carries metadata.
+pub const MAX_BATCH_BYTES: u64 = 12 << 20;
+
+/// Client ids carry their node's index in 8 bits.
+pub const MAX_NODES: usize = 255;
 
 /// Reads and validates a cluster config file.
 pub fn load(path: &Path) -> Result<ClusterPlan, ConfigError> {
@@ -192,8 +203,12 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             return Err(format!("[limits] {what} must be at least 1"));
         }
     }
-    if u64::from(limits.max_key_bytes) + u64::from(limits.max_value_bytes) > (12 << 20) {
-        return Err("[limits] a key and a value together must fit in 12 MiB (the frame limit is 16 MiB)".into());
+    if limits.max_batch_bytes() > MAX_BATCH_BYTES {
+        return Err(format!(
+            "[limits] (max_key_bytes + max_value_bytes) × max(max_keys_per_read, max_writes_per_txn) is {} bytes; \
+             it must stay under {MAX_BATCH_BYTES} so a read answer or a write set fits in one message",
+            limits.max_batch_bytes()
+        ));
     }
 
     if file.node.is_empty() {
@@ -281,7 +296,14 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     } else {
         None
     };
-    Ok(ClusterPlan { name: file.name, protocol, topology: Arc::new(topology), tuning, limits, wan, nodes })
+    let token_key = match file.token_key {
+        Some(k) if k.len() < 16 => return Err("token_key must be at least 16 characters".into()),
+        k => k.map(String::into_bytes),
+    };
+    if nodes.len() > MAX_NODES {
+        return Err(format!("{} nodes: a cluster has at most {MAX_NODES}", nodes.len()));
+    }
+    Ok(ClusterPlan { name: file.name, protocol, topology: Arc::new(topology), tuning, limits, wan, token_key, nodes })
 }
 
 /// Whether the protocol can run on this topology (Wren refuses partial

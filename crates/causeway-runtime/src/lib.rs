@@ -20,7 +20,7 @@ pub mod remote;
 pub mod replica_task;
 pub mod router;
 pub mod session_host;
-mod token;
+pub mod token;
 
 pub use node::{start, NodeHandle, StartError};
 pub use plan::ClusterPlan;

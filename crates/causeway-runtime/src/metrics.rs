@@ -139,7 +139,11 @@ pub async fn serve(
 ) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     loop {
-        let Ok((mut stream, _)) = listener.accept().await else { continue };
+        let Ok((mut stream, _)) = listener.accept().await else {
+            // Out of file descriptors, typically: wait rather than spin.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        };
         let metrics = metrics.clone();
         let refresh = refresh.clone();
         tokio::spawn(async move {

@@ -129,6 +129,7 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         let replica = P::replica(id, plan.topology.clone(), &config);
         let task = tokio::spawn(replica_task::run::<P>(replica, rx, router.clone(), gauges, metrics.clone()));
         tasks.push(task.abort_handle());
+        tokio::spawn(crash_stop(id, task));
     }
 
     let host = Arc::new(SessionHost::<P>::new(
@@ -137,6 +138,7 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         plan.topology.clone(),
         config,
         plan.limits,
+        plan.token_key.clone().unwrap_or_else(crate::token::random_key),
         router.clone(),
         metrics.clone(),
     ));
@@ -156,6 +158,25 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         None => None,
     };
     Ok(NodeHandle { name: me.name.clone(), clients, peer, metrics_addr, metrics, replicas, tasks, peers })
+}
+
+/// A replica whose task panicked has lost protocol state its peers rely on;
+/// serving on would stall its DC or worse. Crash-stop: say why and end the
+/// process, as a node of a replicated store should.
+async fn crash_stop(id: ReplicaId, task: tokio::task::JoinHandle<()>) {
+    if let Err(e) = task.await {
+        if e.is_panic() {
+            let why = e.into_panic();
+            let why = why
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| why.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)");
+            tracing::error!("replica dc{}-p{} failed: {why}; stopping the process", id.dc.0, id.partition.0);
+            eprintln!("causeway: replica dc{}-p{} failed: {why}; stopping the process", id.dc.0, id.partition.0);
+            std::process::abort();
+        }
+    }
 }
 
 /// Scrape-time gauges: stable-time lag and queue lengths.

@@ -20,6 +20,9 @@ pub struct ClusterPlan {
     pub limits: Limits,
     /// Extra one-way delay on links between DCs, when WAN emulation is on.
     pub wan: Option<WanDelays>,
+    /// Authenticates session tokens; nodes that share it accept each
+    /// other's. `None`: each node draws its own.
+    pub token_key: Option<Vec<u8>>,
     pub nodes: Vec<NodePlan>,
 }
 
@@ -100,6 +103,7 @@ impl ClusterPlan {
             tuning: Tuning::default(),
             limits: Limits::default(),
             wan,
+            token_key: None,
             nodes: vec![node],
         })
     }

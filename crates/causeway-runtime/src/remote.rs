@@ -19,6 +19,10 @@ impl<M: Message> WireMessage for Envelope<M> {
     }
 }
 
+/// Frames between servers: room for replication groups of several
+/// transactions at the largest size the limits allow.
+pub const MAX_PEER_FRAME_BYTES: usize = 64 << 20;
+
 /// What a node needs of its peer links without knowing the message type.
 pub trait PeerLinks: Send + Sync {
     fn local_addr(&self) -> SocketAddr;
@@ -86,7 +90,10 @@ pub async fn start<M: Message>(plan: &ClusterPlan, node: usize) -> Result<Arc<Li
         }
         peers.push(peer);
     }
-    let config = TransportConfig::new(node as u32, plan.name.clone(), listen, peers);
+    let mut config = TransportConfig::new(node as u32, plan.name.clone(), listen, peers);
+    // The limits keep one transaction's writes or one read answer under
+    // 12 MiB; a replication group may carry several transactions.
+    config.max_frame_bytes = MAX_PEER_FRAME_BYTES;
     let inbound = Arc::new(Inbound { router: OnceLock::new(), early: Mutex::new(Vec::new()) });
     let sink = inbound.clone();
     let transport = Transport::start(config, Arc::new(move |_from, e: Envelope<M>| sink.deliver(e)))
@@ -99,7 +106,12 @@ pub async fn start<M: Message>(plan: &ClusterPlan, node: usize) -> Result<Arc<Li
 impl<M: Message> Remote<M> for Link<M> {
     fn send(&self, node: usize, envelope: Envelope<M>) {
         if let Err(e) = self.transport.send(node as u32, envelope) {
-            tracing::error!("cannot send to node {}: {e}", self.names.get(node).map_or("?", |s| s.as_str()));
+            // Unreachable within the limits; if it happens, the protocol
+            // above has lost a message on a FIFO link and must be told loudly.
+            tracing::error!(
+                "message to node {} dropped: {e}; this replica's protocol state is now suspect",
+                self.names.get(node).map_or("?", |s| s.as_str())
+            );
         }
     }
 

@@ -34,15 +34,18 @@ pub struct SessionHost<P: Protocol> {
     pub config: P::Config,
     pub limits: Limits,
     pub max_frame_bytes: usize,
+    /// Authenticates session tokens ([`token`]).
+    pub token_key: Vec<u8>,
     pub router: Arc<Router<P::Message>>,
     pub metrics: Arc<Metrics>,
     next_client: AtomicU32,
     next_coordinator: AtomicUsize,
 }
 
-/// Requests read ahead of the one being served (pipelining); past this the
-/// server stops reading the socket until it catches up.
-const MAX_QUEUED: usize = 1024;
+/// Bytes of requests read ahead of the one being served (pipelining); past
+/// this the server stops reading the socket until it catches up, so one
+/// client cannot make it buffer without bound.
+const MAX_QUEUED_BYTES: usize = 32 << 20;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn codec(max_frame: usize) -> LengthDelimitedCodec {
@@ -71,6 +74,7 @@ impl<P: Protocol> SessionHost<P> {
         topology: Arc<Topology>,
         config: P::Config,
         limits: Limits,
+        token_key: Vec<u8>,
         router: Arc<Router<P::Message>>,
         metrics: Arc<Metrics>,
     ) -> Self {
@@ -81,6 +85,7 @@ impl<P: Protocol> SessionHost<P> {
             config,
             limits,
             max_frame_bytes: causeway_client::wire::DEFAULT_MAX_FRAME_BYTES,
+            token_key,
             router,
             metrics,
             next_client: AtomicU32::new(0),
@@ -216,11 +221,15 @@ enum Step {
 impl<P: Protocol> Connection<'_, P> {
     async fn run(&mut self, mut framed: Framed<TcpStream, LengthDelimitedCodec>, mut mailbox: MailboxOf<P>) {
         let mut queued: VecDeque<Bytes> = VecDeque::new();
+        let mut queued_bytes = 0usize;
+        // The client closed its side: answer what it sent, then close ours.
+        let mut half_closed = false;
         let (dump_tx, mut dump_rx) = mpsc::unbounded_channel::<Vec<(Key, Bytes)>>();
         loop {
             // Serve queued requests while nothing waits for the cluster.
             while self.pending.is_none() {
                 let Some(frame) = queued.pop_front() else { break };
+                queued_bytes -= frame.len();
                 let (id, step) = match postcard::from_bytes::<RequestFrame>(&frame) {
                     Ok(RequestFrame { id, request }) => (id, self.serve(id, request, &dump_tx)),
                     Err(e) => (0, Step::Close(Response::Error(WireError::Malformed(e.to_string())))),
@@ -239,16 +248,22 @@ impl<P: Protocol> Connection<'_, P> {
                     }
                 }
             }
+            if half_closed && self.pending.is_none() {
+                return;
+            }
             tokio::select! {
-                frame = framed.next(), if queued.len() < MAX_QUEUED => match frame {
-                    Some(Ok(frame)) => queued.push_back(frame.freeze()),
+                frame = framed.next(), if !half_closed && queued_bytes < MAX_QUEUED_BYTES => match frame {
+                    Some(Ok(frame)) => {
+                        queued_bytes += frame.len();
+                        queued.push_back(frame.freeze());
+                    }
                     // Closed, or a frame over the size limit: nothing sensible to answer.
                     Some(Err(e)) => {
                         let e = WireError::Malformed(format!("bad frame: {e}"));
                         let _ = send(&mut framed, 0, Response::Error(e)).await;
                         return;
                     }
-                    None => return,
+                    None => half_closed = true,
                 },
                 Some((from, msg)) = mailbox.recv() => {
                     let event = self.session.on_message(from, msg, &mut self.out);
@@ -351,9 +366,9 @@ impl<P: Protocol> Connection<'_, P> {
                 .session
                 .export_state()
                 .map_err(wire_error)
-                .and_then(|state| token::encode::<P>(self.dc, &state))
+                .and_then(|state| token::encode::<P>(&self.host.token_key, self.dc, &state))
                 .map(|t| Step::Reply(Response::Token(t))),
-            Request::ResumeSession { token } => token::decode::<P>(self.dc, &token)
+            Request::ResumeSession { token } => token::decode::<P>(&self.host.token_key, self.dc, &token)
                 .and_then(|state| self.session.import_state(state).map_err(wire_error))
                 .map(|()| Step::Reply(Response::Resumed)),
             Request::DropPeerConnections => {

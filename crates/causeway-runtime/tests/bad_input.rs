@@ -182,3 +182,18 @@ async fn pipelined_requests_are_answered_in_order() {
     assert!(matches!(got[3].response, Response::Committed(Some(_))));
     assert_eq!(got[4].response, Response::Values(vec![Some(b("1"))]));
 }
+
+#[tokio::test]
+async fn a_client_that_closes_its_side_still_gets_every_answer() {
+    use tokio::io::AsyncWriteExt;
+    let node = cluster().await;
+    let (mut c, _) = Raw::hello(node.client_addr(DcId(0)).unwrap()).await;
+    c.send(Request::Begin).await;
+    c.send(Request::Write { key: b("h"), value: b("1") }).await;
+    c.send(Request::Commit).await;
+    c.framed.get_mut().shutdown().await.unwrap();
+    assert_eq!(c.recv().await.map(|r| r.response), Some(Response::Started));
+    assert_eq!(c.recv().await.map(|r| r.response), Some(Response::Written));
+    assert!(matches!(c.recv().await.map(|r| r.response), Some(Response::Committed(Some(_)))));
+    assert!(c.recv().await.is_none(), "then the server closes");
+}

@@ -43,7 +43,9 @@ fn write_config() -> Cluster {
     let dir = std::env::temp_dir().join(format!("causeway-multiprocess-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ports = free_ports(18);
-    let mut text = String::from("name = \"mp\"\nprotocol = \"wren\"\npartitions = 2\n\n[wan]\nemulate = true\n\n");
+    let mut text = String::from(
+        "name = \"mp\"\nprotocol = \"wren\"\npartitions = 2\ntoken_key = \"a shared secret for tests\"\n\n[wan]\nemulate = true\n\n",
+    );
     let regions = ["virginia", "oregon", "ireland"];
     for r in regions {
         text += &format!("[[dc]]\nname = \"{r}\"\n\n");
@@ -152,6 +154,18 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
         .filter(|(dc, o)| o.value.as_deref().is_some_and(|v| !v.starts_with(&format!("dc{dc}-"))))
         .count();
     assert!(remote_reads > 100, "only {remote_reads} reads saw another DC's writes");
+
+    // A session token from one node of a DC resumes on the other (they share
+    // the token key), and the new connection reads the session's own write.
+    let (a, b) = (cluster.nodes[0].2, cluster.nodes[1].2);
+    let mut first = Client::connect(a).await.unwrap();
+    first.begin().await.unwrap();
+    first.write("handoff", "mine").await.unwrap();
+    first.commit().await.unwrap();
+    let token = first.export_session().await.unwrap();
+    let mut second = Client::connect(b).await.unwrap();
+    second.resume_session(&token).await.unwrap();
+    assert_eq!(second.read_only(&["handoff"]).await.unwrap()[0].as_deref(), Some(&b"mine"[..]));
 
     // The links really broke and came back.
     let text = metrics_text(cluster.nodes[2].3).await;

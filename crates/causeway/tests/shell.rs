@@ -129,7 +129,7 @@ fn info_and_help() {
     let text = stdout(&out);
     assert!(text.contains("dc         1"), "{text}");
     assert!(text.contains("protocol   mock"), "{text}");
-    assert!(text.contains("limits     key 4096 bytes"), "{text}");
+    assert!(text.contains("limits     key 1024 bytes"), "{text}");
     assert!(text.contains("resume TOKEN"), "{text}");
     assert!(text.contains("exit status is 1 if any command"), "{text}");
 }

@@ -104,6 +104,8 @@ fn mistakes_are_named_with_where_they_are() {
             "[tuning] apply_interval_ms = -1: must be a positive number",
         ),
         ("max_value_bytes = 1000", "max_value_bytes = 0", "[limits] max_value_bytes must be at least 1"),
+        ("max_value_bytes = 1000", "max_value_bytes = 1000000", "so a read answer or a write set fits in one message"),
+        ("partitions = 2\n", "partitions = 2\ntoken_key = \"short\"\n", "token_key must be at least 16 characters"),
         ("name = \"o1\"", "name = \"o0\"", "node \"o0\" is declared twice"),
         (
             "client = \"127.0.0.1:7102\"",
