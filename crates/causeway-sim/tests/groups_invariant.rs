@@ -7,9 +7,11 @@
 mod common;
 
 use causeway_history::{OpKind, Status};
-use causeway_protocol::wren::WrenConfig;
+use causeway_protocol::cure::{Cure, HCure};
+use causeway_protocol::wren::Wren;
+use causeway_protocol::Protocol;
 use causeway_sim::{Cut, SimConfig, WorkloadKind};
-use common::{par_seeds, run_wren, seeds};
+use common::{par_seeds, run, seeds};
 use std::collections::BTreeSet;
 
 /// The transaction that wrote `value` (`txid:key`).
@@ -18,8 +20,22 @@ fn writer(value: &str) -> &str {
 }
 
 #[test]
-fn no_snapshot_ever_sees_a_group_half_written() {
-    let n = seeds(40);
+fn no_wren_snapshot_ever_sees_a_group_half_written() {
+    groups_stay_whole::<Wren>(40);
+}
+
+#[test]
+fn no_cure_snapshot_ever_sees_a_group_half_written() {
+    groups_stay_whole::<Cure>(20);
+}
+
+#[test]
+fn no_h_cure_snapshot_ever_sees_a_group_half_written() {
+    groups_stay_whole::<HCure>(20);
+}
+
+fn groups_stay_whole<P: Protocol>(default_seeds: u64) {
+    let n = seeds(default_seeds);
     let outcomes = par_seeds(n, |seed| {
         let config = SimConfig {
             seed,
@@ -42,8 +58,8 @@ fn no_snapshot_ever_sees_a_group_half_written() {
             workload: WorkloadKind::Groups { groups: 4, read_only_fraction: 0.8 },
             ..SimConfig::default()
         };
-        let (report, verdict) = run_wren(config, &WrenConfig::default());
-        assert!(verdict.is_tcc(), "seed {seed}: {verdict}");
+        let (report, verdict) = run::<P>(config, &P::Config::default());
+        assert!(verdict.is_tcc(), "{} seed {seed}: {verdict}", P::NAME);
         let mut group_reads = 0;
         let mut remote_group_reads = 0;
         for t in report.history.txns.iter().filter(|t| t.status == Status::Committed) {
@@ -57,7 +73,12 @@ fn no_snapshot_ever_sees_a_group_half_written() {
             if writers.iter().flatten().any(|w| !w.starts_with(&local)) {
                 remote_group_reads += 1;
             }
-            assert!(writers.windows(2).all(|w| w[0] == w[1]), "seed {seed}: {} saw a mixed group: {writers:?}", t.txid);
+            assert!(
+                writers.windows(2).all(|w| w[0] == w[1]),
+                "{} seed {seed}: {} saw a mixed group: {writers:?}",
+                P::NAME,
+                t.txid
+            );
         }
         // Every DC ends with each group written by a single transaction.
         let groups: BTreeSet<Vec<&str>> = report
@@ -75,13 +96,18 @@ fn no_snapshot_ever_sees_a_group_half_written() {
         for f in &report.history.finals {
             for group in &groups {
                 let writers: Vec<Option<&str>> = group.iter().map(|k| f.state.get(*k).map(|v| writer(v))).collect();
-                assert!(writers.windows(2).all(|w| w[0] == w[1]), "seed {seed}: dc{} ends mixed: {writers:?}", f.dc);
+                assert!(
+                    writers.windows(2).all(|w| w[0] == w[1]),
+                    "{} seed {seed}: dc{} ends mixed: {writers:?}",
+                    P::NAME,
+                    f.dc
+                );
             }
         }
         (group_reads, remote_group_reads)
     });
     let reads: usize = outcomes.iter().map(|o| o.0).sum();
     let remote: usize = outcomes.iter().map(|o| o.1).sum();
-    assert!(reads > 100 * n as usize, "too few group reads to mean anything: {reads}");
-    assert!(remote > 10 * n as usize, "too few groups read from other DCs to mean anything: {remote}");
+    assert!(reads > 100 * n as usize, "{}: too few group reads to mean anything: {reads}", P::NAME);
+    assert!(remote > 10 * n as usize, "{}: too few groups read from other DCs to mean anything: {remote}", P::NAME);
 }
