@@ -5,6 +5,13 @@
 //! ```sh
 //! cargo run -p causeway-client --example transfer -- 127.0.0.1:7100 alice bob 10
 //! ```
+//!
+//! Under causal consistency two transfers that read the same balances do
+//! not conflict: the last writer wins and the other update is lost. Run
+//! twice in a row, the second run starts a new session whose snapshot may
+//! not include the first run's commit yet (Wren makes a commit visible to
+//! other sessions once it is stable, a few milliseconds later). Money moved
+//! this way needs one writer per account, or a serializable protocol.
 
 use causeway_client::{Bytes, Client, Error};
 use std::process::ExitCode;

@@ -209,7 +209,11 @@ impl Client {
         self.check_key(&key)?;
         let limit = self.welcome.limits.max_value_bytes;
         if value.len() as u64 > u64::from(limit) {
-            return Err(Error::TooLarge { what: "value".into(), size: value.len() as u64, limit: limit.into() });
+            return Err(Error::TooLarge {
+                what: "value (bytes)".into(),
+                size: value.len() as u64,
+                limit: limit.into(),
+            });
         }
         self.ensure_open()?;
         // Report an error that has already arrived, without waiting.
@@ -331,7 +335,7 @@ impl Client {
         }
         let limit = self.welcome.limits.max_key_bytes;
         if key.len() as u64 > u64::from(limit) {
-            return Err(Error::TooLarge { what: "key".into(), size: key.len() as u64, limit: limit.into() });
+            return Err(Error::TooLarge { what: "key (bytes)".into(), size: key.len() as u64, limit: limit.into() });
         }
         Ok(())
     }
@@ -439,7 +443,7 @@ impl Client {
             .map_err(|e| Error::InvalidArgument(format!("cannot encode the request: {e}")))?;
         if body.len() > DEFAULT_MAX_FRAME_BYTES {
             return Err(Error::TooLarge {
-                what: "request".into(),
+                what: "request (bytes)".into(),
                 size: body.len() as u64,
                 limit: DEFAULT_MAX_FRAME_BYTES as u64,
             });

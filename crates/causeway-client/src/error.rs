@@ -48,7 +48,7 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// A key, a value or a request is over the server's [limits](crate::wire::Limits).
-    #[error("{what} is {size} bytes, over the limit of {limit}")]
+    #[error("{what}: {size}, over the limit of {limit}")]
     TooLarge {
         /// What is too large (`key`, `value`, `keys in one read`, `request`, …).
         what: String,

@@ -214,7 +214,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
         Request::Write { key, value } => match &mut session.txn {
             None => Err(WireError::NoActiveTransaction),
             Some(writes) => check_key(&limits, &key)
-                .and_then(|()| too_large("value", value.len(), limits.max_value_bytes))
+                .and_then(|()| too_large("value (bytes)", value.len(), limits.max_value_bytes))
                 .and_then(|()| {
                     let n = writes.len() + usize::from(!writes.contains_key(&key));
                     too_large("writes in one transaction", n, limits.max_writes_per_txn)
@@ -297,7 +297,7 @@ fn check_key(limits: &Limits, key: &[u8]) -> Result<(), WireError> {
     if key.is_empty() {
         return Err(WireError::InvalidArgument("empty key".into()));
     }
-    too_large("key", key.len(), limits.max_key_bytes)
+    too_large("key (bytes)", key.len(), limits.max_key_bytes)
 }
 
 fn check_keys(limits: &Limits, keys: &[Bytes]) -> Result<(), WireError> {

@@ -63,7 +63,7 @@ pub enum Request {
     /// peer servers (they reconnect on their own). Answered with
     /// [`Response::Done`].
     DropPeerConnections,
-    /// Operator and test hook: the newest value of every key the server's
+    /// Operator and test hook: the newest applied value of every key the server's
     /// replicas hold. Answered with [`Response::Dump`].
     Dump,
 }
@@ -135,7 +135,8 @@ pub struct Stamp {
     pub txid: u64,
 }
 
-/// The newest values the answering server holds.
+/// The newest applied values the answering server holds (a commit is
+/// applied at the next apply round, Δ_R, for Wren).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dump {
     pub dc: u16,
@@ -171,7 +172,7 @@ pub enum WireError {
     UnknownTransaction,
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    #[error("{what} is {size} bytes, over the limit of {limit}")]
+    #[error("{what}: {size}, over the limit of {limit}")]
     TooLarge { what: String, size: u64, limit: u64 },
     #[error("invalid session token: {0}")]
     BadToken(String),

@@ -206,11 +206,11 @@ async fn invalid_arguments_are_rejected_without_contacting_the_server() {
     assert!(matches!(c.get("").await, Err(Error::InvalidArgument(_))));
     assert!(matches!(c.read_only(&[""]).await, Err(Error::InvalidArgument(_))));
     match c.write("k", vec![0u8; 17]).await {
-        Err(Error::TooLarge { what, size: 17, limit: 16 }) => assert_eq!(what, "value"),
+        Err(Error::TooLarge { what, size: 17, limit: 16 }) => assert_eq!(what, "value (bytes)"),
         other => panic!("expected TooLarge, got {other:?}"),
     }
     match c.write("123456789", "v").await {
-        Err(Error::TooLarge { what, size: 9, limit: 8 }) => assert_eq!(what, "key"),
+        Err(Error::TooLarge { what, size: 9, limit: 8 }) => assert_eq!(what, "key (bytes)"),
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert!(matches!(c.read(&["a", "b", "c", "d"]).await, Err(Error::TooLarge { size: 4, limit: 3, .. })));

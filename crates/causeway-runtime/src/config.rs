@@ -51,7 +51,7 @@ use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: {message}")]
     Syntax { path: PathBuf, message: String },
@@ -205,9 +205,10 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     }
     if limits.max_batch_bytes() > MAX_BATCH_BYTES {
         return Err(format!(
-            "[limits] (max_key_bytes + max_value_bytes) × max(max_keys_per_read, max_writes_per_txn) is {} bytes; \
-             it must stay under {MAX_BATCH_BYTES} so a read answer or a write set fits in one message",
-            limits.max_batch_bytes()
+            "[limits] (max_key_bytes + max_value_bytes) × max(max_keys_per_read, max_writes_per_txn) is {:.1} MiB; \
+             it must stay under {} MiB so a read answer or a write set fits in one message",
+            limits.max_batch_bytes() as f64 / (1 << 20) as f64,
+            MAX_BATCH_BYTES >> 20
         ));
     }
 
@@ -247,7 +248,10 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         let mut replicas = Vec::new();
         for &p in &node.partitions {
             if p >= file.partitions {
-                return Err(format!("{at}: partition {p} does not exist (partitions are 0..{})", file.partitions));
+                return Err(format!(
+                    "{at}: partition {p} does not exist (partitions are 0 to {})",
+                    file.partitions - 1
+                ));
             }
             if let Some(other) = holder.insert((dc, p), node.name.as_str()) {
                 return Err(format!(
@@ -282,7 +286,23 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         }
     }
     let topology = Topology::with_placement(dcs, file.partitions, placement).map_err(|e| e.to_string())?;
-    check_protocol(protocol, &topology, &tuning)?;
+    check_protocol(protocol, &topology, &tuning).map_err(|e| {
+        // Name what is missing where: the protocol only knows the rule.
+        let holder = &holder;
+        let missing: Vec<String> = dc_ids
+            .iter()
+            .flat_map(|(name, &dc)| {
+                (0..file.partitions)
+                    .filter(move |&p| !holder.contains_key(&(dc, p)))
+                    .map(move |p| format!("{name:?} lacks partition {p}"))
+            })
+            .collect();
+        if missing.is_empty() {
+            e
+        } else {
+            format!("{e}; {}", missing.join(", "))
+        }
+    })?;
     let wan = if file.wan.emulate {
         let model = match &file.wan.file {
             None => WanModel::default_model(),

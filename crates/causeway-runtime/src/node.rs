@@ -21,7 +21,7 @@ use tokio::task::AbortHandle;
 pub enum StartError {
     #[error("no node named {0:?} in the cluster config")]
     UnknownNode(String),
-    #[error("cannot listen for {what} on {addr}: {source}")]
+    #[error("cannot listen for {what} on {addr}")]
     Bind { what: &'static str, addr: SocketAddr, source: std::io::Error },
     #[error("{0}")]
     Invalid(String),

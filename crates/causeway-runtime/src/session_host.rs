@@ -319,7 +319,11 @@ impl<P: Protocol> Connection<'_, P> {
         }
         let limit = self.host.limits.max_key_bytes;
         if key.len() > limit as usize {
-            return Err(WireError::TooLarge { what: "key".into(), size: key.len() as u64, limit: limit.into() });
+            return Err(WireError::TooLarge {
+                what: "key (bytes)".into(),
+                size: key.len() as u64,
+                limit: limit.into(),
+            });
         }
         Ok(())
     }
@@ -331,7 +335,7 @@ impl<P: Protocol> Connection<'_, P> {
         }
         if keys.len() > limit as usize {
             return Err(WireError::TooLarge {
-                what: "the key list of a read".into(),
+                what: "keys in one read".into(),
                 size: keys.len() as u64,
                 limit: limit.into(),
             });
@@ -388,14 +392,14 @@ impl<P: Protocol> Connection<'_, P> {
         let limits = self.host.limits;
         if value.len() > limits.max_value_bytes as usize {
             return Err(WireError::TooLarge {
-                what: "value".into(),
+                what: "value (bytes)".into(),
                 size: value.len() as u64,
                 limit: limits.max_value_bytes.into(),
             });
         }
         if self.writes >= limits.max_writes_per_txn {
             return Err(WireError::TooLarge {
-                what: "the write set".into(),
+                what: "writes in one transaction".into(),
                 size: u64::from(self.writes) + 1,
                 limit: limits.max_writes_per_txn.into(),
             });

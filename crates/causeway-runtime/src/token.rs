@@ -56,7 +56,11 @@ pub fn encode<P: Protocol>(key: &[u8], dc: DcId, state: &StateOf<P>) -> Result<B
 pub fn decode<P: Protocol>(key: &[u8], dc: DcId, bytes: &[u8]) -> Result<StateOf<P>, WireError> {
     let token: Token = postcard::from_bytes(bytes).map_err(|_| WireError::BadToken("not a session token".into()))?;
     mac(key, &token.body).verify_slice(&token.mac).map_err(|_| {
-        WireError::BadToken("not issued by this cluster (or by a node that does not share its token key)".into())
+        WireError::BadToken(
+            "issued by a node that does not share this node's token_key (or altered since); \
+             set the same token_key on every node to resume tokens across them"
+                .into(),
+        )
     })?;
     let body: Body = postcard::from_bytes(&token.body).map_err(|_| WireError::BadToken("corrupt token".into()))?;
     if body.version != TOKEN_VERSION {

@@ -97,9 +97,9 @@ async fn empty_and_oversized_keys_and_values_get_errors() {
     let e = error(c.call(Request::Write { key: b(""), value: b("v") }).await);
     assert!(matches!(e, WireError::InvalidArgument(_)));
     let e = error(c.call(Request::Write { key: b("waytoolongkey"), value: b("v") }).await);
-    assert_eq!(e, WireError::TooLarge { what: "key".into(), size: 13, limit: 8 });
+    assert_eq!(e, WireError::TooLarge { what: "key (bytes)".into(), size: 13, limit: 8 });
     let e = error(c.call(Request::Write { key: b("k"), value: Bytes::from(vec![7u8; 17]) }).await);
-    assert_eq!(e, WireError::TooLarge { what: "value".into(), size: 17, limit: 16 });
+    assert_eq!(e, WireError::TooLarge { what: "value (bytes)".into(), size: 17, limit: 16 });
     let e = error(c.call(Request::Read { keys: vec![b("a"), b("b"), b("c"), b("d")] }).await);
     assert!(matches!(e, WireError::TooLarge { size: 4, limit: 3, .. }));
     assert_eq!(c.call(Request::Write { key: b("a"), value: b("1") }).await, Some(Response::Written));

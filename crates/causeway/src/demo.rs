@@ -82,7 +82,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     init_logging();
     anyhow::ensure!(
         args.duration.is_finite() && args.duration > 0.0 && args.duration <= 86_400.0,
-        "--duration must be between 0 and 86400 seconds"
+        "--duration must be more than 0 and at most 86400 seconds"
     );
     anyhow::ensure!(args.clients >= 1, "--clients must be at least 1");
     anyhow::ensure!(args.keys >= 1, "--keys must be at least 1");

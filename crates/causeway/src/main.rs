@@ -22,7 +22,7 @@ struct Cli {
 enum Command {
     /// Run a simulated multi-DC cluster under a workload, check its history, print a summary.
     Sim(sim::SimArgs),
-    /// Check that a history file is transactionally causally consistent (exit 0 if so, 1 if not).
+    /// Check that a history file is transactionally causally consistent (exit 0 if so, 1 if not, 2 if it cannot be read).
     Check(check::CheckArgs),
     /// Start a local 3-DC cluster, run a workload against it, print a summary and the checker's verdict.
     Demo(demo::DemoArgs),
@@ -31,6 +31,7 @@ enum Command {
     /// Run a whole multi-DC cluster in this process and serve clients until interrupted.
     Dev(serve::DevArgs),
     /// Open a shell on a server: begin, read, write and commit by hand (or from a script on stdin).
+    #[command(after_help = shell::HELP)]
     Shell(shell::ShellArgs),
 }
 

@@ -15,9 +15,9 @@ pub struct ServerArgs {
     /// The cluster config file (TOML), the same for every node; see docs/OPERATIONS.md.
     #[arg(long)]
     config: PathBuf,
-    /// Which node of the config this process is.
-    #[arg(long)]
-    node: String,
+    /// Which node of the config this process is (optional with --check).
+    #[arg(long, required_unless_present = "check")]
+    node: Option<String>,
     /// Only check the config file and print the cluster it describes.
     #[arg(long)]
     check: bool,
@@ -58,7 +58,8 @@ pub struct EmbeddedArgs {
 impl EmbeddedArgs {
     pub fn plan(&self, client_port: u16) -> Result<ClusterPlan> {
         let wan = match (self.wan, &self.wan_file) {
-            (OnOff::Off, _) => None,
+            (OnOff::Off, Some(_)) => anyhow::bail!("--wan-file needs --wan on"),
+            (OnOff::Off, None) => None,
             (OnOff::On, None) => Some(WanModel::default_model()),
             (OnOff::On, Some(path)) => {
                 let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -122,27 +123,31 @@ async fn until_interrupted() {
 pub fn server(args: ServerArgs) -> Result<ExitCode> {
     init_logging();
     let plan = config::load(&args.config)?;
-    let Some(index) = plan.node_index(&args.node) else {
-        let names: Vec<_> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
-        anyhow::bail!("no node named {:?} in {} (nodes: {})", args.node, args.config.display(), names.join(", "));
-    };
+    let names: Vec<_> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
+    if let Some(node) = &args.node {
+        if plan.node_index(node).is_none() {
+            anyhow::bail!("no node named {node:?} in {} (nodes: {})", args.config.display(), names.join(", "));
+        }
+    }
     if args.check {
+        let (dcs, partitions) = (plan.topology.dc_count(), plan.topology.partition_count());
         println!(
-            "{}: cluster {:?}, protocol {}, {} DCs × {} partitions, {} nodes; node {:?} runs {} replicas",
+            "{}: cluster {:?}, protocol {}, {dcs} DC{} × {partitions} partition{}, {} node{}: {}",
             args.config.display(),
             plan.name,
             plan.protocol,
-            plan.topology.dc_count(),
-            plan.topology.partition_count(),
-            plan.nodes.len(),
-            args.node,
-            plan.nodes[index].replicas.len()
+            if dcs == 1 { "" } else { "s" },
+            if partitions == 1 { "" } else { "s" },
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
         );
         return Ok(ExitCode::SUCCESS);
     }
+    let node_name = args.node.expect("clap requires --node without --check");
     let rt = runtime()?;
     rt.block_on(async {
-        let node = start(Arc::new(plan), &args.node).await?;
+        let node = start(Arc::new(plan), &node_name).await?;
         for (dc, addr) in &node.clients {
             println!("node {} serving clients of DC {} on {addr}", node.name, dc.0);
         }

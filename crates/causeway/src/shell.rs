@@ -15,7 +15,7 @@ pub struct ShellArgs {
     connect: String,
 }
 
-const HELP: &str = r#"Commands (one per line; keys and values are text, "quoted" if they hold spaces):
+pub const HELP: &str = r#"Commands (one per line; keys and values are text, "quoted" if they hold spaces):
   begin                start a transaction
   read K [K...]        read keys in the running transaction
   write K V            write V under K in the running transaction
@@ -25,7 +25,7 @@ const HELP: &str = r#"Commands (one per line; keys and values are text, "quoted"
   token                print the session token (between transactions)
   resume TOKEN         adopt a session token exported on a connection to the same DC
   info                 the server, its DC, the protocol and the size limits
-  dump                 every key the server holds, with its newest value (an operator hook)
+  dump                 every key the server holds, with its newest applied value (an operator hook)
   connect [ADDR]       open a new connection (a new session), to ADDR or the same server
   help                 this text
   quit, exit           leave (so does Ctrl-D)

@@ -96,7 +96,7 @@ fn errors_are_printed_and_a_failed_script_exits_1() {
     assert_eq!(out.status.code(), Some(1), "{}\n{}", stdout(&out), stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("error: line 1: no transaction is active"), "{err}");
-    assert!(err.contains("error: line 3: value is 7 bytes, over the limit of 4"), "{err}");
+    assert!(err.contains("error: line 3: value (bytes): 7, over the limit of 4"), "{err}");
     assert!(err.contains("error: line 4: unknown command \"frobnicate\""), "{err}");
     assert!(err.contains("error: line 5: usage: write K V"), "{err}");
     // The commands after the errors ran.

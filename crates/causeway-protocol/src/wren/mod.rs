@@ -104,7 +104,7 @@ impl Protocol for Wren {
     fn validate(topology: &Topology, config: &WrenConfig) -> Result<(), String> {
         if !topology.is_fully_replicated() {
             return Err(
-                "Wren needs full replication: every DC must hold every partition (use PaRiS for partial)".into()
+                "Wren needs full replication: every DC must hold every partition (partial replication comes with PaRiS, not yet available)".into()
             );
         }
         if config.apply_interval_us == 0 || config.stabilization_interval_us == 0 {

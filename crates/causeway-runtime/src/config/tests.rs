@@ -89,7 +89,7 @@ fn mistakes_are_named_with_where_they_are() {
         (
             "partitions = [1]\npeer",
             "partitions = [5]\npeer",
-            "node \"o1\": partition 5 does not exist (partitions are 0..2)",
+            "node \"o1\": partition 5 does not exist (partitions are 0 to 1)",
         ),
         (
             "dc = \"oregon\"\npartitions = [0]",
