@@ -37,6 +37,9 @@ const WRITE_TARGET: usize = 1 << 20;
 type Acks = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
 
 /// Runs for the life of the transport.
+const DOWN_FIRST_WARNING: std::time::Duration = std::time::Duration::from_secs(5);
+const DOWN_REPEAT_WARNING: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
     let mut epoch = shared.epoch.subscribe();
     let mut retained = Retained::default();
@@ -44,11 +47,22 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
     let mut high_water = 0;
     let mut backoff = shared.cfg.reconnect_min;
     let mut established = false;
+    // Since when the peer cannot be reached, and when an operator was last told.
+    let mut down: Option<(std::time::Instant, std::time::Instant)> = None;
     loop {
         // Connection drops requested before this attempt do not concern it.
         epoch.borrow_and_update();
         match connect(&shared, &peer, &retained).await {
             Ok((acks, wr, next)) => {
+                if let Some((since, _)) = down.take() {
+                    tracing::info!(
+                        node = shared.cfg.node,
+                        peer = peer.node,
+                        "connected to {} after {:.0} s",
+                        peer.addr,
+                        since.elapsed().as_secs_f64()
+                    );
+                }
                 if established {
                     peer.counters.reconnects.fetch_add(1, Relaxed);
                 }
@@ -66,6 +80,22 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                     warn!(node = shared.cfg.node, peer = peer.node, "peer refused us: {e}");
                 } else {
                     debug!(node = shared.cfg.node, peer = peer.node, "cannot connect: {e}");
+                }
+                // An unreachable peer stalls what waits on it (its DC's
+                // stable time, transactions it takes part in): say so after
+                // a few seconds, then once a minute.
+                let now = std::time::Instant::now();
+                let (since, told) = down.get_or_insert((now, now));
+                let quiet = if *told == *since { DOWN_FIRST_WARNING } else { DOWN_REPEAT_WARNING };
+                if now.duration_since(*told) >= quiet {
+                    *told = now;
+                    warn!(
+                        node = shared.cfg.node,
+                        peer = peer.node,
+                        "peer {} unreachable for {:.0} s ({e}); messages to it are queued",
+                        peer.addr,
+                        now.duration_since(*since).as_secs_f64()
+                    );
                 }
             }
         }
