@@ -104,14 +104,17 @@ fn validate(topology: &Topology, config: &CureConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// The Cure family: `HYBRID` picks the clock rule (the only difference).
+pub struct CureOn<const HYBRID: bool>;
+
 /// Cure, on physical clocks.
-pub struct Cure;
+pub type Cure = CureOn<false>;
 
 /// H-Cure: Cure on hybrid logical clocks.
-pub struct HCure;
+pub type HCure = CureOn<true>;
 
-impl Protocol for Cure {
-    const NAME: &'static str = "cure";
+impl<const HYBRID: bool> Protocol for CureOn<HYBRID> {
+    const NAME: &'static str = if HYBRID { "h-cure" } else { "cure" };
     type Config = CureConfig;
     type Message = CureMsg;
     type Replica = CureReplica;
@@ -126,31 +129,8 @@ impl Protocol for Cure {
     }
 
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &CureConfig) -> CureReplica {
-        CureReplica::new(id, topology, config.clone(), ClockMode::Physical)
-    }
-
-    fn session(id: ClientId, coordinator: ReplicaId, topology: Arc<Topology>, _config: &CureConfig) -> CureSession {
-        CureSession::new(id, coordinator, topology.dc_count())
-    }
-}
-
-impl Protocol for HCure {
-    const NAME: &'static str = "h-cure";
-    type Config = CureConfig;
-    type Message = CureMsg;
-    type Replica = CureReplica;
-    type Session = CureSession;
-
-    fn configure(tuning: &Tuning) -> CureConfig {
-        CureConfig::tuned(tuning)
-    }
-
-    fn validate(topology: &Topology, config: &CureConfig) -> Result<(), String> {
-        validate(topology, config)
-    }
-
-    fn replica(id: ReplicaId, topology: Arc<Topology>, config: &CureConfig) -> CureReplica {
-        CureReplica::new(id, topology, config.clone(), ClockMode::Hybrid)
+        let mode = if HYBRID { ClockMode::Hybrid } else { ClockMode::Physical };
+        CureReplica::new(id, topology, config.clone(), mode)
     }
 
     fn session(id: ClientId, coordinator: ReplicaId, topology: Arc<Topology>, _config: &CureConfig) -> CureSession {
