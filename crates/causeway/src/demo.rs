@@ -65,15 +65,11 @@ fn percentiles(h: &Histogram<u64>) -> String {
     )
 }
 
-pub fn bytes_by_class(metrics: &Metrics) -> String {
+fn bytes_by_class(metrics: &Metrics) -> String {
     use causeway_protocol::MsgClass::*;
     [Client, Transaction, Replication, Stabilization]
         .into_iter()
-        .map(|c| {
-            let label = vec![("class", class_name(c).to_string())];
-            let bytes = metrics.bytes_sent.get_or_create(&label).get();
-            format!("{} {:.1} MB", class_name(c), bytes as f64 / 1e6)
-        })
+        .map(|c| format!("{} {:.1} MB", class_name(c), metrics.bytes_sent_of(c) as f64 / 1e6))
         .collect::<Vec<_>>()
         .join(", ")
 }
