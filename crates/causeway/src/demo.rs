@@ -85,6 +85,13 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     anyhow::ensure!(args.reads + args.writes >= 1, "a transaction needs at least one read or write");
     anyhow::ensure!(args.zipf.is_finite() && args.zipf >= 0.0, "--zipf must be 0 or more");
     let plan = args.cluster.plan(0)?;
+    let limits = plan.limits;
+    anyhow::ensure!(
+        args.reads <= limits.max_keys_per_read && args.writes <= limits.max_writes_per_txn,
+        "--reads and --writes must be at most {} and {} (the server's limits)",
+        limits.max_keys_per_read,
+        limits.max_writes_per_txn
+    );
     let workload = WorkloadKind::Random(WorkloadConfig {
         reads_per_txn: args.reads,
         writes_per_txn: args.writes,
