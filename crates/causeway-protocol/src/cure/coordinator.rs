@@ -8,31 +8,8 @@ use crate::engine::{Key, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, PartitionId, ReplicaId, TxId};
 
-/// What a coordinator remembers of a running transaction.
-#[derive(Clone, Debug)]
-pub struct TxContext {
-    pub client: Addr,
-    pub snapshot: VectorTs,
-    /// Local clock reading of the client's last request.
-    pub last_active: PhysicalMicros,
-    pub pending: Pending,
-}
-
-#[derive(Clone, Debug)]
-pub enum Pending {
-    Idle,
-    /// Waiting for read slices from this many partitions.
-    Read {
-        waiting: usize,
-        values: Vec<(Key, Option<Value>)>,
-    },
-    /// Waiting for prepare replies; `ct` is the maximum proposal so far.
-    Commit {
-        waiting: usize,
-        ct: Timestamp,
-        cohorts: Vec<PartitionId>,
-    },
-}
+/// What a Cure coordinator remembers of a running transaction.
+pub type TxContext = crate::coordination::TxContext<VectorTs>;
 
 impl CureReplica {
     fn cohort(&self, partition: PartitionId) -> Addr {
@@ -65,8 +42,7 @@ impl CureReplica {
         let tx = TxId::new(self.id.partition, self.next_tx);
         self.next_tx += 1;
         let snapshot = self.assign_snapshot(now, &seen);
-        self.contexts
-            .insert(tx, TxContext { client, snapshot: snapshot.clone(), last_active: now, pending: Pending::Idle });
+        self.contexts.open(now, tx, client, snapshot.clone());
         out.send(client, CureMsg::StartTxResp { tx, snapshot });
     }
 
@@ -79,17 +55,10 @@ impl CureReplica {
         tx: TxId,
         out: &mut CureOutbox,
     ) -> Option<&mut TxContext> {
-        match self.contexts.get_mut(&tx) {
-            Some(ctx) if ctx.client == client => {
-                if !matches!(ctx.pending, Pending::Idle) {
-                    Self::reply_error(out, client, Some(tx), SessionError::OperationInProgress);
-                    return None;
-                }
-                ctx.last_active = now;
-                Some(ctx)
-            }
-            _ => {
-                Self::reply_error(out, client, Some(tx), SessionError::UnknownTransaction);
+        match self.contexts.for_operation(now, client, tx) {
+            Ok(ctx) => Some(ctx),
+            Err(e) => {
+                Self::reply_error(out, client, Some(tx), e);
                 None
             }
         }
@@ -111,21 +80,15 @@ impl CureReplica {
             return;
         }
         let snapshot = ctx.snapshot.clone();
-        ctx.pending = Pending::Read { waiting: slices.len(), values: Vec::new() };
+        ctx.await_slices(slices.len());
         for (partition, keys) in slices {
             out.send(self.cohort(partition), CureMsg::SliceReq { tx, keys, snapshot: snapshot.clone() });
         }
     }
 
     pub(crate) fn on_slice_resp(&mut self, tx: TxId, slice: Vec<(Key, Option<Value>)>, out: &mut CureOutbox) {
-        let Some(ctx) = self.contexts.get_mut(&tx) else { return };
-        let Pending::Read { waiting, values } = &mut ctx.pending else { return };
-        values.extend(slice);
-        *waiting -= 1;
-        if *waiting == 0 {
-            let values = std::mem::take(values);
-            ctx.pending = Pending::Idle;
-            out.send(ctx.client, CureMsg::TxReadResp { tx, values });
+        if let Some((client, values)) = self.contexts.slice_arrived(tx, slice) {
+            out.send(client, CureMsg::TxReadResp { tx, values });
         }
     }
 
@@ -150,11 +113,7 @@ impl CureReplica {
         let Some(ctx) = self.context_for(now, client, tx, out) else { return };
         let snapshot = ctx.snapshot.clone();
         let ht = snapshot.max_entry().max(hwt);
-        ctx.pending = Pending::Commit {
-            waiting: per_partition.len(),
-            ct: Timestamp::ZERO,
-            cohorts: per_partition.keys().copied().collect(),
-        };
+        ctx.await_proposals(per_partition.keys().copied().collect());
         for (partition, writes) in per_partition {
             out.send(self.cohort(partition), CureMsg::PrepareReq { tx, snapshot: snapshot.clone(), ht, writes });
         }
@@ -162,36 +121,23 @@ impl CureReplica {
 
     /// The commit time is the maximum proposal.
     pub(crate) fn on_prepare_resp(&mut self, tx: TxId, pt: Timestamp, out: &mut CureOutbox) {
-        let Some(ctx) = self.contexts.get_mut(&tx) else { return };
-        let Pending::Commit { waiting, ct, .. } = &mut ctx.pending else { return };
-        *ct = (*ct).max(pt);
-        *waiting -= 1;
-        if *waiting > 0 {
-            return;
-        }
-        let ctx = self.contexts.remove(&tx).expect("context present");
-        let Pending::Commit { ct, cohorts, .. } = ctx.pending else { unreachable!() };
-        for partition in cohorts {
+        let Some(decided) = self.contexts.proposal_arrived(tx, pt) else { return };
+        let ct = decided.ct;
+        for partition in decided.cohorts {
             out.send(self.cohort(partition), CureMsg::Commit { tx, ct });
         }
-        out.send(ctx.client, CureMsg::CommitResp { tx, ct });
+        out.send(decided.client, CureMsg::CommitResp { tx, ct });
     }
 
     /// A read-only or aborted transaction is over.
     pub(crate) fn on_end_tx(&mut self, tx: TxId) {
-        if matches!(self.contexts.get(&tx), Some(ctx) if matches!(ctx.pending, Pending::Idle)) {
-            self.contexts.remove(&tx);
-        }
+        self.contexts.end(tx);
     }
 
     /// Forgets idle transactions whose client has been silent longer than
     /// the timeout; a later request for one is answered `UnknownTransaction`.
     pub(crate) fn expire_contexts(&mut self, now: PhysicalMicros) {
-        let timeout = self.config.tx_context_timeout_us;
-        let before = self.contexts.len();
-        self.contexts
-            .retain(|_, ctx| !matches!(ctx.pending, Pending::Idle) || now.saturating_sub(ctx.last_active) < timeout);
-        self.stats.contexts_expired += (before - self.contexts.len()) as u64;
+        self.stats.contexts_expired += self.contexts.expire(now, self.config.tx_context_timeout_us);
     }
 
     /// The oldest snapshot a transaction coordinated here may still read:
@@ -204,8 +150,8 @@ impl CureReplica {
             super::ClockMode::Hybrid => self.hlc.current().max(Timestamp::from_physical(now)),
         };
         oldest.raise(self.dc(), clock);
-        for ctx in self.contexts.values() {
-            oldest.meet(&ctx.snapshot);
+        for snapshot in self.contexts.snapshots() {
+            oldest.meet(snapshot);
         }
         oldest
     }

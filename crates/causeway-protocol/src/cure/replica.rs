@@ -2,10 +2,10 @@
 //! dispatch of its inputs to the coordinator, cohort, apply and
 //! stabilization roles.
 
-use super::coordinator::TxContext;
 use super::messages::{CureMsg, TxWrites};
 use super::vector::{self, VectorTs};
 use super::{ClockMode, CureConfig};
+use crate::coordination::Contexts;
 use crate::engine::{CommitStamp, Key, Outbox, Replica, ReplicaStats, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
@@ -86,7 +86,7 @@ pub struct CureReplica {
     /// When the earliest armed `WakeReads` timer fires (local clock).
     pub(crate) wake_at: Option<PhysicalMicros>,
     /// Transactions this replica coordinates.
-    pub(crate) contexts: FxHashMap<TxId, TxContext>,
+    pub(crate) contexts: Contexts<VectorTs>,
     pub(crate) next_tx: u64,
     /// The oldest snapshot any running transaction in the DC may read;
     /// versions older than what it sees are collected.
@@ -122,7 +122,7 @@ impl CureReplica {
             parked: BTreeMap::new(),
             parked_seq: 0,
             wake_at: None,
-            contexts: FxHashMap::default(),
+            contexts: Contexts::default(),
             next_tx: 0,
             s_old: VectorTs::zero(dcs),
             stats: ReplicaStats::default(),

@@ -9,31 +9,8 @@ use crate::engine::{Key, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, PartitionId, ReplicaId, TxId};
 
-/// What a coordinator remembers of a running transaction (`TX[id]`).
-#[derive(Clone, Debug)]
-pub struct TxContext {
-    pub client: Addr,
-    pub snapshot: Snapshot,
-    /// Local clock reading of the client's last request.
-    pub last_active: PhysicalMicros,
-    pub pending: Pending,
-}
-
-#[derive(Clone, Debug)]
-pub enum Pending {
-    Idle,
-    /// Waiting for read slices from this many partitions.
-    Read {
-        waiting: usize,
-        values: Vec<(Key, Option<Value>)>,
-    },
-    /// Waiting for prepare replies; `ct` is the maximum proposal so far.
-    Commit {
-        waiting: usize,
-        ct: Timestamp,
-        cohorts: Vec<PartitionId>,
-    },
-}
+/// What a Wren coordinator remembers of a running transaction (`TX[id]`).
+pub type TxContext = crate::coordination::TxContext<Snapshot>;
 
 impl WrenReplica {
     fn cohort(&self, partition: PartitionId) -> Addr {
@@ -65,7 +42,7 @@ impl WrenReplica {
             }
             _ => self.current_snapshot(),
         };
-        self.contexts.insert(tx, TxContext { client, snapshot, last_active: now, pending: Pending::Idle });
+        self.contexts.open(now, tx, client, snapshot);
         out.send(client, WrenMsg::StartTxResp { tx, snapshot });
     }
 
@@ -78,17 +55,10 @@ impl WrenReplica {
         tx: TxId,
         out: &mut WrenOutbox,
     ) -> Option<&mut TxContext> {
-        match self.contexts.get_mut(&tx) {
-            Some(ctx) if ctx.client == client => {
-                if !matches!(ctx.pending, Pending::Idle) {
-                    Self::reply_error(out, client, Some(tx), SessionError::OperationInProgress);
-                    return None;
-                }
-                ctx.last_active = now;
-                Some(ctx)
-            }
-            _ => {
-                Self::reply_error(out, client, Some(tx), SessionError::UnknownTransaction);
+        match self.contexts.for_operation(now, client, tx) {
+            Ok(ctx) => Some(ctx),
+            Err(e) => {
+                Self::reply_error(out, client, Some(tx), e);
                 None
             }
         }
@@ -110,21 +80,15 @@ impl WrenReplica {
             return;
         }
         let snapshot = ctx.snapshot;
-        ctx.pending = Pending::Read { waiting: slices.len(), values: Vec::new() };
+        ctx.await_slices(slices.len());
         for (partition, keys) in slices {
             out.send(self.cohort(partition), WrenMsg::SliceReq { tx, keys, snapshot });
         }
     }
 
     pub(crate) fn on_slice_resp(&mut self, tx: TxId, slice: Vec<(Key, Option<Value>)>, out: &mut WrenOutbox) {
-        let Some(ctx) = self.contexts.get_mut(&tx) else { return };
-        let Pending::Read { waiting, values } = &mut ctx.pending else { return };
-        values.extend(slice);
-        *waiting -= 1;
-        if *waiting == 0 {
-            let values = std::mem::take(values);
-            ctx.pending = Pending::Idle;
-            out.send(ctx.client, WrenMsg::TxReadResp { tx, values });
+        if let Some((client, values)) = self.contexts.slice_arrived(tx, slice) {
+            out.send(client, WrenMsg::TxReadResp { tx, values });
         }
     }
 
@@ -148,11 +112,7 @@ impl WrenReplica {
         let snapshot = ctx.snapshot;
         // The highest timestamp the client has seen: the proposal exceeds it.
         let ht = snapshot.lt.max(snapshot.rt).max(hwt);
-        ctx.pending = Pending::Commit {
-            waiting: per_partition.len(),
-            ct: Timestamp::ZERO,
-            cohorts: per_partition.keys().copied().collect(),
-        };
+        ctx.await_proposals(per_partition.keys().copied().collect());
         for (partition, writes) in per_partition {
             out.send(self.cohort(partition), WrenMsg::PrepareReq { tx, snapshot, ht, writes });
         }
@@ -160,36 +120,23 @@ impl WrenReplica {
 
     /// Alg. 2, lines 25–28: the commit time is the maximum proposal.
     pub(crate) fn on_prepare_resp(&mut self, tx: TxId, pt: Timestamp, out: &mut WrenOutbox) {
-        let Some(ctx) = self.contexts.get_mut(&tx) else { return };
-        let Pending::Commit { waiting, ct, .. } = &mut ctx.pending else { return };
-        *ct = (*ct).max(pt);
-        *waiting -= 1;
-        if *waiting > 0 {
-            return;
-        }
-        let ctx = self.contexts.remove(&tx).expect("context present");
-        let Pending::Commit { ct, cohorts, .. } = ctx.pending else { unreachable!() };
-        for partition in cohorts {
+        let Some(decided) = self.contexts.proposal_arrived(tx, pt) else { return };
+        let ct = decided.ct;
+        for partition in decided.cohorts {
             out.send(self.cohort(partition), WrenMsg::Commit { tx, ct });
         }
-        out.send(ctx.client, WrenMsg::CommitResp { tx, ct });
+        out.send(decided.client, WrenMsg::CommitResp { tx, ct });
     }
 
     /// A read-only or aborted transaction is over.
     pub(crate) fn on_end_tx(&mut self, tx: TxId) {
-        if matches!(self.contexts.get(&tx), Some(ctx) if matches!(ctx.pending, Pending::Idle)) {
-            self.contexts.remove(&tx);
-        }
+        self.contexts.end(tx);
     }
 
     /// Forgets idle transactions whose client has been silent longer than
     /// the timeout; a later request for one is answered `UnknownTransaction`.
     pub(crate) fn expire_contexts(&mut self, now: PhysicalMicros) {
-        let timeout = self.config.tx_context_timeout_us;
-        let before = self.contexts.len();
-        self.contexts
-            .retain(|_, ctx| !matches!(ctx.pending, Pending::Idle) || now.saturating_sub(ctx.last_active) < timeout);
-        self.stats.contexts_expired += (before - self.contexts.len()) as u64;
+        self.stats.contexts_expired += self.contexts.expire(now, self.config.tx_context_timeout_us);
     }
 
     /// The snapshot a transaction starting here now gets (Alg. 2, line 5):
@@ -201,6 +148,6 @@ impl WrenReplica {
     /// The oldest snapshot a transaction coordinated here may still read;
     /// with none running, the snapshot a new one would get (§IV, GC).
     pub(crate) fn oldest_local_snapshot(&self) -> Snapshot {
-        self.contexts.values().fold(self.current_snapshot(), |oldest, ctx| oldest.meet(ctx.snapshot))
+        self.contexts.snapshots().fold(self.current_snapshot(), |oldest, s| oldest.meet(*s))
     }
 }

@@ -1,11 +1,11 @@
 //! The state of a Wren partition replica `p_n^m` and the dispatch of its
 //! inputs to the coordinator, cohort, apply and stabilization roles.
 
-use super::coordinator::TxContext;
 use super::messages::{TxWrites, WrenMsg};
 use super::snapshot::{self, Snapshot};
 use super::stabilization::Bist;
 use super::WrenConfig;
+use crate::coordination::Contexts;
 use crate::engine::{CommitStamp, Key, Outbox, Replica, ReplicaStats, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
@@ -57,7 +57,7 @@ pub struct WrenReplica {
     /// Committed transactions not applied yet, in commit order.
     pub(crate) committed: BTreeMap<(Timestamp, TxId), TxWrites>,
     /// Transactions this replica coordinates.
-    pub(crate) contexts: FxHashMap<TxId, TxContext>,
+    pub(crate) contexts: Contexts<Snapshot>,
     pub(crate) next_tx: u64,
     pub(crate) bist: Bist,
     /// The oldest snapshot any running transaction in the DC may read
@@ -88,7 +88,7 @@ impl WrenReplica {
             prepared_order: BTreeSet::new(),
             prepared: FxHashMap::default(),
             committed: BTreeMap::new(),
-            contexts: FxHashMap::default(),
+            contexts: Contexts::default(),
             next_tx: 0,
             bist,
             s_old: Snapshot::default(),

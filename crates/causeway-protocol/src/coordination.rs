@@ -1,0 +1,206 @@
+//! What a coordinator keeps of the transactions it runs (the papers'
+//! `TX[id]`), whatever the protocol's snapshot: who the client is, the
+//! snapshot it reads, and the operation in flight — read slices being
+//! gathered, or prepare proposals being maxed into a commit time.
+
+use crate::engine::{Key, SessionError, Value};
+use crate::hlc::{PhysicalMicros, Timestamp};
+use crate::ids::{Addr, PartitionId, TxId};
+use rustc_hash::FxHashMap;
+
+/// What a read returns: each key with its value, if it has one.
+pub type Values = Vec<(Key, Option<Value>)>;
+
+#[derive(Clone, Debug)]
+pub struct TxContext<S> {
+    pub client: Addr,
+    pub snapshot: S,
+    /// Local clock reading of the client's last request.
+    last_active: PhysicalMicros,
+    pending: Pending,
+}
+
+#[derive(Clone, Debug)]
+enum Pending {
+    Idle,
+    /// Waiting for read slices from this many partitions.
+    Read {
+        waiting: usize,
+        values: Vec<(Key, Option<Value>)>,
+    },
+    /// Waiting for prepare replies; `ct` is the maximum proposal so far.
+    Commit {
+        waiting: usize,
+        ct: Timestamp,
+        cohorts: Vec<PartitionId>,
+    },
+}
+
+impl<S> TxContext<S> {
+    /// The read being sent now waits for `slices` answers.
+    pub fn await_slices(&mut self, slices: usize) {
+        self.pending = Pending::Read { waiting: slices, values: Vec::new() };
+    }
+
+    /// The commit being sent now waits for a proposal from each cohort.
+    pub fn await_proposals(&mut self, cohorts: Vec<PartitionId>) {
+        self.pending = Pending::Commit { waiting: cohorts.len(), ct: Timestamp::ZERO, cohorts };
+    }
+}
+
+/// A commit decided: every cohort proposed, the commit time is the largest.
+pub struct Decided {
+    pub client: Addr,
+    pub ct: Timestamp,
+    pub cohorts: Vec<PartitionId>,
+}
+
+#[derive(Debug)]
+pub struct Contexts<S> {
+    map: FxHashMap<TxId, TxContext<S>>,
+}
+
+impl<S> Default for Contexts<S> {
+    fn default() -> Self {
+        Contexts { map: FxHashMap::default() }
+    }
+}
+
+impl<S> Contexts<S> {
+    pub fn open(&mut self, now: PhysicalMicros, tx: TxId, client: Addr, snapshot: S) {
+        self.map.insert(tx, TxContext { client, snapshot, last_active: now, pending: Pending::Idle });
+    }
+
+    /// The context of `tx` for a new operation from `client`, or why there
+    /// is none: unknown (or expired, or another client's), or busy.
+    pub fn for_operation(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        tx: TxId,
+    ) -> Result<&mut TxContext<S>, SessionError> {
+        match self.map.get_mut(&tx) {
+            Some(ctx) if ctx.client == client => {
+                if !matches!(ctx.pending, Pending::Idle) {
+                    return Err(SessionError::OperationInProgress);
+                }
+                ctx.last_active = now;
+                Ok(ctx)
+            }
+            _ => Err(SessionError::UnknownTransaction),
+        }
+    }
+
+    /// A read slice came back; with the last one, the client and all values.
+    pub fn slice_arrived(&mut self, tx: TxId, slice: Values) -> Option<(Addr, Values)> {
+        let ctx = self.map.get_mut(&tx)?;
+        let Pending::Read { waiting, values } = &mut ctx.pending else { return None };
+        values.extend(slice);
+        *waiting -= 1;
+        if *waiting > 0 {
+            return None;
+        }
+        let values = std::mem::take(values);
+        ctx.pending = Pending::Idle;
+        Some((ctx.client, values))
+    }
+
+    /// A cohort proposed `pt`; with the last proposal the transaction is
+    /// decided and its context forgotten.
+    pub fn proposal_arrived(&mut self, tx: TxId, pt: Timestamp) -> Option<Decided> {
+        let ctx = self.map.get_mut(&tx)?;
+        let Pending::Commit { waiting, ct, .. } = &mut ctx.pending else { return None };
+        *ct = (*ct).max(pt);
+        *waiting -= 1;
+        if *waiting > 0 {
+            return None;
+        }
+        let ctx = self.map.remove(&tx)?;
+        let Pending::Commit { ct, cohorts, .. } = ctx.pending else { return None };
+        Some(Decided { client: ctx.client, ct, cohorts })
+    }
+
+    /// A read-only or aborted transaction is over (ignored while an
+    /// operation of it is in flight).
+    pub fn end(&mut self, tx: TxId) {
+        if matches!(self.map.get(&tx), Some(ctx) if matches!(ctx.pending, Pending::Idle)) {
+            self.map.remove(&tx);
+        }
+    }
+
+    /// Forgets idle transactions whose client has been silent for
+    /// `timeout_us`; returns how many.
+    pub fn expire(&mut self, now: PhysicalMicros, timeout_us: u64) -> u64 {
+        let before = self.map.len();
+        self.map
+            .retain(|_, ctx| !matches!(ctx.pending, Pending::Idle) || now.saturating_sub(ctx.last_active) < timeout_us);
+        (before - self.map.len()) as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The snapshots of the running transactions (for the GC bound).
+    pub fn snapshots(&self) -> impl Iterator<Item = &S> {
+        self.map.values().map(|ctx| &ctx.snapshot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ClientId, DcId};
+
+    fn client(i: u32) -> Addr {
+        Addr::Client(ClientId { dc: DcId(0), index: i })
+    }
+
+    #[test]
+    fn an_operation_needs_the_clients_own_idle_context() {
+        let mut c: Contexts<u8> = Contexts::default();
+        let tx = TxId(1);
+        c.open(0, tx, client(1), 7);
+        assert_eq!(c.for_operation(1, client(2), tx).err(), Some(SessionError::UnknownTransaction));
+        assert_eq!(c.for_operation(1, client(1), TxId(9)).err(), Some(SessionError::UnknownTransaction));
+        c.for_operation(1, client(1), tx).unwrap().await_slices(2);
+        assert_eq!(c.for_operation(2, client(1), tx).err(), Some(SessionError::OperationInProgress));
+        assert!(c.slice_arrived(tx, vec![]).is_none());
+        let (to, _) = c.slice_arrived(tx, vec![]).expect("the last slice completes the read");
+        assert_eq!(to, client(1));
+        assert!(c.slice_arrived(tx, vec![]).is_none(), "a stray slice is ignored");
+        assert!(c.for_operation(3, client(1), tx).is_ok());
+    }
+
+    #[test]
+    fn the_commit_time_is_the_largest_proposal_and_decides_once() {
+        let mut c: Contexts<u8> = Contexts::default();
+        let tx = TxId(1);
+        c.open(0, tx, client(1), 0);
+        c.for_operation(0, client(1), tx).unwrap().await_proposals(vec![PartitionId(0), PartitionId(1)]);
+        assert!(c.proposal_arrived(tx, Timestamp(9)).is_none());
+        let d = c.proposal_arrived(tx, Timestamp(5)).expect("decided");
+        assert_eq!((d.ct, d.cohorts.len()), (Timestamp(9), 2));
+        assert!(c.is_empty());
+        assert!(c.proposal_arrived(tx, Timestamp(99)).is_none());
+    }
+
+    #[test]
+    fn only_idle_silent_contexts_expire() {
+        let mut c: Contexts<u8> = Contexts::default();
+        c.open(0, TxId(1), client(1), 0);
+        c.open(0, TxId(2), client(2), 0);
+        c.for_operation(0, client(2), TxId(2)).unwrap().await_slices(1);
+        c.open(50, TxId(3), client(3), 0);
+        assert_eq!(c.expire(100, 60), 1);
+        assert_eq!(c.len(), 2);
+        c.end(TxId(2));
+        assert_eq!(c.len(), 2, "not while its read is in flight");
+        c.end(TxId(3));
+        assert_eq!(c.len(), 1);
+    }
+}
