@@ -86,6 +86,19 @@ impl<M, T> Outbox<M, T> {
         self.messages.push((to, msg));
     }
 
+    /// Sends `msg` to every address, cloning it for all but the last.
+    pub fn send_all(&mut self, to: &[Addr], msg: M)
+    where
+        M: Clone,
+    {
+        if let Some((last, others)) = to.split_last() {
+            for &peer in others {
+                self.messages.push((peer, msg.clone()));
+            }
+            self.messages.push((*last, msg));
+        }
+    }
+
     pub fn set_timer(&mut self, timer: T, after_us: u64) {
         self.timers.push((timer, after_us));
     }

@@ -6,6 +6,7 @@
 //! randomly seeded hasher (we use `FxHashMap` or ordered maps), so a driver
 //! that feeds the same inputs gets the same outputs.
 
+pub mod commit_order;
 pub mod coordination;
 pub mod cure;
 pub mod ec;

@@ -3,6 +3,7 @@
 
 use super::messages::{CureMsg, TxWrites};
 use super::replica::{CureOutbox, CureReplica};
+use crate::commit_order;
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId};
 
@@ -11,33 +12,11 @@ impl CureReplica {
     /// commit here can precede, grouping those of equal commit time; advance
     /// the local entry of the version vector; heartbeat when idle.
     pub(crate) fn replicate_committed(&mut self, now: PhysicalMicros, out: &mut CureOutbox) {
-        // The bound below which no transaction can still commit here. With
-        // nothing prepared it is the clock; the HLC moves up to it so that a
-        // proposal made in the same microsecond still exceeds it.
-        let ub = match self.prepared_order.first() {
-            Some(&(min_pt, _)) => min_pt.prev(),
-            None => self.hlc.observe(now, Timestamp::ZERO),
-        };
+        let ub = commit_order::stable_bound(&self.prepared_order, &mut self.hlc, now);
         let mut replicated = false;
-        while let Some(entry) = self.committed.first_entry() {
-            let ct = entry.key().0;
-            if ct > ub {
-                break;
-            }
-            let mut group: Vec<TxWrites> = Vec::new();
-            while let Some(entry) = self.committed.first_entry() {
-                if entry.key().0 != ct {
-                    break;
-                }
-                group.push(entry.remove());
-            }
-            if let Some((last, others)) = self.peers.split_last() {
-                for &peer in others {
-                    out.send(peer, CureMsg::Replicate { ct, txs: group.clone() });
-                }
-                out.send(*last, CureMsg::Replicate { ct, txs: group });
-                replicated = true;
-            }
+        while let Some((ct, group)) = commit_order::take_group(&mut self.committed, ub) {
+            replicated |= !self.peers.is_empty();
+            out.send_all(&self.peers, CureMsg::Replicate { ct, txs: group });
         }
         let m = self.dc();
         debug_assert!(ub >= self.vv.get(m), "the version clock went back");
@@ -45,9 +24,7 @@ impl CureReplica {
         self.installed_local = self.installed_local.max(ub);
         if !replicated {
             let t = self.vv.get(m);
-            for &peer in &self.peers {
-                out.send(peer, CureMsg::Heartbeat { t });
-            }
+            out.send_all(&self.peers, CureMsg::Heartbeat { t });
         }
     }
 

@@ -128,12 +128,7 @@ impl EcReplica {
             return;
         }
         let txs = std::mem::take(&mut self.outgoing);
-        if let Some((last, others)) = self.peers.split_last() {
-            for &peer in others {
-                out.send(peer, EcMsg::Replicate { txs: txs.clone() });
-            }
-            out.send(*last, EcMsg::Replicate { txs });
-        }
+        out.send_all(&self.peers, EcMsg::Replicate { txs });
     }
 }
 

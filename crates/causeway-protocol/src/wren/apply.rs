@@ -2,6 +2,7 @@
 
 use super::messages::{TxWrites, WrenMsg};
 use super::replica::{WrenOutbox, WrenReplica};
+use crate::commit_order;
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId};
 
@@ -10,44 +11,19 @@ impl WrenReplica {
     /// future commit can precede; replicate each group of equal commit time
     /// to the other DCs; advance the version clock; heartbeat when idle.
     pub(crate) fn apply_committed(&mut self, now: PhysicalMicros, out: &mut WrenOutbox) {
-        // The bound below which no transaction can still commit here. With
-        // nothing prepared it is the clock; we also move the HLC up to it,
-        // so that a proposal made in the same microsecond still exceeds it.
-        let ub = match self.prepared_order.first() {
-            Some(&(min_pt, _)) => min_pt.prev(),
-            None => self.hlc.observe(now, Timestamp::ZERO),
-        };
+        let ub = commit_order::stable_bound(&self.prepared_order, &mut self.hlc, now);
         let mut replicated = false;
-        while let Some(entry) = self.committed.first_entry() {
-            let ct = entry.key().0;
-            if ct > ub {
-                break;
-            }
-            // One group: every transaction committed at `ct`.
-            let mut group: Vec<TxWrites> = Vec::new();
-            while let Some(entry) = self.committed.first_entry() {
-                if entry.key().0 != ct {
-                    break;
-                }
-                group.push(entry.remove());
-            }
+        while let Some((ct, group)) = commit_order::take_group(&mut self.committed, ub) {
             self.install_group(ct, self.dc(), &group);
-            if let Some((last, others)) = self.peers.split_last() {
-                for &peer in others {
-                    out.send(peer, WrenMsg::Replicate { ct, txs: group.clone() });
-                }
-                out.send(*last, WrenMsg::Replicate { ct, txs: group });
-                replicated = true;
-            }
+            replicated |= !self.peers.is_empty();
+            out.send_all(&self.peers, WrenMsg::Replicate { ct, txs: group });
         }
         let m = self.dc().0 as usize;
         debug_assert!(ub >= self.vv[m], "the version clock went back");
         self.vv[m] = self.vv[m].max(ub);
         if !replicated {
             let t = self.vv[m];
-            for &peer in &self.peers {
-                out.send(peer, WrenMsg::Heartbeat { t });
-            }
+            out.send_all(&self.peers, WrenMsg::Heartbeat { t });
         }
     }
 
