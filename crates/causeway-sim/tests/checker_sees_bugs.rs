@@ -6,27 +6,8 @@ mod common;
 
 use causeway_history::ViolationKind;
 use causeway_protocol::wren::{Fault, WrenConfig};
-use causeway_sim::{SimConfig, WorkloadConfig, WorkloadKind};
-use common::run_wren;
-
-fn contended(seed: u64) -> SimConfig {
-    SimConfig {
-        seed,
-        dcs: 3,
-        partitions: 4,
-        clients_per_partition: 3,
-        txns: Some(2_000),
-        max_skew_us: 20_000,
-        workload: WorkloadKind::Random(WorkloadConfig {
-            reads_per_txn: 6,
-            writes_per_txn: 3,
-            partitions_per_txn: 3,
-            keys_per_partition: 8,
-            ..WorkloadConfig::default()
-        }),
-        ..SimConfig::default()
-    }
-}
+use causeway_sim::{SimConfig, WorkloadKind};
+use common::{hot_keys, run_wren};
 
 /// Every update overwrites a whole group of keys, one per partition; most
 /// transactions read a whole group. Long enough (0.6 s) and with few enough
@@ -37,7 +18,7 @@ fn groups(seed: u64) -> SimConfig {
         txns: None,
         duration_us: Some(600_000),
         workload: WorkloadKind::Groups { groups: 3, read_only_fraction: 0.9 },
-        ..contended(seed)
+        ..hot_keys(seed)
     }
 }
 
@@ -59,7 +40,7 @@ fn caught(fault: Fault, workload: fn(u64) -> SimConfig) -> Vec<ViolationKind> {
 #[test]
 fn the_same_workload_is_clean_without_a_fault() {
     for seed in 0..3 {
-        for config in [contended(seed), groups(seed)] {
+        for config in [hot_keys(seed), groups(seed)] {
             let (_, verdict) = run_wren(config, &WrenConfig::default());
             assert!(verdict.is_tcc(), "seed {seed}: {verdict}");
         }
@@ -68,13 +49,13 @@ fn the_same_workload_is_clean_without_a_fault() {
 
 #[test]
 fn a_snapshot_not_yet_installed_is_caught_as_fractured_reads() {
-    let kinds = caught(Fault::SnapshotFromClock, contended);
+    let kinds = caught(Fault::SnapshotFromClock, hot_keys);
     assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
 }
 
 #[test]
 fn a_client_ignoring_its_cache_is_caught_missing_its_own_writes() {
-    let kinds = caught(Fault::SkipClientCache, contended);
+    let kinds = caught(Fault::SkipClientCache, hot_keys);
     assert!(kinds.contains(&ViolationKind::CausalViolation), "{kinds:?}");
 }
 

@@ -9,30 +9,9 @@ use causeway_history::ViolationKind;
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::{Ec, EcConfig};
 use causeway_protocol::{Protocol, Tuning};
-use causeway_sim::{SimConfig, WorkloadConfig, WorkloadKind};
-use common::run;
+use causeway_sim::{SimConfig, WorkloadKind};
+use common::{hot_keys, run};
 use std::collections::BTreeSet;
-
-/// Hot keys: few keys per partition, several writes per transaction spread
-/// over several partitions.
-fn hot_keys(seed: u64) -> SimConfig {
-    SimConfig {
-        seed,
-        dcs: 3,
-        partitions: 4,
-        clients_per_partition: 3,
-        txns: Some(2_000),
-        max_skew_us: 20_000,
-        workload: WorkloadKind::Random(WorkloadConfig {
-            reads_per_txn: 6,
-            writes_per_txn: 3,
-            partitions_per_txn: 3,
-            keys_per_partition: 8,
-            ..WorkloadConfig::default()
-        }),
-        ..SimConfig::default()
-    }
-}
 
 /// Every update overwrites a whole group of keys, one per partition; most
 /// transactions read a whole group.

@@ -98,3 +98,25 @@ pub fn par_seeds<T: Send>(n: u64, f: impl Fn(u64) -> T + Sync) -> Vec<T> {
         all.into_iter().map(|(_, t)| t).collect()
     })
 }
+
+/// Contention: 3 DCs × 4 partitions, only 8 keys per partition, several
+/// writes per transaction over several partitions, 20 ms of skew — where a
+/// protocol that is not TCC shows it.
+pub fn hot_keys(seed: u64) -> SimConfig {
+    SimConfig {
+        seed,
+        dcs: 3,
+        partitions: 4,
+        clients_per_partition: 3,
+        txns: Some(2_000),
+        max_skew_us: 20_000,
+        workload: WorkloadKind::Random(WorkloadConfig {
+            reads_per_txn: 6,
+            writes_per_txn: 3,
+            partitions_per_txn: 3,
+            keys_per_partition: 8,
+            ..WorkloadConfig::default()
+        }),
+        ..SimConfig::default()
+    }
+}
