@@ -212,8 +212,9 @@ struct Connection<'h, P: Protocol> {
 /// What serving one request produced.
 enum Step {
     Reply(Response),
-    /// The answer comes later, from the cluster.
-    Wait(Pending),
+    /// The answer comes later, from the cluster (the operation is in
+    /// `pending`).
+    Wait,
     /// Reply, then close the connection.
     Close(Response),
 }
@@ -241,7 +242,7 @@ impl<P: Protocol> Connection<'_, P> {
                             return;
                         }
                     }
-                    Step::Wait(op) => self.pending = Some(InFlight { id, op, since: Instant::now() }),
+                    Step::Wait => {}
                     Step::Close(r) => {
                         let _ = send(&mut framed, id, r).await;
                         return;
@@ -344,16 +345,16 @@ impl<P: Protocol> Connection<'_, P> {
     }
 
     /// Serves one request: answers it now, or starts what the cluster answers.
-    fn serve(&mut self, _id: u64, request: Request, dump_tx: &mpsc::UnboundedSender<Vec<(Key, Bytes)>>) -> Step {
+    fn serve(&mut self, id: u64, request: Request, dump_tx: &mpsc::UnboundedSender<Vec<(Key, Bytes)>>) -> Step {
         let result = match request {
             Request::Hello { .. } => Err(WireError::InvalidArgument("Hello was already received".into())),
-            Request::Begin => self.call(Pending::Begin, |s, out| s.begin(out)),
+            Request::Begin => self.call(id, Pending::Begin, |s, out| s.begin(out)),
             Request::Read { keys } => match self.check_read(&keys) {
-                Ok(()) => self.call(Pending::Read, |s, out| s.read(&keys, out)),
+                Ok(()) => self.call(id, Pending::Read, |s, out| s.read(&keys, out)),
                 Err(e) => Err(e),
             },
             Request::Write { key, value } => self.write(key, value).map(|()| Step::Reply(Response::Written)),
-            Request::Commit => self.call(Pending::Commit, |s, out| s.commit(out)),
+            Request::Commit => self.call(id, Pending::Commit, |s, out| s.commit(out)),
             Request::Abort => match self.session.abort(&mut self.out) {
                 Ok(()) => {
                     self.writes = 0;
@@ -363,7 +364,7 @@ impl<P: Protocol> Connection<'_, P> {
                 Err(e) => Err(wire_error(e)),
             },
             Request::ReadOnly { keys } => match self.check_read(&keys) {
-                Ok(()) => self.call(Pending::ReadOnly { keys, values: None }, |s, out| s.begin(out)),
+                Ok(()) => self.call(id, Pending::ReadOnly { keys, values: None }, |s, out| s.begin(out)),
                 Err(e) => Err(e),
             },
             Request::ExportSession => self
@@ -381,7 +382,8 @@ impl<P: Protocol> Connection<'_, P> {
             }
             Request::Dump => {
                 self.start_dump(dump_tx.clone());
-                Ok(Step::Wait(Pending::Dump))
+                self.pending = Some(InFlight { id, op: Pending::Dump, since: Instant::now() });
+                Ok(Step::Wait)
             }
         };
         result.unwrap_or_else(|e| Step::Reply(Response::Error(e)))
@@ -412,17 +414,20 @@ impl<P: Protocol> Connection<'_, P> {
     /// Calls the session; an immediate completion is answered at once.
     fn call(
         &mut self,
+        id: u64,
         op: Pending,
         f: impl FnOnce(&mut P::Session, &mut Vec<(Addr, P::Message)>) -> Result<Option<SessionEvent>, SessionError>,
     ) -> Result<Step, WireError> {
         let event = f(&mut self.session, &mut self.out).map_err(wire_error)?;
-        self.pending = Some(InFlight { id: 0, op, since: Instant::now() });
-        let reply = event.and_then(|ev| self.advance(ev));
-        // `advance` leaves `pending` set while the cluster still has to answer.
-        match (reply, self.pending.take()) {
-            (Some(r), _) => Ok(Step::Reply(r)),
-            (None, Some(flight)) => Ok(Step::Wait(flight.op)),
-            (None, None) => Err(WireError::Unavailable("internal: operation lost".into())),
+        self.pending = Some(InFlight { id, op, since: Instant::now() });
+        match event.and_then(|ev| self.advance(ev)) {
+            Some(reply) => {
+                // Answered without the cluster (a read of the client's own
+                // writes, a commit without writes).
+                self.pending = None;
+                Ok(Step::Reply(reply))
+            }
+            None => Ok(Step::Wait),
         }
     }
 
