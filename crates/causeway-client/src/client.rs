@@ -1,8 +1,8 @@
 //! The client: one TCP connection, one session.
 
 use crate::wire::{
-    Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError, DEFAULT_MAX_FRAME_BYTES,
-    WIRE_VERSION,
+    Dump, NodeStats, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError,
+    DEFAULT_MAX_FRAME_BYTES, WIRE_VERSION,
 };
 use crate::{Error, SessionToken};
 use bytes::Bytes;
@@ -324,6 +324,17 @@ impl Client {
         match self.call("dump", Request::Dump).await? {
             Response::Dump(dump) => Ok(dump),
             other => Err(self.unexpected("dump", other)),
+        }
+    }
+
+    /// Measurement hook for benchmarks: the server node's counters and its
+    /// replicas' stable times ([`NodeStats`]); with `waited_txns`, also the
+    /// transactions whose reads waited.
+    pub async fn stats(&mut self, waited_txns: bool) -> Result<NodeStats, Error> {
+        self.settle().await?;
+        match self.call("stats", Request::Stats { waited_txns }).await? {
+            Response::Stats(stats) => Ok(stats),
+            other => Err(self.unexpected("stats", other)),
         }
     }
 

@@ -9,8 +9,8 @@
 //! resume only between transactions. A [`Behavior`] makes it misbehave.
 
 use crate::wire::{
-    Dump, Limits, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError, DEFAULT_MAX_FRAME_BYTES,
-    WIRE_VERSION,
+    Dump, Limits, NodeStats, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError,
+    DEFAULT_MAX_FRAME_BYTES, WIRE_VERSION,
 };
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -272,6 +272,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
             let entries = shared.store.lock().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             Ok(R::Dump(Dump { dc: config.dc, partitions: vec![0], partition_count: 1, entries }))
         }
+        Request::Stats { .. } => Ok(R::Stats(NodeStats { node: "mock".into(), ..NodeStats::default() })),
     };
     Answer(result.unwrap_or_else(R::Error))
 }

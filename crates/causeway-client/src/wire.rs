@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Bumped on any incompatible change of the frames below.
-pub const WIRE_VERSION: u32 = 1;
+pub const WIRE_VERSION: u32 = 2;
 
 /// The largest frame either side accepts by default (16 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;
@@ -66,6 +66,10 @@ pub enum Request {
     /// Operator and test hook: the newest applied value of every key the server's
     /// replicas hold. Answered with [`Response::Dump`].
     Dump,
+    /// Measurement hook for benchmarks: the node's counters and each of its
+    /// replicas' stable times. Answered with [`Response::Stats`];
+    /// `waited_txns` asks for the transactions whose reads waited, too.
+    Stats { waited_txns: bool },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +86,7 @@ pub enum Response {
     Resumed,
     Done,
     Dump(Dump),
+    Stats(NodeStats),
     Error(WireError),
 }
 
@@ -152,6 +157,46 @@ impl Dump {
     pub fn is_partial(&self) -> bool {
         (self.partitions.len() as u32) < self.partition_count
     }
+}
+
+/// A node's measurements since it started, for benchmarks: take two and
+/// subtract. Counters cover every replica and client of the node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStats {
+    pub node: String,
+    pub replicas: Vec<ReplicaStats>,
+    /// Protocol message bytes sent, by class: client, transaction,
+    /// replication, stabilization (postcard size of each message).
+    pub bytes_sent: [u64; 4],
+    /// Protocol messages sent, by the same classes.
+    pub messages_sent: [u64; 4],
+    /// Read requests (slices) the node's replicas received.
+    pub read_slices: u64,
+    /// Those that were not answered in the step that received them.
+    pub read_slices_waited: u64,
+    /// Their waiting, summed, in microseconds.
+    pub read_wait_us: u64,
+    /// `(DC, transaction id)` of transactions with a read that waited
+    /// (asked for with `waited_txns`; at most [`NodeStats::MAX_WAITED_TXNS`]
+    /// are kept).
+    pub waited_txns: Vec<(u16, u64)>,
+}
+
+impl NodeStats {
+    /// How many waited transactions a node remembers.
+    pub const MAX_WAITED_TXNS: usize = 1 << 20;
+}
+
+/// One replica's state, as the stable times the protocol publishes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaStats {
+    pub dc: u16,
+    pub partition: u32,
+    /// `visible_upto[d]`: every write from DC `d` with a commit time up to
+    /// this is visible to new transactions here.
+    pub visible_upto: Vec<u64>,
+    pub versions: u64,
+    pub metadata_bytes_per_version: u64,
 }
 
 /// Errors a server reports; the connection stays usable unless said otherwise.

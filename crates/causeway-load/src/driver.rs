@@ -23,11 +23,18 @@ pub struct LoadConfig {
     /// Client endpoints, one or more per DC.
     pub endpoints: Vec<(DcId, SocketAddr)>,
     pub clients_per_dc: u32,
+    /// Transactions that end before this much time has passed are run (and
+    /// recorded in the history) but not measured.
+    pub warmup: Duration,
+    /// The measured time, after the warm-up.
     pub duration: Duration,
     pub workload: WorkloadKind,
     pub seed: u64,
     /// Keep every transaction for the history (costs memory on long runs).
     pub record: bool,
+    /// Pad written values to at least this many bytes; without a history,
+    /// cut them to exactly this many (they need not be unique then).
+    pub value_size: Option<usize>,
 }
 
 /// A progress report, about once a second.
@@ -38,12 +45,18 @@ pub struct Progress {
     /// Over the last interval.
     pub throughput: f64,
     pub mean_latency_ms: f64,
+    /// Still in the warm-up: nothing is measured yet.
+    pub warming_up: bool,
 }
 
+/// What the clients measured after the warm-up (the history has everything).
 pub struct LoadReport {
+    /// The measured time: from the end of the warm-up to the stop.
     pub elapsed: Duration,
     pub committed: u64,
     pub aborted: u64,
+    /// Transactions that ended in the measured time, whatever their outcome.
+    pub attempted: u64,
     /// Operations that failed for another reason than a deliberate abort.
     pub errors: Vec<String>,
     /// Latency of committed transactions, in microseconds.
@@ -54,7 +67,6 @@ pub struct LoadReport {
 #[derive(Default)]
 struct Counters {
     committed: AtomicU64,
-    aborted: AtomicU64,
     latency_sum_us: AtomicU64,
 }
 
@@ -74,6 +86,7 @@ pub async fn run(
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let origin = Instant::now();
+    let measure_from = origin + config.warmup;
     // Connect everyone first, so connection errors come before the run.
     let mut clients = Vec::new();
     let dcs: Vec<DcId> = topology.dcs().collect();
@@ -100,14 +113,17 @@ pub async fn run(
             counters: counters.clone(),
             commits: commits.clone(),
             record: config.record,
+            value_size: config.value_size,
             origin,
+            measure_from,
+            measured: Measured::default(),
             latency: visibility::histogram(),
             records: Vec::new(),
         };
         tasks.push(tokio::spawn(worker.run(stop.clone())));
     }
     drop(commits);
-    let deadline = origin + config.duration;
+    let deadline = measure_from + config.duration;
     let mut last = (Instant::now(), 0u64, 0u64);
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_secs(1).min(deadline.saturating_duration_since(Instant::now()))).await;
@@ -120,15 +136,17 @@ pub async fn run(
             committed,
             throughput: n as f64 / dt,
             mean_latency_ms: if n > 0 { (sum - last.2) as f64 / n as f64 / 1000.0 } else { 0.0 },
+            warming_up: Instant::now() < measure_from,
         });
         last = (Instant::now(), committed, sum);
     }
     stop.store(true, Ordering::Relaxed);
-    let elapsed = origin.elapsed();
+    let elapsed = measure_from.elapsed();
     let mut report = LoadReport {
         elapsed,
         committed: 0,
         aborted: 0,
+        attempted: 0,
         errors: Vec::new(),
         latency: visibility::histogram(),
         records: Vec::new(),
@@ -136,6 +154,9 @@ pub async fn run(
     for t in tasks {
         match t.await {
             Ok(w) => {
+                report.committed += w.committed;
+                report.aborted += w.aborted;
+                report.attempted += w.attempted;
                 let _ = report.latency.add(&w.latency);
                 report.records.extend(w.records);
                 report.errors.extend(w.error);
@@ -143,8 +164,6 @@ pub async fn run(
             Err(e) => report.errors.push(format!("a client task failed: {e}")),
         }
     }
-    report.committed = counters.committed.load(Ordering::Relaxed);
-    report.aborted = counters.aborted.load(Ordering::Relaxed);
     Ok(report)
 }
 
@@ -158,13 +177,27 @@ struct Worker {
     counters: Arc<Counters>,
     commits: Option<mpsc::UnboundedSender<Commit>>,
     record: bool,
+    value_size: Option<usize>,
     origin: Instant,
+    measure_from: Instant,
+    measured: Measured,
     latency: Histogram<u64>,
     records: Vec<TxnRecord>,
 }
 
+/// Counts of transactions that ended after the warm-up.
+#[derive(Default)]
+struct Measured {
+    committed: u64,
+    aborted: u64,
+    attempted: u64,
+}
+
 struct Finished {
     latency: Histogram<u64>,
+    committed: u64,
+    aborted: u64,
+    attempted: u64,
     records: Vec<TxnRecord>,
     error: Option<String>,
 }
@@ -181,13 +214,20 @@ impl Worker {
             let mut ops = Vec::new();
             let outcome = self.transaction(&plan, &txid, &mut ops).await;
             let ended = Instant::now();
+            let measured = ended >= self.measure_from && !stop.load(Ordering::Relaxed);
+            if measured {
+                self.measured.attempted += 1;
+            }
             let status = match &outcome {
                 Ok(Outcome::Committed(stamp)) => {
                     let us = ended.duration_since(started).as_micros().max(1) as u64;
-                    let _ = self.latency.record(us);
                     self.counters.committed.fetch_add(1, Ordering::Relaxed);
                     self.counters.latency_sum_us.fetch_add(us, Ordering::Relaxed);
-                    if let (Some(s), Some(tx)) = (stamp, &self.commits) {
+                    if measured {
+                        let _ = self.latency.record(us);
+                        self.measured.committed += 1;
+                    }
+                    if let (Some(s), Some(tx), true) = (stamp, &self.commits, measured) {
                         let mut partitions: Vec<u32> =
                             plan.writes.iter().map(|k| self.topology.partition_of(k).0).collect();
                         partitions.sort_unstable();
@@ -197,7 +237,9 @@ impl Worker {
                     Status::Committed
                 }
                 Ok(Outcome::Aborted) => {
-                    self.counters.aborted.fetch_add(1, Ordering::Relaxed);
+                    if measured {
+                        self.measured.aborted += 1;
+                    }
                     Status::Aborted
                 }
                 Err(_) => Status::Aborted,
@@ -231,7 +273,8 @@ impl Worker {
                 let _ = self.client.abort().await;
             }
         }
-        Finished { latency: self.latency, records: self.records, error }
+        let Measured { committed, aborted, attempted } = self.measured;
+        Finished { latency: self.latency, committed, aborted, attempted, records: self.records, error }
     }
 
     async fn transaction(&mut self, plan: &TxnPlan, txid: &str, ops: &mut Vec<Op>) -> Result<Outcome, Error> {
@@ -253,11 +296,18 @@ impl Worker {
         }
         for (i, key) in plan.writes.iter().enumerate() {
             // Unique values, `txid:key`; an overwritten (intermediate) write gets a suffix.
-            let value = if plan.writes[i + 1..].contains(key) {
+            let mut value = if plan.writes[i + 1..].contains(key) {
                 format!("{txid}:{}:{i}", text(key))
             } else {
                 format!("{txid}:{}", text(key))
             };
+            if let Some(size) = self.value_size {
+                if value.len() < size {
+                    value.extend(std::iter::repeat_n('.', size - value.len()));
+                } else if !self.record {
+                    value.truncate(size);
+                }
+            }
             self.client.write(key.clone(), Bytes::from(value.clone())).await?;
             ops.push(Op::write(text(key), value));
         }

@@ -6,11 +6,11 @@
 //! (Wren: LST for `d = o`, RST otherwise). Replicas publish those stable
 //! times; this tracker samples them every millisecond.
 
-use causeway_protocol::{DcId, ReplicaId};
-use causeway_runtime::replica_task::ReplicaGauges;
+use causeway_client::{Client, Error};
+use causeway_protocol::DcId;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -41,16 +41,27 @@ pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
+/// Connects to each node (one client address per node) for
+/// [`track`]; connecting first keeps errors out of the run.
+pub async fn connect(nodes: &[SocketAddr]) -> Result<Vec<Client>, Error> {
+    let mut probes = Vec::new();
+    for &addr in nodes {
+        probes.push(Client::connect(addr).await?);
+    }
+    Ok(probes)
+}
+
 /// Follows commits from `commits` until the channel closes and every commit
-/// is visible everywhere (or `drain` has passed since the close).
+/// is visible everywhere (or `drain` has passed since the close), asking
+/// `probes` (one client per node, from [`connect`]) for stable times.
 pub async fn track(
-    replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
+    mut probes: Vec<Client>,
     dcs: u16,
     mut commits: mpsc::UnboundedReceiver<Commit>,
     drain: Duration,
-) -> Visibility {
-    let gauges: BTreeMap<(DcId, u32), Arc<ReplicaGauges>> =
-        replicas.into_iter().map(|(id, g)| ((id.dc, id.partition.0), g)).collect();
+) -> Result<Visibility, Error> {
+    // `visible[(dc, partition)][origin]`, as last read.
+    let mut gauges: BTreeMap<(DcId, u32), Vec<u64>> = BTreeMap::new();
     let mut local = histogram();
     let mut remote = histogram();
     let mut pending: Vec<Pending> = Vec::new();
@@ -72,11 +83,22 @@ pub async fn track(
                 }
             }
         }
+        if !pending.is_empty() {
+            let polls = probes.iter_mut().map(|c| c.stats(false));
+            for stats in futures_util::future::join_all(polls).await {
+                for r in stats?.replicas {
+                    gauges.insert((DcId(r.dc), r.partition), r.visible_upto);
+                }
+            }
+        }
         let now = Instant::now();
         pending.retain_mut(|p| {
             p.missing.retain(|&dc| {
                 let visible = p.commit.partitions.iter().all(|part| {
-                    gauges.get(&(dc, *part)).is_some_and(|g| g.visible_upto(p.commit.origin) >= p.commit.ts)
+                    gauges
+                        .get(&(dc, *part))
+                        .and_then(|v| v.get(usize::from(p.commit.origin.0)))
+                        .is_some_and(|&v| v >= p.commit.ts)
                 });
                 if visible {
                     let us = now.saturating_duration_since(p.commit.at).as_micros().max(1) as u64;
@@ -89,7 +111,7 @@ pub async fn track(
         });
         if let Some(at) = closed_at {
             if pending.is_empty() || at.elapsed() > drain {
-                return Visibility { local, remote, unfinished: pending.len() as u64 };
+                return Ok(Visibility { local, remote, unfinished: pending.len() as u64 });
             }
         }
     }

@@ -36,6 +36,7 @@
 //! peer = "127.0.0.1:7000"     # other servers connect here
 //! client = "127.0.0.1:7100"   # clients connect here
 //! metrics = "127.0.0.1:9100"  # optional Prometheus endpoint
+//! clock_offset_ms = 0         # optional, benchmarks only: emulated clock skew
 //! # … one or more nodes per DC, together holding every partition
 //! ```
 
@@ -124,6 +125,8 @@ struct NodeFile {
     peer: SocketAddr,
     client: SocketAddr,
     metrics: Option<SocketAddr>,
+    /// Emulated clock skew for benchmarks: added to this node's clock.
+    clock_offset_ms: Option<f64>,
 }
 
 /// The most bytes of keys and values in one read answer or one write set:
@@ -219,6 +222,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     let mut addrs: BTreeMap<SocketAddr, String> = BTreeMap::new();
     let mut holder: BTreeMap<(DcId, u32), &str> = BTreeMap::new();
     let mut nodes = Vec::new();
+    let mut clock_offsets_us = BTreeMap::new();
     for node in &file.node {
         let at = format!("node {:?}", node.name);
         if node.name.is_empty() {
@@ -260,6 +264,14 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
                 ));
             }
             replicas.push(ReplicaId::new(dc.0, p));
+        }
+        if let Some(ms) = node.clock_offset_ms {
+            if !ms.is_finite() || ms.abs() > 3_600_000.0 {
+                return Err(format!("{at}: clock_offset_ms must be a number of at most an hour either way, got {ms}"));
+            }
+            for &r in &replicas {
+                clock_offsets_us.insert(r, (ms * 1000.0) as i64);
+            }
         }
         nodes.push(NodePlan {
             name: node.name.clone(),
@@ -323,7 +335,17 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     if nodes.len() > MAX_NODES {
         return Err(format!("{} nodes: a cluster has at most {MAX_NODES}", nodes.len()));
     }
-    Ok(ClusterPlan { name: file.name, protocol, topology: Arc::new(topology), tuning, limits, wan, token_key, nodes })
+    Ok(ClusterPlan {
+        name: file.name,
+        protocol,
+        topology: Arc::new(topology),
+        tuning,
+        limits,
+        wan,
+        token_key,
+        nodes,
+        clock_offsets_us,
+    })
 }
 
 /// Whether the protocol can run on this topology (Wren refuses partial

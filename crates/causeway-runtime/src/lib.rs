@@ -8,7 +8,8 @@
 //! replica, owning its state), through a WAN delay line when they cross DCs
 //! inside one process, or to another node over the transport ([`remote`]). A [`plan::ClusterPlan`] (from a [`config`] file, or
 //! [`plan::ClusterPlan::embedded`]) says which node runs what; [`node::start`]
-//! starts one; [`metrics`] serves Prometheus text.
+//! starts one; [`metrics`] serves Prometheus text, and [`stats`] the
+//! counters benchmarks read over the client wire.
 
 pub mod clock;
 pub mod config;
@@ -20,6 +21,7 @@ pub mod remote;
 pub mod replica_task;
 pub mod router;
 pub mod session_host;
+pub mod stats;
 pub mod token;
 
 pub use node::{start, NodeHandle, StartError};

@@ -42,6 +42,13 @@ pub struct Metrics {
     /// The per-class series of `bytes_sent` and `messages_sent`, looked up
     /// once: counting a message is on every send's path.
     sent_by_class: [(Counter, Counter); 4],
+    /// Read requests (slices) received, and the microseconds those that
+    /// waited spent waiting, for benchmarks ([`causeway_client::wire::NodeStats`]).
+    pub read_slices: Counter,
+    pub read_wait_us: Counter,
+    /// `(DC, transaction)` of transactions with a read slice that waited,
+    /// bounded by `NodeStats::MAX_WAITED_TXNS`.
+    pub waited_txns: Mutex<rustc_hash::FxHashSet<(u16, u64)>>,
 }
 
 const CLASSES: [MsgClass; 4] =
@@ -88,6 +95,9 @@ impl Metrics {
             peer_connected: Family::default(),
             peer_reconnects: Family::default(),
             sent_by_class,
+            read_slices: Counter::default(),
+            read_wait_us: Counter::default(),
+            waited_txns: Mutex::default(),
         };
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -135,6 +145,24 @@ impl Metrics {
 
     fn class(&self, class: MsgClass) -> &(Counter, Counter) {
         &self.sent_by_class[CLASSES.iter().position(|c| *c == class).unwrap_or(0)]
+    }
+
+    /// Records a read slice that was answered `waited` after it arrived
+    /// (not in the step that received it).
+    pub fn read_waited(&self, dc: u16, tx: u64, waited: std::time::Duration) {
+        self.reads_waited.inc();
+        self.read_wait.observe(waited.as_secs_f64());
+        self.read_wait_us.inc_by(waited.as_micros() as u64);
+        let mut set = self.waited_txns.lock().unwrap_or_else(|e| e.into_inner());
+        if set.len() < causeway_client::wire::NodeStats::MAX_WAITED_TXNS {
+            set.insert((dc, tx));
+        }
+    }
+
+    /// Messages and bytes sent so far, by class (client, transaction,
+    /// replication, stabilization).
+    pub fn sent_by_class(&self) -> ([u64; 4], [u64; 4]) {
+        (self.sent_by_class.each_ref().map(|(b, _)| b.get()), self.sent_by_class.each_ref().map(|(_, m)| m.get()))
     }
 
     /// Bytes sent so far in messages of `class`.

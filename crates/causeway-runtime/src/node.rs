@@ -127,7 +127,14 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         let gauges = Arc::new(ReplicaGauges::new(dcs));
         replicas.push((id, gauges.clone()));
         let replica = P::replica(id, plan.topology.clone(), &config);
-        let task = tokio::spawn(replica_task::run::<P>(replica, rx, router.clone(), gauges, metrics.clone()));
+        let task = tokio::spawn(replica_task::run::<P>(
+            replica,
+            plan.clock_offset_us(id),
+            rx,
+            router.clone(),
+            gauges,
+            metrics.clone(),
+        ));
         tasks.push(task.abort_handle());
         tokio::spawn(crash_stop(id, task));
     }
@@ -141,6 +148,7 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         plan.token_key.clone().unwrap_or_else(crate::token::random_key),
         router.clone(),
         metrics.clone(),
+        replicas.clone(),
     ));
     let mut clients = Vec::new();
     for (dc, listener) in client_listeners {

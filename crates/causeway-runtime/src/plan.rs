@@ -6,6 +6,7 @@
 use causeway_client::wire::Limits;
 use causeway_protocol::{DcId, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_sim::WanModel;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,11 @@ pub struct ClusterPlan {
     /// other's. `None`: each node draws its own.
     pub token_key: Option<Vec<u8>>,
     pub nodes: Vec<NodePlan>,
+    /// Emulated clock skew, in microseconds added to the real clock of each
+    /// replica listed: one machine has one clock, and benchmarks of
+    /// protocols that wait on clocks (Cure) need the skew of a real
+    /// cluster. Empty outside benchmarks.
+    pub clock_offsets_us: BTreeMap<ReplicaId, i64>,
 }
 
 #[derive(Clone, Debug)]
@@ -105,6 +111,7 @@ impl ClusterPlan {
             wan,
             token_key: None,
             nodes: vec![node],
+            clock_offsets_us: BTreeMap::new(),
         })
     }
 
@@ -115,6 +122,11 @@ impl ClusterPlan {
     /// The DC of a node: that of its first replica.
     pub fn dc_of_node(&self, node: usize) -> Option<DcId> {
         self.nodes.get(node)?.replicas.first().map(|r| r.dc)
+    }
+
+    /// The emulated clock offset of `replica` ([`ClusterPlan::clock_offsets_us`]).
+    pub fn clock_offset_us(&self, replica: ReplicaId) -> i64 {
+        self.clock_offsets_us.get(&replica).copied().unwrap_or(0)
     }
 
     /// The node that runs `replica`.

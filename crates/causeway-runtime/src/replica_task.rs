@@ -75,12 +75,14 @@ impl<T> Timers<T> {
 
 pub async fn run<P: Protocol>(
     mut replica: P::Replica,
+    clock_offset_us: i64,
     mut inbox: mpsc::UnboundedReceiver<ReplicaInput<P::Message>>,
     router: Arc<Router<P::Message>>,
     gauges: Arc<ReplicaGauges>,
     metrics: Arc<Metrics>,
 ) {
     let me = Addr::Replica(replica.id());
+    let now_micros = || now_micros().saturating_add_signed(clock_offset_us);
     let mut out = Outbox::default();
     let mut timers = Timers { heap: BinaryHeap::new(), pending: FxHashMap::default(), seq: 0 };
     // Read requests not answered in the step that received them: when they came.
@@ -109,6 +111,7 @@ pub async fn run<P: Protocol>(
                             let tag = msg.read_request_tag();
                             replica.on_message(now_micros(), from, msg, &mut out);
                             if let Some(tag) = tag {
+                                metrics.read_slices.inc();
                                 if !out.answers_read(from, tag) {
                                     waiting.insert((from, tag), Instant::now());
                                 }
@@ -159,8 +162,12 @@ fn flush<P: Protocol>(
         if !waiting.is_empty() {
             if let Some(tag) = msg.read_reply_tag() {
                 if let Some(since) = waiting.remove(&(to, tag)) {
-                    metrics.reads_waited.inc();
-                    metrics.read_wait.observe(since.elapsed().as_secs_f64());
+                    // The tag is the transaction id, unique within the DC.
+                    let dc = match me {
+                        Addr::Replica(r) => r.dc.0,
+                        Addr::Client(_) => 0,
+                    };
+                    metrics.read_waited(dc, tag, since.elapsed());
                 }
             }
         }

@@ -8,6 +8,7 @@
 //! and a closed connection), never a panic.
 
 use crate::metrics::Metrics;
+use crate::replica_task::ReplicaGauges;
 use crate::router::{client_id, ReplicaInput, Router};
 use crate::token;
 use bytes::Bytes;
@@ -38,6 +39,8 @@ pub struct SessionHost<P: Protocol> {
     pub token_key: Vec<u8>,
     pub router: Arc<Router<P::Message>>,
     pub metrics: Arc<Metrics>,
+    /// This node's replicas' published state, for [`Request::Stats`].
+    pub replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
     next_client: AtomicU32,
     next_coordinator: AtomicUsize,
 }
@@ -77,6 +80,7 @@ impl<P: Protocol> SessionHost<P> {
         token_key: Vec<u8>,
         router: Arc<Router<P::Message>>,
         metrics: Arc<Metrics>,
+        replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
     ) -> Self {
         SessionHost {
             node,
@@ -88,6 +92,7 @@ impl<P: Protocol> SessionHost<P> {
             token_key,
             router,
             metrics,
+            replicas,
             next_client: AtomicU32::new(0),
             next_coordinator: AtomicUsize::new(0),
         }
@@ -380,6 +385,12 @@ impl<P: Protocol> Connection<'_, P> {
                 self.host.router.drop_peer_connections();
                 Ok(Step::Reply(Response::Done))
             }
+            Request::Stats { waited_txns } => Ok(Step::Reply(Response::Stats(crate::stats::node_stats(
+                &self.host.node_name,
+                &self.host.metrics,
+                &self.host.replicas,
+                waited_txns,
+            )))),
             Request::Dump => {
                 self.start_dump(dump_tx.clone());
                 self.pending = Some(InFlight { id, op: Pending::Dump, since: Instant::now() });

@@ -1,5 +1,6 @@
 //! The `causeway` command.
 
+mod bench;
 mod check;
 mod demo;
 mod serve;
@@ -26,6 +27,12 @@ enum Command {
     Check(check::CheckArgs),
     /// Start a local 3-DC cluster, run a workload against it, print a summary and the checker's verdict.
     Demo(demo::DemoArgs),
+    /// Benchmark a cluster with closed-loop clients: throughput, latency, read waits, visibility, bytes, CPU.
+    Bench(bench::BenchArgs),
+    /// Run a series of benchmarks (protocols × clients × partitions × DCs × mixes) and draw the paper's figures.
+    Sweep(bench::SweepArgs),
+    /// Draw the figures of a sweep again from its sweep.json.
+    Plot(bench::PlotArgs),
     /// Run one node of a cluster described by a config file.
     Server(serve::ServerArgs),
     /// Run a whole multi-DC cluster in this process and serve clients until interrupted.
@@ -42,6 +49,9 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args),
         Command::Check(args) => check::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Bench(args) => bench::bench(args),
+        Command::Sweep(args) => bench::sweep(args),
+        Command::Plot(args) => bench::plot(args),
         Command::Server(args) => serve::server(args),
         Command::Dev(args) => serve::dev(args),
         Command::Shell(args) => shell::run(args),

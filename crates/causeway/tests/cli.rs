@@ -129,7 +129,7 @@ fn demo_runs_a_checked_workload_on_an_embedded_cluster() {
         ]);
         let text = stdout(&out);
         assert!(out.status.success(), "{protocol}: {text}\n{}", stderr(&out));
-        assert!(text.contains(" committed ("), "{text}");
+        assert!(text.contains(" txn/s ("), "{text}");
         assert!(text.contains("visible remote mean"), "{protocol}: {text}");
         if protocol == "ec" {
             assert!(text.contains("as expected"), "{text}");
@@ -137,7 +137,7 @@ fn demo_runs_a_checked_workload_on_an_embedded_cluster() {
             assert!(text.contains("TCC: no violations"), "{protocol}: {text}");
         }
         if protocol == "wren" {
-            assert!(text.contains("reads waited   0\n"), "{text}");
+            assert!(text.contains("reads waited   0 of "), "{text}");
         }
     }
 }

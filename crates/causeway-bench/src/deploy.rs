@@ -1,0 +1,221 @@
+//! Bringing up the cluster a benchmark runs against, and taking it down:
+//! in this process, as one `causeway server` process per replica, or a
+//! running cluster named by a config file.
+
+use crate::spec::{BenchSpec, Deployment};
+use anyhow::{bail, Context, Result};
+use causeway_protocol::{DcId, ProtocolKind, Topology};
+use causeway_runtime::{config, start, ClusterPlan, NodeHandle};
+use causeway_sim::WanModel;
+use std::fmt::Write as _;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A cluster ready for clients.
+pub struct Target {
+    pub protocol: ProtocolKind,
+    pub topology: Arc<Topology>,
+    /// Where each DC's clients connect (several per DC: clients take turns).
+    pub endpoints: Vec<(DcId, SocketAddr)>,
+    /// One client address per node, for its counters and stable times.
+    pub nodes: Vec<SocketAddr>,
+    /// Whose CPU time the run measures as the servers'.
+    pub servers: Servers,
+    /// Keeps the cluster alive; dropping it stops what was started.
+    _running: Running,
+}
+
+/// Where the servers run, for CPU accounting.
+pub enum Servers {
+    /// In this process, with the clients: CPU time is not split.
+    ThisProcess,
+    /// Child processes.
+    Processes(Vec<u32>),
+    /// Somewhere else: not measured.
+    Elsewhere,
+}
+
+/// Held for what dropping it stops.
+#[allow(dead_code)]
+enum Running {
+    Embedded(NodeHandle),
+    Processes(ChildGuard),
+    Nothing,
+}
+
+/// Kills the server processes when dropped, also on an error path.
+struct ChildGuard(Vec<(String, Child)>, PathBuf);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.1);
+    }
+}
+
+fn wan_model(spec: &BenchSpec) -> Result<Option<WanModel>> {
+    Ok(match &spec.wan {
+        None => None,
+        Some(None) => Some(WanModel::default_model()),
+        Some(Some(path)) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            Some(WanModel::parse(&text).with_context(|| format!("in {}", path.display()))?)
+        }
+    })
+}
+
+/// Brings up the cluster `spec` describes.
+pub async fn bring_up(spec: &BenchSpec) -> Result<Target> {
+    match &spec.deployment {
+        Deployment::Embedded => embedded(spec).await,
+        Deployment::Processes { exe } => processes(spec, exe).await,
+        Deployment::Config(path) => running(path),
+    }
+}
+
+async fn embedded(spec: &BenchSpec) -> Result<Target> {
+    let wan = wan_model(spec)?;
+    let mut plan =
+        ClusterPlan::embedded(spec.protocol, spec.dcs, spec.partitions, wan.as_ref(), 0).map_err(anyhow::Error::msg)?;
+    plan.tuning.apply_interval_us = ((spec.delta_r_ms * 1000.0) as u64).max(1);
+    plan.tuning.stabilization_interval_us = ((spec.delta_g_ms * 1000.0) as u64).max(1);
+    config::check_protocol(plan.protocol, &plan.topology, &plan.tuning).map_err(anyhow::Error::msg)?;
+    for r in plan.topology.all_replicas() {
+        plan.clock_offsets_us.insert(r, spec.clock_offset_us(r.dc.0, r.partition.0));
+    }
+    let topology = plan.topology.clone();
+    let node = start(Arc::new(plan), "embedded").await?;
+    let endpoints = node.clients.clone();
+    let nodes = vec![endpoints[0].1];
+    Ok(Target {
+        protocol: spec.protocol,
+        topology,
+        endpoints,
+        nodes,
+        servers: Servers::ThisProcess,
+        _running: Running::Embedded(node),
+    })
+}
+
+/// Ports the OS says are free now (a small race with other programs, which
+/// a failed start reports).
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<TcpListener> =
+        (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>().context("no free port")?;
+    listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
+}
+
+/// The config file of a cluster with one node per replica on loopback.
+pub fn processes_config(spec: &BenchSpec, ports: &[u16]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Written by causeway bench: one node per partition replica.");
+    let _ = writeln!(s, "name = \"bench\"\nprotocol = \"{}\"\npartitions = {}", spec.protocol, spec.partitions);
+    let _ = writeln!(s, "token_key = \"causeway bench cluster key\"");
+    let _ = writeln!(
+        s,
+        "[tuning]\napply_interval_ms = {}\nstabilization_interval_ms = {}",
+        spec.delta_r_ms, spec.delta_g_ms
+    );
+    let _ = writeln!(s, "[limits]\nmax_value_bytes = {}", (spec.value_size.max(64 << 10)) as u32);
+    match &spec.wan {
+        None => {}
+        Some(None) => s.push_str("[wan]\nemulate = true\n"),
+        Some(Some(path)) => {
+            let _ = writeln!(s, "[wan]\nemulate = true\nfile = {:?}", path.display().to_string());
+        }
+    }
+    for d in 0..spec.dcs {
+        let _ = writeln!(s, "[[dc]]\nname = \"dc{d}\"");
+    }
+    let mut i = 0;
+    for d in 0..spec.dcs {
+        for p in 0..spec.partitions {
+            let _ = writeln!(
+                s,
+                "[[node]]\nname = \"dc{d}-p{p}\"\ndc = \"dc{d}\"\npartitions = [{p}]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\nclock_offset_ms = {}",
+                ports[i],
+                ports[i + 1],
+                spec.clock_offset_us(d, p) as f64 / 1000.0
+            );
+            i += 2;
+        }
+    }
+    s
+}
+
+async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
+    let count = usize::from(spec.dcs) * spec.partitions as usize;
+    anyhow::ensure!(
+        count <= config::MAX_NODES,
+        "--processes runs one process per replica: at most {} replicas",
+        config::MAX_NODES
+    );
+    let ports = free_ports(2 * count)?;
+    let dir = std::env::temp_dir().join(format!("causeway-bench-{}-{}", std::process::id(), ports[0]));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let config_path = dir.join("cluster.toml");
+    std::fs::write(&config_path, processes_config(spec, &ports))?;
+    let plan = config::load(&config_path)?;
+    let mut guard = ChildGuard(Vec::new(), dir.clone());
+    for node in &plan.nodes {
+        let log = std::fs::File::create(dir.join(format!("{}.log", node.name)))?;
+        let child = Command::new(exe)
+            .args(["server", "--config"])
+            .arg(&config_path)
+            .args(["--node", &node.name])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("cannot start {}", exe.display()))?;
+        guard.0.push((node.name.clone(), child));
+    }
+    let endpoints: Vec<(DcId, SocketAddr)> = plan.nodes.iter().flat_map(|n| n.clients.iter().copied()).collect();
+    // Wait until every node accepts clients.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (name, addr) in plan.nodes.iter().map(|n| (&n.name, n.clients[0].1)) {
+        loop {
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                break;
+            }
+            for (n, child) in &mut guard.0 {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let log = std::fs::read_to_string(dir.join(format!("{n}.log"))).unwrap_or_default();
+                    bail!("server {n} exited ({status}) before the run:\n{}", log.trim_end());
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("server {name} did not accept clients on {addr} within 20 s");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let pids = guard.0.iter().map(|(_, c)| c.id()).collect();
+    Ok(Target {
+        protocol: spec.protocol,
+        topology: plan.topology.clone(),
+        nodes: plan.nodes.iter().map(|n| n.clients[0].1).collect(),
+        endpoints,
+        servers: Servers::Processes(pids),
+        _running: Running::Processes(guard),
+    })
+}
+
+fn running(path: &std::path::Path) -> Result<Target> {
+    let plan = config::load(path)?;
+    let endpoints: Vec<(DcId, SocketAddr)> = plan.nodes.iter().flat_map(|n| n.clients.iter().copied()).collect();
+    Ok(Target {
+        protocol: plan.protocol,
+        topology: plan.topology.clone(),
+        nodes: plan.nodes.iter().filter_map(|n| n.clients.first().map(|c| c.1)).collect(),
+        endpoints,
+        servers: Servers::Elsewhere,
+        _running: Running::Nothing,
+    })
+}

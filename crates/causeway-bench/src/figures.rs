@@ -1,0 +1,351 @@
+//! The Wren paper's figures, drawn from a sweep's reports as PNG and SVG:
+//!
+//! * `throughput-latency-*` — mean latency against throughput, one curve
+//!   per protocol as clients are added (Figs. 3a, 4, 5);
+//! * `read-wait-*` — mean read waiting time against throughput (Fig. 3b);
+//! * `scaling` — peak throughput as partitions per DC grow, one curve per
+//!   protocol and DC count (Fig. 6), when the sweep varied them;
+//! * `bytes` — replication and stabilization bytes per committed
+//!   transaction, per protocol (Fig. 7a);
+//! * `visibility` — CDFs of local and remote update-visibility latency
+//!   (Fig. 7b).
+//!
+//! Text is drawn with the DejaVu Sans font compiled into the binary, so
+//! figures come out the same on a machine without fonts.
+
+use crate::report::BenchReport;
+use anyhow::{anyhow, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+const SIZE: (u32, u32) = (960, 640);
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The font is compiled in and valid; a failure would only lose text.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+    });
+}
+
+/// A protocol's colour, the same in every figure.
+fn colour(protocol: &str) -> RGBColor {
+    match protocol {
+        "wren" => RGBColor(0x1f, 0x77, 0xb4),
+        "cure" => RGBColor(0xd6, 0x27, 0x28),
+        "h-cure" => RGBColor(0xff, 0x7f, 0x0e),
+        "ec" => RGBColor(0x2c, 0xa0, 0x2c),
+        _ => RGBColor(0x55, 0x55, 0x55),
+    }
+}
+
+struct Series {
+    name: String,
+    colour: RGBColor,
+    dashed: bool,
+    points: Vec<(f64, f64)>,
+}
+
+struct LineChart<'a> {
+    title: String,
+    x: &'a str,
+    y: &'a str,
+    series: Vec<Series>,
+}
+
+/// Draws `chart` to `stem.png` and `stem.svg`.
+fn draw_lines(dir: &Path, stem: &str, chart: &LineChart) -> Result<Vec<PathBuf>> {
+    register_font();
+    let png = dir.join(format!("{stem}.png"));
+    let svg = dir.join(format!("{stem}.svg"));
+    lines_on(BitMapBackend::new(&png, SIZE).into_drawing_area(), chart)?;
+    lines_on(SVGBackend::new(&svg, SIZE).into_drawing_area(), chart)?;
+    Ok(vec![png, svg])
+}
+
+fn bounds(series: &[Series]) -> ((f64, f64), (f64, f64)) {
+    let pts = || series.iter().flat_map(|s| s.points.iter().copied());
+    let max_x = pts().map(|p| p.0).fold(0.0, f64::max);
+    let max_y = pts().map(|p| p.1).fold(0.0, f64::max);
+    ((0.0, if max_x > 0.0 { max_x * 1.1 } else { 1.0 }), (0.0, if max_y > 0.0 { max_y * 1.15 } else { 1.0 }))
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing a figure failed: {e:?}")
+}
+
+fn lines_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(err)?;
+    let ((x0, x1), (y0, y1)) = bounds(&chart.series);
+    let mut c = ChartBuilder::on(&root)
+        .caption(&chart.title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(err)?;
+    c.configure_mesh()
+        .x_desc(chart.x)
+        .y_desc(chart.y)
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .draw()
+        .map_err(err)?;
+    for s in &chart.series {
+        let colour = s.colour;
+        let style = ShapeStyle { color: colour.to_rgba(), filled: true, stroke_width: 2 };
+        if s.dashed {
+            c.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style)).map_err(err)?
+        } else {
+            c.draw_series(LineSeries::new(s.points.iter().copied(), style)).map_err(err)?
+        }
+        .label(&s.name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(3)));
+        c.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, colour.filled()))).map_err(err)?;
+    }
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Runs that differ only in protocol and load: one set of curves.
+type GroupKey = (u16, u32, u32, u32, bool, String);
+
+fn group_key(r: &BenchReport) -> GroupKey {
+    (r.dcs, r.partitions, r.workload.reads_per_txn, r.workload.writes_per_txn, r.wan, r.deployment.clone())
+}
+
+fn group_stem(k: &GroupKey) -> String {
+    format!("{}dc-{}p-{}r{}w", k.0, k.1, k.2, k.3)
+}
+
+fn group_title(k: &GroupKey) -> String {
+    format!(
+        "{} DCs × {} partitions, {}:{} reads:writes, WAN {}, {}",
+        k.0,
+        k.1,
+        k.2,
+        k.3,
+        if k.4 { "emulated" } else { "off" },
+        k.5
+    )
+}
+
+/// Per protocol, its runs sorted by load.
+fn by_protocol<'a>(runs: &[&'a BenchReport]) -> BTreeMap<String, Vec<&'a BenchReport>> {
+    let mut m: BTreeMap<String, Vec<&BenchReport>> = BTreeMap::new();
+    for r in runs {
+        m.entry(r.protocol.clone()).or_default().push(r);
+    }
+    for v in m.values_mut() {
+        v.sort_by_key(|r| r.clients_per_partition);
+    }
+    m
+}
+
+/// Draws every figure the reports allow into `dir`; returns the files.
+pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+    let mut groups: BTreeMap<GroupKey, Vec<&BenchReport>> = BTreeMap::new();
+    for r in reports {
+        groups.entry(group_key(r)).or_default().push(r);
+    }
+    let mut files = Vec::new();
+    for (key, runs) in &groups {
+        let protocols = by_protocol(runs);
+        let curve = |f: fn(&BenchReport) -> f64| -> Vec<Series> {
+            protocols
+                .iter()
+                .map(|(p, rs)| Series {
+                    name: p.clone(),
+                    colour: colour(p),
+                    dashed: false,
+                    points: rs.iter().map(|r| (r.throughput_tps / 1000.0, f(r))).collect(),
+                })
+                .collect()
+        };
+        files.extend(draw_lines(
+            dir,
+            &format!("throughput-latency-{}", group_stem(key)),
+            &LineChart {
+                title: format!("Throughput and latency — {}", group_title(key)),
+                x: "throughput (thousand transactions/s)",
+                y: "mean transaction latency (ms)",
+                series: curve(|r| r.latency_mean_ms),
+            },
+        )?);
+        files.extend(draw_lines(
+            dir,
+            &format!("read-wait-{}", group_stem(key)),
+            &LineChart {
+                title: format!("Read waiting time — {}", group_title(key)),
+                x: "throughput (thousand transactions/s)",
+                y: "mean waiting time per read request (ms)",
+                series: curve(|r| r.reads.wait_mean_ms),
+            },
+        )?);
+    }
+    files.extend(scaling(reports, dir)?);
+    // Figs. 7a and 7b compare protocols at one configuration: the first
+    // group's, each protocol at its highest load.
+    if let Some(runs) = groups.values().next() {
+        let chosen: Vec<&BenchReport> = by_protocol(runs).into_values().filter_map(|v| v.last().copied()).collect();
+        files.extend(bytes(&chosen, dir)?);
+        files.extend(visibility(&chosen, dir)?);
+    }
+    Ok(files)
+}
+
+/// Fig. 6: peak throughput against partitions per DC, one curve per protocol
+/// and DC count; drawn when the sweep has more than one partition or DC count.
+fn scaling(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut peak: BTreeMap<(String, u16), BTreeMap<u32, f64>> = BTreeMap::new();
+    for r in reports {
+        let e = peak.entry((r.protocol.clone(), r.dcs)).or_default().entry(r.partitions).or_insert(0.0);
+        *e = e.max(r.throughput_tps / 1000.0);
+    }
+    let sizes = reports.iter().map(|r| (r.dcs, r.partitions)).collect::<std::collections::BTreeSet<_>>();
+    if sizes.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let series = peak
+        .into_iter()
+        .map(|((p, dcs), pts)| Series {
+            name: format!("{p}, {dcs} DCs"),
+            colour: colour(&p),
+            dashed: dcs != reports.iter().map(|r| r.dcs).min().unwrap_or(dcs),
+            points: pts.into_iter().map(|(n, t)| (f64::from(n), t)).collect(),
+        })
+        .collect();
+    draw_lines(
+        dir,
+        "scaling",
+        &LineChart {
+            title: "Peak throughput as the cluster grows".into(),
+            x: "partitions per DC",
+            y: "peak throughput (thousand transactions/s)",
+            series,
+        },
+    )
+}
+
+/// Fig. 7b: CDFs of visibility latency, local (solid) and remote (dashed).
+fn visibility(runs: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut series = Vec::new();
+    for r in runs {
+        for (which, d, dashed) in [("local", &r.visibility.local, false), ("remote", &r.visibility.remote, true)] {
+            if d.count > 0 {
+                series.push(Series {
+                    name: format!("{} {which}", r.protocol),
+                    colour: colour(&r.protocol),
+                    dashed,
+                    points: d.cdf.iter().map(|p| (p[0], p[1])).collect(),
+                });
+            }
+        }
+    }
+    if series.is_empty() {
+        return Ok(Vec::new());
+    }
+    draw_lines(
+        dir,
+        "visibility",
+        &LineChart {
+            title: "Update visibility latency (CDF): local solid, remote dashed".into(),
+            x: "time from commit to visibility (ms)",
+            y: "fraction of updates",
+            series,
+        },
+    )
+}
+
+/// Fig. 7a: replication and stabilization bytes per committed transaction.
+fn bytes(runs: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    register_font();
+    let png = dir.join("bytes.png");
+    let svg = dir.join("bytes.svg");
+    bars_on(BitMapBackend::new(&png, SIZE).into_drawing_area(), runs)?;
+    bars_on(SVGBackend::new(&svg, SIZE).into_drawing_area(), runs)?;
+    Ok(vec![png, svg])
+}
+
+fn bars_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, runs: &[&BenchReport]) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(err)?;
+    let kb = |b: f64| b / 1000.0;
+    let top = runs
+        .iter()
+        .map(|r| kb(r.traffic.bytes_per_txn.replication.max(r.traffic.bytes_per_txn.stabilization)))
+        .fold(0.0, f64::max)
+        .max(0.001)
+        * 1.2;
+    let n = runs.len();
+    let names: Vec<String> = runs.iter().map(|r| r.protocol.clone()).collect();
+    let mut c = ChartBuilder::on(&root)
+        .caption("Bytes per committed transaction: replication and stabilization", ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..n as f64, 0.0..top)
+        .map_err(err)?;
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n * 2 + 1)
+        .x_label_formatter(&|x| {
+            let i = x.floor() as usize;
+            if (x - x.floor() - 0.5).abs() < 0.26 && i < names.len() {
+                names[i].clone()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("kB per committed transaction")
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .draw()
+        .map_err(err)?;
+    let replication = RGBColor(0x44, 0x72, 0xc4);
+    let stabilization = RGBColor(0xed, 0x7d, 0x31);
+    for (i, r) in runs.iter().enumerate() {
+        let x = i as f64;
+        let per = &r.traffic.bytes_per_txn;
+        c.draw_series([
+            Rectangle::new([(x + 0.12, 0.0), (x + 0.48, kb(per.replication))], replication.filled()),
+            Rectangle::new([(x + 0.52, 0.0), (x + 0.88, kb(per.stabilization))], stabilization.filled()),
+        ])
+        .map_err(err)?;
+    }
+    // Legend entries, drawn as empty series.
+    for (name, colour) in [("replication", replication), ("stabilization", stabilization)] {
+        c.draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(err)?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], colour.filled()));
+    }
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}

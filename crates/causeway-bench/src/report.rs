@@ -1,0 +1,279 @@
+//! What a run measured, as JSON (the fields are documented in
+//! docs/BENCHMARKS.md) and as the summary `causeway bench` prints.
+
+use crate::cpu::CpuTime;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// One run. `throughput_tps` and `latency_*_ms` are at the top level so a
+/// script can read them without knowing the rest.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchReport {
+    pub protocol: String,
+    /// `embedded`, `processes` or `config`.
+    pub deployment: String,
+    pub dcs: u16,
+    pub partitions: u32,
+    pub clients_per_partition: u32,
+    pub clients: u32,
+    pub workload: WorkloadReport,
+    pub wan: bool,
+    pub skew_ms: f64,
+    pub delta_r_ms: f64,
+    pub delta_g_ms: f64,
+    pub warmup_s: f64,
+    /// The measured time (after the warm-up).
+    pub duration_s: f64,
+
+    /// Committed transactions per second over the measured time.
+    pub throughput_tps: f64,
+    pub committed: u64,
+    pub aborted: u64,
+    pub errors: u64,
+    /// Latency of committed transactions, from begin to the commit's answer.
+    pub latency_mean_ms: f64,
+    pub latency_p50_ms: f64,
+    pub latency_p90_ms: f64,
+    pub latency_p99_ms: f64,
+    pub latency_max_ms: f64,
+
+    pub reads: ReadWaits,
+    pub visibility: Visibility,
+    /// Bytes and messages sent between servers and to clients, by class.
+    pub traffic: Traffic,
+    /// Bytes of protocol metadata per stored version (Wren: 16, two
+    /// timestamps; Cure: 8 per DC).
+    pub metadata_bytes_per_version: u64,
+    pub cpu: Cpu,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WorkloadReport {
+    pub reads_per_txn: u32,
+    pub writes_per_txn: u32,
+    pub partitions_per_txn: u32,
+    pub keys_per_partition: u32,
+    pub zipf: f64,
+    pub value_size: usize,
+}
+
+/// Reads that waited: a read request (slice) a replica could not answer in
+/// the step that received it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ReadWaits {
+    pub slices: u64,
+    pub slices_waited: u64,
+    /// Waiting time averaged over every slice (the paper's blocking time).
+    pub wait_mean_ms: f64,
+    /// Waiting time averaged over the slices that waited.
+    pub wait_mean_of_waited_ms: f64,
+    /// Share of measured transactions with at least one slice that waited.
+    pub txns_waited_share: f64,
+}
+
+/// How long a commit takes to become visible to new transactions, in its
+/// own DC (`local`) and in each other DC (`remote`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Visibility {
+    pub local: Distribution,
+    pub remote: Distribution,
+    /// Commits still not visible everywhere some seconds after the run.
+    pub unfinished: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Distribution {
+    pub count: u64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// `[milliseconds, fraction at or below]`, 100 points.
+    pub cdf: Vec<[f64; 2]>,
+}
+
+impl Distribution {
+    /// From a histogram of microseconds.
+    pub fn of(h: &Histogram<u64>) -> Distribution {
+        if h.is_empty() {
+            return Distribution::default();
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        let cdf = (1..=100).map(|i| [ms(h.value_at_quantile(f64::from(i) / 100.0)), f64::from(i) / 100.0]).collect();
+        Distribution {
+            count: h.len(),
+            mean_ms: h.mean() / 1000.0,
+            p50_ms: ms(h.value_at_quantile(0.5)),
+            p90_ms: ms(h.value_at_quantile(0.9)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            max_ms: ms(h.max()),
+            cdf,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Traffic {
+    pub bytes: ByClass,
+    pub messages: ByClass,
+    /// `bytes` divided by committed transactions.
+    pub bytes_per_txn: ByClassF,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct ByClass {
+    pub client: u64,
+    pub transaction: u64,
+    pub replication: u64,
+    pub stabilization: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct ByClassF {
+    pub client: f64,
+    pub transaction: f64,
+    pub replication: f64,
+    pub stabilization: f64,
+}
+
+impl ByClass {
+    pub fn from_array(a: [u64; 4]) -> ByClass {
+        ByClass { client: a[0], transaction: a[1], replication: a[2], stabilization: a[3] }
+    }
+
+    pub fn per(&self, n: u64) -> ByClassF {
+        let d = n.max(1) as f64;
+        ByClassF {
+            client: self.client as f64 / d,
+            transaction: self.transaction as f64 / d,
+            replication: self.replication as f64 / d,
+            stabilization: self.stabilization as f64 / d,
+        }
+    }
+}
+
+/// CPU time over the measured time. Embedded: servers and clients share one
+/// process, reported as `servers`, with `clients` absent.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Cpu {
+    pub servers: Option<CpuReport>,
+    pub clients: Option<CpuReport>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct CpuReport {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// Share of the CPU time spent in the kernel.
+    pub system_share: f64,
+    /// CPU seconds per second: how many cores were busy.
+    pub cores: f64,
+    /// CPU microseconds per committed transaction.
+    pub us_per_txn: f64,
+}
+
+impl CpuReport {
+    pub fn of(t: CpuTime, secs: f64, committed: u64) -> CpuReport {
+        let total = t.total_s();
+        CpuReport {
+            user_s: t.user_s,
+            system_s: t.system_s,
+            system_share: if total > 0.0 { t.system_s / total } else { 0.0 },
+            cores: total / secs.max(1e-9),
+            us_per_txn: total * 1e6 / committed.max(1) as f64,
+        }
+    }
+}
+
+fn mb(b: u64) -> f64 {
+    b as f64 / 1e6
+}
+
+impl BenchReport {
+    /// The summary `causeway bench` prints.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let line = |s: &mut String, l: String| {
+            s.push_str(&l);
+            s.push('\n');
+        };
+        line(
+            &mut s,
+            format!(
+                "  throughput     {:.0} txn/s ({} committed in {:.1} s, {} aborted, {} errors)",
+                self.throughput_tps, self.committed, self.duration_s, self.aborted, self.errors
+            ),
+        );
+        line(
+            &mut s,
+            format!(
+                "  latency        mean {:.2} ms   p50 {:.2}   p90 {:.2}   p99 {:.2}   max {:.1} ms",
+                self.latency_mean_ms,
+                self.latency_p50_ms,
+                self.latency_p90_ms,
+                self.latency_p99_ms,
+                self.latency_max_ms
+            ),
+        );
+        let r = &self.reads;
+        line(
+            &mut s,
+            format!(
+                "  reads waited   {} of {} slices ({:.2} %), mean wait {:.3} ms over all, {:.3} ms over those; {:.2} % of transactions",
+                r.slices_waited,
+                r.slices,
+                100.0 * r.slices_waited as f64 / r.slices.max(1) as f64,
+                r.wait_mean_ms,
+                r.wait_mean_of_waited_ms,
+                100.0 * r.txns_waited_share
+            ),
+        );
+        for (name, d) in [("visible here  ", &self.visibility.local), ("visible remote", &self.visibility.remote)] {
+            if d.count > 0 {
+                line(
+                    &mut s,
+                    format!(
+                        "  {name} mean {:.1} ms   p50 {:.1}   p90 {:.1}   p99 {:.1}   max {:.1} ms",
+                        d.mean_ms, d.p50_ms, d.p90_ms, d.p99_ms, d.max_ms
+                    ),
+                );
+            }
+        }
+        if self.visibility.unfinished > 0 {
+            line(
+                &mut s,
+                format!("  {} commits were still not visible everywhere after the run", self.visibility.unfinished),
+            );
+        }
+        let b = &self.traffic.bytes;
+        line(
+            &mut s,
+            format!(
+                "  bytes sent     client {:.1} MB, transaction {:.1} MB, replication {:.1} MB, stabilization {:.1} MB",
+                mb(b.client),
+                mb(b.transaction),
+                mb(b.replication),
+                mb(b.stabilization)
+            ),
+        );
+        line(&mut s, format!("  metadata       {} bytes per version", self.metadata_bytes_per_version));
+        for (who, c) in [("servers", &self.cpu.servers), ("clients", &self.cpu.clients)] {
+            if let Some(c) = c {
+                let who = if self.cpu.clients.is_none() { "process" } else { who };
+                line(
+                    &mut s,
+                    format!(
+                        "  cpu {who:<10} {:.1} s user + {:.1} s system ({:.0} % kernel), {:.2} cores, {:.0} µs per txn",
+                        c.user_s,
+                        c.system_s,
+                        100.0 * c.system_share,
+                        c.cores,
+                        c.us_per_txn
+                    ),
+                );
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,178 @@
+//! One benchmark run: bring the cluster up, run closed-loop clients through
+//! a warm-up and the measured time, read every node's counters at both
+//! ends, follow commits until they are visible everywhere, and report.
+
+use crate::cpu::{self, CpuTime};
+use crate::deploy::{self, Servers, Target};
+use crate::report::{
+    BenchReport, ByClass, Cpu, CpuReport, Distribution, ReadWaits, Traffic, Visibility, WorkloadReport,
+};
+use crate::spec::BenchSpec;
+use anyhow::{Context, Result};
+use causeway_client::wire::NodeStats;
+use causeway_client::Client;
+use causeway_history::History;
+use causeway_load::{settle, visibility, LoadConfig, Progress};
+use causeway_sim::WorkloadKind;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// A run's report, and its history when the spec asked to record one.
+pub struct Outcome {
+    pub report: BenchReport,
+    pub history: Option<History>,
+    /// Errors the clients met (the first few), for the user.
+    pub errors: Vec<String>,
+}
+
+/// The counters of every node and the CPU times, at one moment.
+struct Snapshot {
+    nodes: Vec<NodeStats>,
+    servers: Option<CpuTime>,
+    clients: Option<CpuTime>,
+}
+
+async fn snapshot(probes: &mut [Client], servers: &Servers, waited: bool) -> Result<Snapshot> {
+    let mut nodes = Vec::new();
+    for p in probes.iter_mut() {
+        nodes.push(p.stats(waited).await.context("cannot read a node's counters")?);
+    }
+    let (servers, clients) = match servers {
+        Servers::ThisProcess => (cpu::this_process(), None),
+        Servers::Processes(pids) => (cpu::of_processes(pids), cpu::this_process()),
+        Servers::Elsewhere => (None, cpu::this_process()),
+    };
+    Ok(Snapshot { nodes, servers, clients })
+}
+
+fn sum(nodes: &[NodeStats], f: impl Fn(&NodeStats) -> u64) -> u64 {
+    nodes.iter().map(f).sum()
+}
+
+fn classes(nodes: &[NodeStats], f: impl Fn(&NodeStats) -> [u64; 4]) -> [u64; 4] {
+    let mut total = [0u64; 4];
+    for n in nodes {
+        for (t, v) in total.iter_mut().zip(f(n)) {
+            *t += v;
+        }
+    }
+    total
+}
+
+fn waited_txns(nodes: &[NodeStats]) -> BTreeSet<(u16, u64)> {
+    nodes.iter().flat_map(|n| n.waited_txns.iter().copied()).collect()
+}
+
+/// Runs `spec`; `progress` is called about once a second.
+pub async fn run(spec: &BenchSpec, progress: impl FnMut(Progress) + Send) -> Result<Outcome> {
+    spec.validate().map_err(anyhow::Error::msg)?;
+    let target = deploy::bring_up(spec).await?;
+    measure(spec, target, progress).await
+}
+
+async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress) + Send) -> Result<Outcome> {
+    let Target { protocol, topology, endpoints, nodes, servers, .. } = &target;
+    let dcs = topology.dc_count();
+    let partitions = topology.partition_count();
+    let mut probes = visibility::connect(nodes).await.context("cannot connect to the cluster")?;
+    let tracker_probes = visibility::connect(nodes).await.context("cannot connect to the cluster")?;
+    let (commit_tx, commit_rx) = tokio::sync::mpsc::unbounded_channel();
+    let tracker = tokio::spawn(visibility::track(tracker_probes, dcs, commit_rx, Duration::from_secs(10)));
+    let config = LoadConfig {
+        endpoints: endpoints.clone(),
+        clients_per_dc: spec.clients_per_partition.saturating_mul(partitions),
+        warmup: spec.warmup,
+        duration: spec.duration,
+        workload: WorkloadKind::Random(spec.workload.clone()),
+        seed: spec.seed,
+        record: spec.record,
+        value_size: Some(spec.value_size),
+    };
+    let load = causeway_load::run(config, topology.clone(), Some(commit_tx), progress);
+    // The counters at the end of the warm-up, taken while the load runs.
+    let first = async {
+        tokio::time::sleep(spec.warmup).await;
+        snapshot(&mut probes, servers, true).await
+    };
+    let (report, first) = tokio::join!(load, first);
+    let report = report.context("the workload could not run")?;
+    let first = first?;
+    let last = snapshot(&mut probes, servers, true).await?;
+    let seen = tracker.await.context("the visibility tracker failed")?.context("cannot read stable times")?;
+
+    let secs = report.elapsed.as_secs_f64();
+    let (a, b) = (&first.nodes, &last.nodes);
+    let slices = sum(b, |n| n.read_slices) - sum(a, |n| n.read_slices);
+    let slices_waited = sum(b, |n| n.read_slices_waited) - sum(a, |n| n.read_slices_waited);
+    let wait_us = sum(b, |n| n.read_wait_us) - sum(a, |n| n.read_wait_us);
+    let waited = waited_txns(b).difference(&waited_txns(a)).count() as u64;
+    let delta = |f: fn(&NodeStats) -> [u64; 4]| {
+        let (x, y) = (classes(a, f), classes(b, f));
+        ByClass::from_array([0, 1, 2, 3].map(|i| y[i] - x[i]))
+    };
+    let bytes = delta(|n| n.bytes_sent);
+    let messages = delta(|n| n.messages_sent);
+    let lat = &report.latency;
+    let q = |x: f64| if lat.is_empty() { 0.0 } else { lat.value_at_quantile(x) as f64 / 1000.0 };
+    let cpu_of = |x: Option<CpuTime>, y: Option<CpuTime>| Some(CpuReport::of(y?.since(x?), secs, report.committed));
+    let w = &spec.workload;
+    let out = BenchReport {
+        protocol: protocol.to_string(),
+        deployment: spec.deployment.name().into(),
+        dcs,
+        partitions,
+        clients_per_partition: spec.clients_per_partition,
+        clients: spec.clients_per_partition * partitions * u32::from(dcs),
+        workload: WorkloadReport {
+            reads_per_txn: w.reads_per_txn,
+            writes_per_txn: w.writes_per_txn,
+            partitions_per_txn: w.partitions_per_txn.min(partitions),
+            keys_per_partition: w.keys_per_partition,
+            zipf: w.zipf,
+            value_size: spec.value_size,
+        },
+        wan: spec.wan.is_some(),
+        skew_ms: spec.skew_ms,
+        delta_r_ms: spec.delta_r_ms,
+        delta_g_ms: spec.delta_g_ms,
+        warmup_s: spec.warmup.as_secs_f64(),
+        duration_s: secs,
+        throughput_tps: report.committed as f64 / secs.max(1e-9),
+        committed: report.committed,
+        aborted: report.aborted,
+        errors: report.errors.len() as u64,
+        latency_mean_ms: if lat.is_empty() { 0.0 } else { lat.mean() / 1000.0 },
+        latency_p50_ms: q(0.5),
+        latency_p90_ms: q(0.9),
+        latency_p99_ms: q(0.99),
+        latency_max_ms: if lat.is_empty() { 0.0 } else { lat.max() as f64 / 1000.0 },
+        reads: ReadWaits {
+            slices,
+            slices_waited,
+            wait_mean_ms: wait_us as f64 / 1000.0 / slices.max(1) as f64,
+            wait_mean_of_waited_ms: wait_us as f64 / 1000.0 / slices_waited.max(1) as f64,
+            txns_waited_share: waited as f64 / report.attempted.max(1) as f64,
+        },
+        visibility: Visibility {
+            local: Distribution::of(&seen.local),
+            remote: Distribution::of(&seen.remote),
+            unfinished: seen.unfinished,
+        },
+        traffic: Traffic { bytes, messages, bytes_per_txn: bytes.per(report.committed) },
+        metadata_bytes_per_version: b
+            .iter()
+            .flat_map(|n| n.replicas.iter().map(|r| r.metadata_bytes_per_version))
+            .max()
+            .unwrap_or(0),
+        cpu: Cpu { servers: cpu_of(first.servers, last.servers), clients: cpu_of(first.clients, last.clients) },
+    };
+    let history = if spec.record {
+        let endpoints: Vec<_> = endpoints.iter().map(|(dc, a)| (dc.0, *a)).collect();
+        let finals = settle::final_states(&endpoints, Duration::from_secs(10)).await?;
+        Some(History { txns: report.records, finals })
+    } else {
+        None
+    };
+    drop(target);
+    Ok(Outcome { report: out, history, errors: report.errors })
+}

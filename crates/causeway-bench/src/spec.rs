@@ -1,0 +1,148 @@
+//! What one benchmark run is: the cluster, where it runs, the workload, how
+//! long. Every field has the paper's default.
+
+use causeway_protocol::ProtocolKind;
+use causeway_sim::WorkloadConfig;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the cluster under test runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Deployment {
+    /// Every replica in this process (one node), clients too.
+    Embedded,
+    /// Each partition replica its own `causeway server` process, started
+    /// from `exe` and stopped after the run; the clients stay here.
+    Processes { exe: PathBuf },
+    /// A running cluster described by this config file; nothing is started.
+    Config(PathBuf),
+}
+
+impl Deployment {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Deployment::Embedded => "embedded",
+            Deployment::Processes { .. } => "processes",
+            Deployment::Config(_) => "config",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BenchSpec {
+    pub protocol: ProtocolKind,
+    pub dcs: u16,
+    /// Partitions per DC.
+    pub partitions: u32,
+    pub deployment: Deployment,
+    /// Closed-loop clients per partition (so `partitions ×` this per DC).
+    pub clients_per_partition: u32,
+    pub workload: WorkloadConfig,
+    /// Bytes per written value.
+    pub value_size: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// WAN emulation between DCs: `None` off; `Some(None)` the built-in
+    /// model (`config/wan.toml`); `Some(Some(file))` another RTT matrix.
+    pub wan: Option<Option<PathBuf>>,
+    /// Emulated clock skew: each replica's clock is off by a fixed amount
+    /// drawn from `[-skew/2, skew/2]` (seeded), in milliseconds.
+    pub skew_ms: f64,
+    /// Δ_R and Δ_G in milliseconds.
+    pub delta_r_ms: f64,
+    pub delta_g_ms: f64,
+    pub seed: u64,
+    /// Record the history (every transaction, and the final states).
+    pub record: bool,
+}
+
+impl Default for BenchSpec {
+    /// The Wren paper's default workload: 19 reads + 1 write over 4
+    /// partitions per transaction, zipf 0.99 inside a partition, 8-byte
+    /// values, no read-only or aborted transactions; 3 DCs × 4 partitions
+    /// with WAN emulation, 2 clients per partition, 2 s of warm-up, 10 s
+    /// measured.
+    fn default() -> Self {
+        BenchSpec {
+            protocol: ProtocolKind::Wren,
+            dcs: 3,
+            partitions: 4,
+            deployment: Deployment::Embedded,
+            clients_per_partition: 2,
+            workload: paper_workload(19, 1),
+            value_size: 8,
+            warmup: Duration::from_secs(2),
+            duration: Duration::from_secs(10),
+            wan: Some(None),
+            skew_ms: 0.0,
+            delta_r_ms: 5.0,
+            delta_g_ms: 5.0,
+            seed: 1,
+            record: false,
+        }
+    }
+}
+
+/// The paper's transaction: `reads` + `writes` over 4 partitions, zipf
+/// 0.99, 100,000 keys per partition, every transaction an update, none
+/// aborted, reads in one call.
+pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
+    WorkloadConfig {
+        reads_per_txn: reads,
+        writes_per_txn: writes,
+        partitions_per_txn: 4,
+        keys_per_partition: 100_000,
+        zipf: 0.99,
+        read_only_fraction: 0.0,
+        abort_fraction: 0.0,
+        rewrite_fraction: 0.0,
+        max_read_rounds: 1,
+        think_time_us: 0,
+    }
+}
+
+impl BenchSpec {
+    /// Closed-loop clients in each DC.
+    pub fn clients_per_dc(&self) -> u32 {
+        self.clients_per_partition.saturating_mul(self.partitions)
+    }
+
+    /// Checks the numbers, with messages that name the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        let w = &self.workload;
+        let check = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
+        check(self.dcs >= 1, "--dcs must be at least 1")?;
+        check(self.partitions >= 1, "--partitions must be at least 1")?;
+        check(self.clients_per_partition >= 1, "--clients must be at least 1 per partition")?;
+        check(self.clients_per_dc() <= 4096, "at most 4096 clients per DC (--clients × --partitions)")?;
+        check(w.reads_per_txn + w.writes_per_txn >= 1, "a transaction needs at least one read or write")?;
+        check(w.partitions_per_txn >= 1, "--partitions-per-txn must be at least 1")?;
+        check(w.keys_per_partition >= 1, "--keys must be at least 1")?;
+        check(w.keys_per_partition <= 10_000_000, "--keys must be at most 10,000,000 per partition")?;
+        check(w.zipf.is_finite() && w.zipf >= 0.0, "--zipf must be 0 (uniform) or more")?;
+        check(self.value_size >= 1 && self.value_size <= 64 << 10, "--value-size must be 1 to 65536 bytes")?;
+        let secs = |d: Duration| d.as_secs_f64();
+        check(secs(self.duration) > 0.0 && secs(self.duration) <= 86_400.0, "--duration must be in (0, 86400] s")?;
+        check(secs(self.warmup) <= 3_600.0, "--warmup must be at most 3600 s")?;
+        check(self.skew_ms.is_finite() && (0.0..=60_000.0).contains(&self.skew_ms), "--skew-ms must be 0 to 60000")?;
+        for (v, flag) in [(self.delta_r_ms, "--delta-r-ms"), (self.delta_g_ms, "--delta-g-ms")] {
+            check(v.is_finite() && v > 0.0 && v <= 60_000.0, &format!("{flag} must be in (0, 60000] ms"))?;
+        }
+        Ok(())
+    }
+
+    /// Each replica's emulated clock offset in microseconds, drawn from the
+    /// seed: the same spec gives the same offsets.
+    pub fn clock_offset_us(&self, dc: u16, partition: u32) -> i64 {
+        if self.skew_ms == 0.0 {
+            return 0;
+        }
+        // SplitMix64 of (seed, replica): uniform in [0, 1).
+        let mut z = self.seed ^ (u64::from(dc) << 32 | u64::from(partition)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+        ((u - 0.5) * self.skew_ms * 1000.0) as i64
+    }
+}

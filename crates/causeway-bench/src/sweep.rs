@@ -1,0 +1,97 @@
+//! A series of runs: every combination of the protocols, client counts,
+//! partition counts, DC counts and read:write mixes asked for, each a
+//! fresh cluster, saved as JSON next to the figures drawn from them.
+
+use crate::report::BenchReport;
+use crate::spec::BenchSpec;
+use anyhow::{Context, Result};
+use causeway_protocol::ProtocolKind;
+use std::path::Path;
+
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    /// Everything the lists below do not vary.
+    pub base: BenchSpec,
+    pub protocols: Vec<ProtocolKind>,
+    /// Clients per partition.
+    pub clients: Vec<u32>,
+    pub partitions: Vec<u32>,
+    pub dcs: Vec<u16>,
+    /// `(reads, writes)` per transaction.
+    pub mixes: Vec<(u32, u32)>,
+}
+
+impl Sweep {
+    /// The runs, in the order they run: for each mix, DC count and
+    /// partition count, every protocol at rising load.
+    pub fn specs(&self) -> Vec<BenchSpec> {
+        let mut out = Vec::new();
+        for &(reads, writes) in &self.mixes {
+            for &dcs in &self.dcs {
+                for &partitions in &self.partitions {
+                    for &protocol in &self.protocols {
+                        for &clients in &self.clients {
+                            let mut s = self.base.clone();
+                            s.workload.reads_per_txn = reads;
+                            s.workload.writes_per_txn = writes;
+                            s.dcs = dcs;
+                            s.partitions = partitions;
+                            s.protocol = protocol;
+                            s.clients_per_partition = clients;
+                            out.push(s);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Checks every run before any starts.
+    pub fn validate(&self) -> Result<(), String> {
+        for (what, empty) in [
+            ("--protocols", self.protocols.is_empty()),
+            ("--clients", self.clients.is_empty()),
+            ("--partitions", self.partitions.is_empty()),
+            ("--dcs", self.dcs.is_empty()),
+            ("--mix", self.mixes.is_empty()),
+        ] {
+            if empty {
+                return Err(format!("{what} needs at least one value"));
+            }
+        }
+        self.specs().iter().try_for_each(BenchSpec::validate)
+    }
+}
+
+/// A file name for a run: `wren-3dc-4p-19r1w-c2`.
+pub fn run_name(r: &BenchReport) -> String {
+    format!(
+        "{}-{}dc-{}p-{}r{}w-c{}",
+        r.protocol, r.dcs, r.partitions, r.workload.reads_per_txn, r.workload.writes_per_txn, r.clients_per_partition
+    )
+}
+
+/// Writes one run's report as `DIR/runs/NAME.json`.
+pub fn save_run(dir: &Path, report: &BenchReport) -> Result<()> {
+    let runs = dir.join("runs");
+    std::fs::create_dir_all(&runs).with_context(|| format!("cannot create {}", runs.display()))?;
+    let path = runs.join(format!("{}.json", run_name(report)));
+    std::fs::write(&path, serde_json::to_vec_pretty(report)?)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes every report as one JSON array, `DIR/sweep.json`.
+pub fn save(dir: &Path, reports: &[BenchReport]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("sweep.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(reports)?)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Reads `DIR/sweep.json` back, to draw its figures again.
+pub fn load(dir: &Path) -> Result<Vec<BenchReport>> {
+    let path = dir.join("sweep.json");
+    let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_slice(&text).with_context(|| format!("{} is not a sweep's reports", path.display()))
+}

@@ -1,0 +1,47 @@
+//! A node's measurements as benchmarks read them ([`NodeStats`]): the
+//! counters of [`Metrics`] and each replica's published stable times, taken
+//! without stopping anything.
+
+use crate::metrics::Metrics;
+use crate::replica_task::ReplicaGauges;
+use causeway_client::wire::{NodeStats, ReplicaStats};
+use causeway_protocol::ReplicaId;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+pub fn node_stats(
+    node: &str,
+    metrics: &Metrics,
+    replicas: &[(ReplicaId, Arc<ReplicaGauges>)],
+    waited_txns: bool,
+) -> NodeStats {
+    let (bytes_sent, messages_sent) = metrics.sent_by_class();
+    let replicas = replicas
+        .iter()
+        .map(|(id, g)| ReplicaStats {
+            dc: id.dc.0,
+            partition: id.partition.0,
+            visible_upto: g.visible.iter().map(|v| v.load(Ordering::Relaxed)).collect(),
+            versions: g.versions.load(Ordering::Relaxed),
+            metadata_bytes_per_version: g.metadata_per_version.load(Ordering::Relaxed),
+        })
+        .collect();
+    let waited_txns = if waited_txns {
+        let set = metrics.waited_txns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<_> = set.iter().copied().collect();
+        v.sort_unstable();
+        v
+    } else {
+        Vec::new()
+    };
+    NodeStats {
+        node: node.to_string(),
+        replicas,
+        bytes_sent,
+        messages_sent,
+        read_slices: metrics.read_slices.get(),
+        read_slices_waited: metrics.reads_waited.get(),
+        read_wait_us: metrics.read_wait_us.get(),
+        waited_txns,
+    }
+}

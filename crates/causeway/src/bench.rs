@@ -1,0 +1,335 @@
+//! `causeway bench`, `causeway sweep` and `causeway plot`: the benchmark
+//! harness from the command line (the work is in `causeway-bench`).
+
+use crate::serve::{init_logging, runtime, OnOff};
+use crate::verdict;
+use anyhow::{Context, Result};
+use causeway_bench::sweep::{self, Sweep};
+use causeway_bench::{figures, paper_workload, BenchReport, BenchSpec, Deployment};
+use causeway_load::Progress;
+use causeway_protocol::ProtocolKind;
+use clap::Args;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Flags every run takes, in `bench` and in `sweep`.
+#[derive(Args, Debug, Clone)]
+pub struct RunFlags {
+    /// Measured time, in seconds (after the warm-up).
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Warm-up, in seconds: transactions run but are not measured.
+    #[arg(long, default_value_t = 2.0)]
+    warmup: f64,
+    /// Emulate WAN latency between DCs (config/wan.toml, or --wan-file).
+    #[arg(long, value_enum, default_value = "on")]
+    wan: OnOff,
+    /// RTT matrix for WAN emulation (the format of config/wan.toml).
+    #[arg(long)]
+    wan_file: Option<PathBuf>,
+    /// Run each partition replica as its own `causeway server` process
+    /// (this program), talking over loopback TCP; the clients stay here.
+    #[arg(long, conflicts_with = "config")]
+    processes: bool,
+    /// Benchmark a running cluster described by this config file instead
+    /// (its protocol, DCs and partitions; nothing is started).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Partitions each transaction reads and writes (capped at --partitions).
+    #[arg(long, default_value_t = 4)]
+    partitions_per_txn: u32,
+    /// Keys per partition.
+    #[arg(long, default_value_t = 100_000)]
+    keys: u32,
+    /// Zipf exponent of key popularity inside a partition (0: uniform).
+    #[arg(long, default_value_t = 0.99)]
+    zipf: f64,
+    /// Bytes per written value.
+    #[arg(long, default_value_t = 8)]
+    value_size: usize,
+    /// Δ_R, apply and replication interval, in milliseconds.
+    #[arg(long, default_value_t = 5.0)]
+    delta_r_ms: f64,
+    /// Δ_G, stabilization interval, in milliseconds.
+    #[arg(long, default_value_t = 5.0)]
+    delta_g_ms: f64,
+    /// Emulated clock skew: each replica's clock is off by a fixed amount in
+    /// [-skew/2, +skew/2] ms (one machine has one clock; real clusters don't).
+    #[arg(long, default_value_t = 0.0)]
+    skew_ms: f64,
+    /// Seed of the workload's random choices and of the clock offsets.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl RunFlags {
+    fn spec(&self) -> Result<BenchSpec> {
+        let secs = |v: f64, flag: &str| -> Result<Duration> {
+            anyhow::ensure!(v.is_finite() && v >= 0.0 && v <= 86_400.0, "{flag} must be 0 to 86400 seconds, got {v}");
+            Ok(Duration::from_secs_f64(v))
+        };
+        let wan = match (self.wan, &self.wan_file) {
+            (OnOff::Off, Some(_)) => anyhow::bail!("--wan-file needs --wan on"),
+            (OnOff::Off, None) => None,
+            (OnOff::On, file) => Some(file.clone()),
+        };
+        let deployment = match (&self.config, self.processes) {
+            (Some(path), _) => Deployment::Config(path.clone()),
+            (None, true) => Deployment::Processes {
+                exe: std::env::current_exe().context("cannot find this program to start server processes")?,
+            },
+            (None, false) => Deployment::Embedded,
+        };
+        let mut workload = paper_workload(19, 1);
+        workload.partitions_per_txn = self.partitions_per_txn;
+        workload.keys_per_partition = self.keys;
+        workload.zipf = self.zipf;
+        Ok(BenchSpec {
+            deployment,
+            workload,
+            value_size: self.value_size,
+            warmup: secs(self.warmup, "--warmup")?,
+            duration: secs(self.duration, "--duration")?,
+            wan,
+            skew_ms: self.skew_ms,
+            delta_r_ms: self.delta_r_ms,
+            delta_g_ms: self.delta_g_ms,
+            seed: self.seed,
+            ..BenchSpec::default()
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Protocol: wren, cure, h-cure or ec.
+    #[arg(long, default_value = "wren")]
+    protocol: ProtocolKind,
+    /// Data centers.
+    #[arg(long, default_value_t = 3)]
+    dcs: u16,
+    /// Partitions per DC.
+    #[arg(long, default_value_t = 4)]
+    partitions: u32,
+    /// Closed-loop clients per partition (each one session, one connection).
+    #[arg(long, default_value_t = 2)]
+    clients: u32,
+    /// Reads per transaction (the paper: 19, 18 or 10).
+    #[arg(long, default_value_t = 19)]
+    reads: u32,
+    /// Writes per transaction (the paper: 1, 2 or 10).
+    #[arg(long, default_value_t = 1)]
+    writes: u32,
+    #[command(flatten)]
+    run: RunFlags,
+    /// Write the report as JSON to this file (fields: docs/BENCHMARKS.md).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Record the history, write it to this file and check it.
+    #[arg(long)]
+    history: Option<PathBuf>,
+}
+
+/// A live progress line on a terminal, a line every 5 s otherwise.
+pub fn progress(prefix: String) -> impl FnMut(Progress) + Send {
+    let terminal = std::io::stderr().is_terminal();
+    move |p: Progress| {
+        let line = format!(
+            "{prefix}{:>5.1} s {} {:>9} committed  {:>8.0} txn/s  mean latency {:.2} ms",
+            p.elapsed.as_secs_f64(),
+            if p.warming_up { "warm-up  " } else { "measuring" },
+            p.committed,
+            p.throughput,
+            p.mean_latency_ms
+        );
+        if terminal {
+            eprint!("\r\x1b[2K{line}");
+        } else if p.elapsed.as_secs() % 5 == 0 {
+            eprintln!("{line}");
+        }
+    }
+}
+
+fn clear_progress() {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+}
+
+fn describe(spec: &BenchSpec) -> String {
+    let w = &spec.workload;
+    let place = match &spec.deployment {
+        Deployment::Embedded => "in this process".to_string(),
+        Deployment::Processes { .. } => "one server process per replica".to_string(),
+        Deployment::Config(path) => format!("the cluster of {}", path.display()),
+    };
+    format!(
+        "{}, {} DCs × {} partitions {place}, WAN emulation {}, {} client(s) per partition, {}+{} per txn over {} partitions, \
+         {} keys per partition, zipf {}, {}-byte values, warm-up {} s, measured {} s",
+        spec.protocol,
+        spec.dcs,
+        spec.partitions,
+        if spec.wan.is_some() { "on" } else { "off" },
+        spec.clients_per_partition,
+        w.reads_per_txn,
+        w.writes_per_txn,
+        w.partitions_per_txn.min(spec.partitions),
+        w.keys_per_partition,
+        w.zipf,
+        spec.value_size,
+        spec.warmup.as_secs_f64(),
+        spec.duration.as_secs_f64()
+    )
+}
+
+fn write_json(path: &std::path::Path, report: &BenchReport) -> Result<()> {
+    let text = serde_json::to_vec_pretty(report)?;
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("  report         {}", path.display());
+    Ok(())
+}
+
+pub fn bench(args: BenchArgs) -> Result<ExitCode> {
+    init_logging();
+    let mut spec = args.run.spec()?;
+    spec.protocol = args.protocol;
+    spec.dcs = args.dcs;
+    spec.partitions = args.partitions;
+    spec.clients_per_partition = args.clients;
+    spec.workload.reads_per_txn = args.reads;
+    spec.workload.writes_per_txn = args.writes;
+    spec.record = args.history.is_some();
+    if let Deployment::Config(path) = &spec.deployment {
+        // The cluster's own shape, for the summary.
+        let plan = causeway_runtime::config::load(path)?;
+        spec.protocol = plan.protocol;
+        spec.dcs = plan.topology.dc_count();
+        spec.partitions = plan.topology.partition_count();
+    }
+    spec.validate().map_err(anyhow::Error::msg)?;
+    println!("causeway bench: {}", describe(&spec));
+    let rt = runtime()?;
+    let outcome = rt.block_on(causeway_bench::run(&spec, progress("  ".into())));
+    clear_progress();
+    let outcome = outcome?;
+    print!("{}", outcome.report.summary());
+    for e in outcome.errors.iter().take(5) {
+        println!("    error: {e}");
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &outcome.report)?;
+    }
+    let mut ok = outcome.errors.is_empty();
+    if let (Some(history), Some(path)) = (&outcome.history, &args.history) {
+        verdict::write_history(history, path)?;
+        ok &= verdict::judge(history, spec.protocol);
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// A read:write mix, `19:1`.
+#[derive(Clone, Copy, Debug)]
+pub struct Mix(u32, u32);
+
+impl FromStr for Mix {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mix, String> {
+        let (r, w) = s.split_once(':').ok_or_else(|| format!("{s:?} is not READS:WRITES, like 19:1"))?;
+        let n = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("{s:?} is not READS:WRITES, like 19:1"));
+        Ok(Mix(n(r)?, n(w)?))
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Protocols to compare, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "wren,cure,h-cure")]
+    protocols: Vec<ProtocolKind>,
+    /// Clients per partition, comma-separated: the load steps of each curve.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+    clients: Vec<u32>,
+    /// Partitions per DC, comma-separated (more than one draws the scaling figure).
+    #[arg(long, value_delimiter = ',', default_value = "4")]
+    partitions: Vec<u32>,
+    /// Data centers, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "3")]
+    dcs: Vec<u16>,
+    /// Reads:writes per transaction, comma-separated (the paper: 19:1, 18:2, 10:10).
+    #[arg(long, value_delimiter = ',', default_value = "19:1")]
+    mix: Vec<Mix>,
+    #[command(flatten)]
+    run: RunFlags,
+    /// Directory for the reports (runs/*.json, sweep.json) and the figures.
+    #[arg(long, default_value = "bench-results")]
+    out: PathBuf,
+}
+
+pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
+    init_logging();
+    anyhow::ensure!(args.run.config.is_none(), "a sweep starts its own clusters; --config is for `causeway bench`");
+    let sweep = Sweep {
+        base: args.run.spec()?,
+        protocols: args.protocols,
+        clients: args.clients,
+        partitions: args.partitions,
+        dcs: args.dcs,
+        mixes: args.mix.iter().map(|m| (m.0, m.1)).collect(),
+    };
+    sweep.validate().map_err(anyhow::Error::msg)?;
+    let specs = sweep.specs();
+    let per_run = sweep.base.warmup + sweep.base.duration;
+    println!(
+        "causeway sweep: {} runs of {:.0} s each (about {:.0} min with start-up), into {}",
+        specs.len(),
+        per_run.as_secs_f64(),
+        (per_run.as_secs_f64() + 3.0) * specs.len() as f64 / 60.0,
+        args.out.display()
+    );
+    let rt = runtime()?;
+    let mut reports = Vec::new();
+    let mut failed = 0;
+    for (i, spec) in specs.iter().enumerate() {
+        println!("[{}/{}] {}", i + 1, specs.len(), describe(spec));
+        let outcome = rt.block_on(causeway_bench::run(spec, progress(format!("  [{}/{}] ", i + 1, specs.len()))));
+        clear_progress();
+        match outcome {
+            Ok(o) => {
+                let r = &o.report;
+                println!(
+                    "  {:.0} txn/s, mean latency {:.2} ms, read wait {:.3} ms, {} errors",
+                    r.throughput_tps, r.latency_mean_ms, r.reads.wait_mean_ms, r.errors
+                );
+                sweep::save_run(&args.out, r)?;
+                reports.push(o.report);
+            }
+            Err(e) => {
+                failed += 1;
+                println!("  failed: {e:#}");
+            }
+        }
+    }
+    sweep::save(&args.out, &reports)?;
+    let files = figures::draw_all(&reports, &args.out)?;
+    println!("  {} reports in {}/sweep.json; figures:", reports.len(), args.out.display());
+    for f in files {
+        println!("    {}", f.display());
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// A sweep's output directory (with sweep.json); figures are drawn there.
+    dir: PathBuf,
+}
+
+pub fn plot(args: PlotArgs) -> Result<ExitCode> {
+    let reports = sweep::load(&args.dir)?;
+    for f in figures::draw_all(&reports, &args.dir)? {
+        println!("{}", f.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
