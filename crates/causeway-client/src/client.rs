@@ -77,6 +77,8 @@ pub struct Client {
     /// its count in `unacked`) is not accounted for: still set at the next
     /// call if a call was cancelled midway.
     busy: bool,
+    /// Writes sent in the running transaction, against the server's limit.
+    txn_writes: u32,
 }
 
 impl std::fmt::Debug for Client {
@@ -126,6 +128,7 @@ impl Client {
             deferred: None,
             closed: false,
             busy: false,
+            txn_writes: 0,
         };
         let hello = Request::Hello { version: WIRE_VERSION, client: client.options.name.clone() };
         match client.call("hello", hello).await? {
@@ -163,6 +166,7 @@ impl Client {
     /// Fails with [`Error::TransactionActive`] if one is already running.
     pub async fn begin(&mut self) -> Result<(), Error> {
         self.settle().await?;
+        self.txn_writes = 0;
         match self.call("begin", Request::Begin).await? {
             Response::Started => Ok(()),
             other => Err(self.unexpected("begin", other)),
@@ -231,6 +235,7 @@ impl Client {
         }
         self.send("write", Request::Write { key, value }).await?;
         self.unacked += 1;
+        self.txn_writes = self.txn_writes.saturating_add(1);
         self.busy = false;
         Ok(())
     }
@@ -253,7 +258,75 @@ impl Client {
     /// again and commit).
     pub async fn commit(&mut self) -> Result<Option<Stamp>, Error> {
         self.settle().await?;
+        self.txn_writes = 0;
         match self.call("commit", Request::Commit).await? {
+            Response::Committed(stamp) => Ok(stamp),
+            other => Err(self.unexpected("commit", other)),
+        }
+    }
+
+    /// Starts a transaction and reads `keys` in it, in one round trip: the
+    /// same as [`begin`](Client::begin) then [`read`](Client::read), with the
+    /// two requests sent together. If the transaction cannot start, that
+    /// error is returned (and the read's answer dropped).
+    pub async fn begin_read<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<Vec<Option<Bytes>>, Error> {
+        let keys = self.check_keys(keys)?;
+        self.settle().await?;
+        self.txn_writes = 0;
+        let n = keys.len();
+        let mut answers = self.call_pipelined("begin and read", vec![Request::Begin, Request::Read { keys }]).await?;
+        let read = answers.pop().expect("two answers");
+        match answers.pop().expect("two answers") {
+            Ok(Response::Started) => {}
+            Ok(other) => return Err(self.unexpected("begin", other)),
+            Err(e) => return Err(e),
+        }
+        match read? {
+            Response::Values(values) if values.len() == n => Ok(values),
+            other => Err(self.unexpected("read", other)),
+        }
+    }
+
+    /// Writes each `(key, value)` and commits, in one round trip: the same
+    /// as [`write`](Client::write) for each then [`commit`](Client::commit),
+    /// with every request sent together. Keys, values and the number of
+    /// writes in the transaction are checked against the server's limits
+    /// first, so that nothing is sent if any is over; a write the server
+    /// still refuses (outside a transaction) fails the commit too.
+    pub async fn commit_writes(&mut self, writes: Vec<(Bytes, Bytes)>) -> Result<Option<Stamp>, Error> {
+        let limits = self.welcome.limits;
+        for (key, value) in &writes {
+            self.check_key(key)?;
+            if value.len() as u64 > u64::from(limits.max_value_bytes) {
+                return Err(Error::TooLarge {
+                    what: "value (bytes)".into(),
+                    size: value.len() as u64,
+                    limit: limits.max_value_bytes.into(),
+                });
+            }
+        }
+        let total = u64::from(self.txn_writes) + writes.len() as u64;
+        if total > u64::from(limits.max_writes_per_txn) {
+            return Err(Error::TooLarge {
+                what: "writes in one transaction".into(),
+                size: total,
+                limit: limits.max_writes_per_txn.into(),
+            });
+        }
+        self.settle().await?;
+        let mut requests: Vec<Request> = writes.into_iter().map(|(key, value)| Request::Write { key, value }).collect();
+        requests.push(Request::Commit);
+        let mut answers = self.call_pipelined("write and commit", requests).await?;
+        self.txn_writes = 0;
+        let commit = answers.pop().expect("one answer per request");
+        for a in answers {
+            match a {
+                Ok(Response::Written) => {}
+                Ok(other) => return Err(self.unexpected("write", other)),
+                Err(e) => return Err(e),
+            }
+        }
+        match commit? {
             Response::Committed(stamp) => Ok(stamp),
             other => Err(self.unexpected("commit", other)),
         }
@@ -263,6 +336,7 @@ impl Client {
     /// pipelined writes not reported yet.
     pub async fn abort(&mut self) -> Result<(), Error> {
         let _ = self.settle().await;
+        self.txn_writes = 0;
         match self.call("abort", Request::Abort).await? {
             Response::Aborted => Ok(()),
             other => Err(self.unexpected("abort", other)),
@@ -447,9 +521,45 @@ impl Client {
         response.map_err(|e| self.fail(e))
     }
 
-    async fn send(&mut self, what: &'static str, request: Request) -> Result<u64, Error> {
+    /// Sends `requests` together (one write) and reads their answers in
+    /// order; each answer is `Err` if the server reported an error for it.
+    async fn call_pipelined(
+        &mut self,
+        what: &'static str,
+        requests: Vec<Request>,
+    ) -> Result<Vec<Result<Response, Error>>, Error> {
         self.ensure_open()?;
-        let id = self.next_id;
+        debug_assert_eq!(self.unacked, 0, "settled first");
+        let mut bodies = Vec::with_capacity(requests.len());
+        for request in requests {
+            bodies.push(self.encode(self.next_id + bodies.len() as u64, request)?);
+        }
+        let first = self.next_id;
+        self.next_id += bodies.len() as u64;
+        self.busy = true;
+        let after = self.options.request_timeout;
+        let n = bodies.len();
+        let mut sink = futures_util::stream::iter(bodies.into_iter().map(Ok));
+        match tokio::time::timeout(after, self.framed.send_all(&mut sink)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(self.fail(Error::Disconnected)),
+            Err(_) => return Err(self.fail(Error::Timeout { what, after })),
+        }
+        let mut answers = Vec::with_capacity(n);
+        for id in first..first + n as u64 {
+            let frame = self.recv(what).await?;
+            let response = self.decode(id, frame)?;
+            let answer = response.map_err(|e| self.fail(e));
+            if self.closed {
+                return Err(answer.err().unwrap_or(Error::Disconnected));
+            }
+            answers.push(answer);
+        }
+        self.busy = false;
+        Ok(answers)
+    }
+
+    fn encode(&self, id: u64, request: Request) -> Result<Bytes, Error> {
         let body = postcard::to_allocvec(&RequestFrame { id, request })
             .map_err(|e| Error::InvalidArgument(format!("cannot encode the request: {e}")))?;
         if body.len() > DEFAULT_MAX_FRAME_BYTES {
@@ -459,11 +569,17 @@ impl Client {
                 limit: DEFAULT_MAX_FRAME_BYTES as u64,
             });
         }
+        Ok(Bytes::from(body))
+    }
+
+    async fn send(&mut self, what: &'static str, request: Request) -> Result<u64, Error> {
+        self.ensure_open()?;
+        let id = self.next_id;
+        let body = self.encode(id, request)?;
         self.next_id += 1;
         // Cleared by the caller once the answer is accounted for; errors
         // from here on are fatal.
         self.busy = true;
-        let body = Bytes::from(body);
         let after = self.options.request_timeout;
         match tokio::time::timeout(after, self.framed.send(body)).await {
             Ok(Ok(())) => Ok(id),

@@ -287,13 +287,18 @@ impl Worker {
             }
             return Ok(Outcome::Committed(None));
         }
-        self.client.begin().await?;
-        for keys in &plan.read_rounds {
-            let values = self.client.read(keys).await?;
+        // Begin travels with the first read, and the writes with the commit:
+        // two round trips for the paper's transaction.
+        for (round, keys) in plan.read_rounds.iter().enumerate() {
+            let values = if round == 0 { self.client.begin_read(keys).await? } else { self.client.read(keys).await? };
             for (k, v) in keys.iter().zip(values) {
                 ops.push(Op::read(text(k), v.map(|v| text(&v))));
             }
         }
+        if plan.read_rounds.is_empty() {
+            self.client.begin().await?;
+        }
+        let mut writes = Vec::with_capacity(plan.writes.len());
         for (i, key) in plan.writes.iter().enumerate() {
             // Unique values, `txid:key`; an overwritten (intermediate) write gets a suffix.
             let mut value = if plan.writes[i + 1..].contains(key) {
@@ -308,14 +313,17 @@ impl Worker {
                     value.truncate(size);
                 }
             }
-            self.client.write(key.clone(), Bytes::from(value.clone())).await?;
-            ops.push(Op::write(text(key), value));
+            ops.push(Op::write(text(key), value.clone()));
+            writes.push((key.clone(), Bytes::from(value)));
         }
         if plan.abort {
+            for (key, value) in writes {
+                self.client.write(key, value).await?;
+            }
             self.client.abort().await?;
             return Ok(Outcome::Aborted);
         }
-        Ok(Outcome::Committed(self.client.commit().await?))
+        Ok(Outcome::Committed(self.client.commit_writes(writes).await?))
     }
 }
 

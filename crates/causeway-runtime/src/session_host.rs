@@ -134,22 +134,22 @@ impl<P: Protocol> SessionHost<P> {
             Ok(RequestFrame { id, request: Request::Hello { version, .. } }) if version == WIRE_VERSION => id,
             Ok(RequestFrame { id, request: Request::Hello { version, .. } }) => {
                 let e = WireError::VersionMismatch { server: WIRE_VERSION, client: version };
-                let _ = send(&mut framed, id, Response::Error(e)).await;
+                let _ = send_now(&mut framed, id, Response::Error(e)).await;
                 return;
             }
             Ok(RequestFrame { id, .. }) => {
-                let _ = send(&mut framed, id, Response::Error(WireError::HelloExpected)).await;
+                let _ = send_now(&mut framed, id, Response::Error(WireError::HelloExpected)).await;
                 return;
             }
             Err(e) => {
-                let _ = send(&mut framed, 0, Response::Error(WireError::Malformed(e.to_string()))).await;
+                let _ = send_now(&mut framed, 0, Response::Error(WireError::Malformed(e.to_string()))).await;
                 return;
             }
         };
         let coordinators = self.coordinators(dc);
         if coordinators.is_empty() {
             let e = WireError::Unavailable(format!("node {} runs no replica of DC {}", self.node_name, dc.0));
-            let _ = send(&mut framed, id, Response::Error(e)).await;
+            let _ = send_now(&mut framed, id, Response::Error(e)).await;
             return;
         }
         let welcome = Welcome {
@@ -159,7 +159,7 @@ impl<P: Protocol> SessionHost<P> {
             node: self.node_name.clone(),
             limits: self.limits,
         };
-        if send(&mut framed, id, Response::Welcome(welcome)).await.is_err() {
+        if send_now(&mut framed, id, Response::Welcome(welcome)).await.is_err() {
             return;
         }
         let client = client_id(dc, self.node, self.next_client.fetch_add(1, Ordering::Relaxed));
@@ -175,13 +175,26 @@ impl<P: Protocol> SessionHost<P> {
     }
 }
 
+/// Sends an answer at once (handshake answers, last words).
+async fn send_now(
+    framed: &mut Framed<TcpStream, LengthDelimitedCodec>,
+    id: u64,
+    response: Response,
+) -> std::io::Result<()> {
+    send(framed, id, response).await?;
+    SinkExt::<Bytes>::flush(framed).await
+}
+
+/// Queues an answer in the connection's write buffer; [`Connection::run`]
+/// flushes it before it waits, so answers to pipelined requests leave in
+/// one write.
 async fn send(
     framed: &mut Framed<TcpStream, LengthDelimitedCodec>,
     id: u64,
     response: Response,
 ) -> std::io::Result<()> {
     let bytes = postcard::to_allocvec(&ResponseFrame { id, response }).map_err(std::io::Error::other)?;
-    framed.send(Bytes::from(bytes)).await
+    framed.feed(Bytes::from(bytes)).await
 }
 
 /// An operation that waits for the cluster.
@@ -249,10 +262,17 @@ impl<P: Protocol> Connection<'_, P> {
                     }
                     Step::Wait => {}
                     Step::Close(r) => {
-                        let _ = send(&mut framed, id, r).await;
+                        let _ = send_now(&mut framed, id, r).await;
                         return;
                     }
                 }
+            }
+            // Answers wait in the buffer while an operation of this client
+            // is at the cluster: a client that pipelined it after them
+            // reads them with its answer, in one write. Otherwise they go
+            // now, before this connection sleeps.
+            if self.pending.is_none() && SinkExt::<Bytes>::flush(&mut framed).await.is_err() {
+                return;
             }
             if half_closed && self.pending.is_none() {
                 return;
@@ -266,7 +286,7 @@ impl<P: Protocol> Connection<'_, P> {
                     // Closed, or a frame over the size limit: nothing sensible to answer.
                     Some(Err(e)) => {
                         let e = WireError::Malformed(format!("bad frame: {e}"));
-                        let _ = send(&mut framed, 0, Response::Error(e)).await;
+                        let _ = send_now(&mut framed, 0, Response::Error(e)).await;
                         return;
                     }
                     None => half_closed = true,
