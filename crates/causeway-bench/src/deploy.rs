@@ -168,7 +168,7 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
         let child = Command::new(exe)
             .args(["server", "--config"])
             .arg(&config_path)
-            .args(["--node", &node.name])
+            .args(["--node", &node.name, "--threads", "1"])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -282,8 +282,10 @@ impl Worker {
         if plan.writes.is_empty() && plan.read_rounds.len() == 1 && !plan.abort {
             let keys = &plan.read_rounds[0];
             let values = self.client.read_only(keys).await?;
-            for (k, v) in keys.iter().zip(values) {
-                ops.push(Op::read(text(k), v.map(|v| text(&v))));
+            if self.record {
+                for (k, v) in keys.iter().zip(values) {
+                    ops.push(Op::read(text(k), v.map(|v| text(&v))));
+                }
             }
             return Ok(Outcome::Committed(None));
         }
@@ -291,8 +293,10 @@ impl Worker {
         // two round trips for the paper's transaction.
         for (round, keys) in plan.read_rounds.iter().enumerate() {
             let values = if round == 0 { self.client.begin_read(keys).await? } else { self.client.read(keys).await? };
-            for (k, v) in keys.iter().zip(values) {
-                ops.push(Op::read(text(k), v.map(|v| text(&v))));
+            if self.record {
+                for (k, v) in keys.iter().zip(values) {
+                    ops.push(Op::read(text(k), v.map(|v| text(&v))));
+                }
             }
         }
         if plan.read_rounds.is_empty() {
@@ -313,7 +317,9 @@ impl Worker {
                     value.truncate(size);
                 }
             }
-            ops.push(Op::write(text(key), value.clone()));
+            if self.record {
+                ops.push(Op::write(text(key), value.clone()));
+            }
             writes.push((key.clone(), Bytes::from(value)));
         }
         if plan.abort {

@@ -49,7 +49,12 @@ pub struct Metrics {
     /// `(DC, transaction)` of transactions with a read slice that waited,
     /// bounded by `NodeStats::MAX_WAITED_TXNS`.
     pub waited_txns: Mutex<rustc_hash::FxHashSet<(u16, u64)>>,
+    /// The series of `op_latency` for each client operation, looked up once.
+    op_series: Vec<(&'static str, Histogram)>,
 }
+
+/// Client operations timed by `operation_latency_seconds`.
+pub const OPERATIONS: [&str; 5] = ["begin", "read", "commit", "read_only", "dump"];
 
 const CLASSES: [MsgClass; 4] =
     [MsgClass::Client, MsgClass::Transaction, MsgClass::Replication, MsgClass::Stabilization];
@@ -98,7 +103,11 @@ impl Metrics {
             read_slices: Counter::default(),
             read_wait_us: Counter::default(),
             waited_txns: Mutex::default(),
+            op_series: Vec::new(),
         };
+        let mut m = m;
+        m.op_series =
+            OPERATIONS.iter().map(|&op| (op, m.op_latency.get_or_create(&vec![("op", op.to_string())]).clone())).collect();
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
             r.register("transactions_started", "Transactions begun by clients of this node", m.txns_started.clone());
@@ -145,6 +154,14 @@ impl Metrics {
 
     fn class(&self, class: MsgClass) -> &(Counter, Counter) {
         &self.sent_by_class[CLASSES.iter().position(|c| *c == class).unwrap_or(0)]
+    }
+
+    /// Records how long a client operation (one of [`OPERATIONS`]) took.
+    pub fn observe_op(&self, op: &'static str, seconds: f64) {
+        match self.op_series.iter().find(|(name, _)| *name == op) {
+            Some((_, h)) => h.observe(seconds),
+            None => self.op_latency.get_or_create(&vec![("op", op.to_string())]).observe(seconds),
+        }
     }
 
     /// Records a read slice that was answered `waited` after it arrived

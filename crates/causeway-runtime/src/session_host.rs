@@ -325,11 +325,7 @@ impl<P: Protocol> Connection<'_, P> {
             Pending::ReadOnly { .. } => "read_only",
             Pending::Dump => "dump",
         };
-        self.host
-            .metrics
-            .op_latency
-            .get_or_create(&vec![("op", op.to_string())])
-            .observe(flight.since.elapsed().as_secs_f64());
+        self.host.metrics.observe_op(op, flight.since.elapsed().as_secs_f64());
         send(framed, flight.id, r).await
     }
 

@@ -21,6 +21,10 @@ pub struct ServerArgs {
     /// Only check the config file and print the cluster it describes.
     #[arg(long)]
     check: bool,
+    /// Worker threads (default: one per core). One suits several server
+    /// processes sharing a small machine: no wake-ups between threads.
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -91,7 +95,17 @@ pub struct DevArgs {
 }
 
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the tokio runtime")
+    runtime_with(None)
+}
+
+/// A runtime with `threads` workers (default: one per core).
+pub fn runtime_with(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        anyhow::ensure!((1..=1024).contains(&n), "--threads must be 1 to 1024, got {n}");
+        builder.worker_threads(n);
+    }
+    builder.enable_all().build().context("cannot start the tokio runtime")
 }
 
 pub fn init_logging() {
@@ -146,7 +160,7 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let node_name = args.node.expect("clap requires --node without --check");
-    let rt = runtime()?;
+    let rt = runtime_with(args.threads)?;
     rt.block_on(async {
         let node = start(Arc::new(plan), &node_name).await?;
         for (dc, addr) in &node.clients {
