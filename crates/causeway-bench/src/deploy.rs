@@ -219,3 +219,27 @@ fn running(path: &std::path::Path) -> Result<Target> {
         _running: Running::Nothing,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_processes_config_is_a_valid_cluster_of_one_node_per_replica() {
+        let spec = BenchSpec { dcs: 3, partitions: 2, skew_ms: 4.0, wan: None, ..BenchSpec::default() };
+        let ports: Vec<u16> = (0..12).map(|i| 20_000 + i).collect();
+        let text = processes_config(&spec, &ports);
+        let plan = config::parse(&text, std::path::Path::new("bench.toml")).expect("a valid config");
+        assert_eq!(plan.nodes.len(), 6);
+        assert_eq!(plan.protocol, spec.protocol);
+        assert!(plan.wan.is_none());
+        assert_eq!(plan.nodes[3].name, "dc1-p1");
+        assert_eq!(plan.nodes[3].clients[0].1.port(), 20_007);
+        for r in plan.topology.all_replicas() {
+            // Offsets go through the file in milliseconds.
+            let want = spec.clock_offset_us(r.dc.0, r.partition.0);
+            assert!((plan.clock_offset_us(r) - want).abs() <= 1, "{r:?}");
+        }
+        assert!(plan.clock_offsets_us.values().any(|&o| o != 0));
+    }
+}

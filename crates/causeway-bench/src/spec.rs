@@ -146,3 +146,49 @@ impl BenchSpec {
         ((u - 0.5) * self.skew_ms * 1000.0) as i64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_the_papers_workload_and_valid() {
+        let s = BenchSpec::default();
+        assert_eq!((s.workload.reads_per_txn, s.workload.writes_per_txn, s.workload.partitions_per_txn), (19, 1, 4));
+        assert_eq!(s.workload.read_only_fraction, 0.0);
+        assert_eq!(s.value_size, 8);
+        assert_eq!(s.clients_per_dc(), 8);
+        assert_eq!(s.validate(), Ok(()));
+    }
+
+    #[test]
+    fn validation_names_the_flag() {
+        let bad = |f: fn(&mut BenchSpec), flag: &str| {
+            let mut s = BenchSpec::default();
+            f(&mut s);
+            let e = s.validate().unwrap_err();
+            assert!(e.contains(flag), "{e} should name {flag}");
+        };
+        bad(|s| s.clients_per_partition = 0, "--clients");
+        bad(|s| s.workload.zipf = f64::NAN, "--zipf");
+        bad(|s| s.value_size = 0, "--value-size");
+        bad(|s| s.duration = Duration::ZERO, "--duration");
+        bad(|s| s.skew_ms = -1.0, "--skew-ms");
+        bad(|s| s.delta_g_ms = 0.0, "--delta-g-ms");
+        bad(|s| s.workload.keys_per_partition = 0, "--keys");
+    }
+
+    #[test]
+    fn clock_offsets_are_seeded_bounded_and_spread() {
+        let s = BenchSpec { skew_ms: 10.0, ..BenchSpec::default() };
+        let offsets: Vec<i64> =
+            (0..3).flat_map(|d| (0..8).map(move |p| (d, p))).map(|(d, p)| s.clock_offset_us(d, p)).collect();
+        assert!(offsets.iter().all(|o| o.abs() <= 5_000), "{offsets:?}");
+        assert!(offsets.iter().max().unwrap() - offsets.iter().min().unwrap() > 5_000, "spread: {offsets:?}");
+        let s2 = &s;
+        assert_eq!(offsets, (0..3).flat_map(|d| (0..8).map(move |p| s2.clock_offset_us(d, p))).collect::<Vec<_>>());
+        let other = BenchSpec { seed: 2, ..s.clone() };
+        assert_ne!(s.clock_offset_us(0, 0), other.clock_offset_us(0, 0));
+        assert_eq!(BenchSpec::default().clock_offset_us(1, 1), 0, "no skew asked, none given");
+    }
+}

@@ -95,3 +95,36 @@ pub fn load(dir: &Path) -> Result<Vec<BenchReport>> {
     let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_slice(&text).with_context(|| format!("{} is not a sweep's reports", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_runs_every_combination_protocol_by_rising_load() {
+        let sweep = Sweep {
+            base: BenchSpec::default(),
+            protocols: vec![ProtocolKind::Wren, ProtocolKind::Cure],
+            clients: vec![1, 4],
+            partitions: vec![2, 4],
+            dcs: vec![3],
+            mixes: vec![(19, 1), (10, 10)],
+        };
+        let specs = sweep.specs();
+        assert_eq!(specs.len(), 2 * 2 * 2 * 2);
+        let first: Vec<_> = specs[..4].iter().map(|s| (s.protocol, s.clients_per_partition, s.partitions)).collect();
+        assert_eq!(
+            first,
+            vec![
+                (ProtocolKind::Wren, 1, 2),
+                (ProtocolKind::Wren, 4, 2),
+                (ProtocolKind::Cure, 1, 2),
+                (ProtocolKind::Cure, 4, 2)
+            ]
+        );
+        assert_eq!(specs[8].workload.writes_per_txn, 10);
+        assert_eq!(sweep.validate(), Ok(()));
+        let empty = Sweep { clients: vec![], ..sweep };
+        assert!(empty.validate().unwrap_err().contains("--clients"));
+    }
+}

@@ -106,8 +106,10 @@ impl Metrics {
             op_series: Vec::new(),
         };
         let mut m = m;
-        m.op_series =
-            OPERATIONS.iter().map(|&op| (op, m.op_latency.get_or_create(&vec![("op", op.to_string())]).clone())).collect();
+        m.op_series = OPERATIONS
+            .iter()
+            .map(|&op| (op, m.op_latency.get_or_create(&vec![("op", op.to_string())]).clone()))
+            .collect();
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
             r.register("transactions_started", "Transactions begun by clients of this node", m.txns_started.clone());

@@ -68,7 +68,10 @@ pub struct RunFlags {
 impl RunFlags {
     fn spec(&self) -> Result<BenchSpec> {
         let secs = |v: f64, flag: &str| -> Result<Duration> {
-            anyhow::ensure!(v.is_finite() && v >= 0.0 && v <= 86_400.0, "{flag} must be 0 to 86400 seconds, got {v}");
+            anyhow::ensure!(
+                v.is_finite() && (0.0..=86_400.0).contains(&v),
+                "{flag} must be 0 to 86400 seconds, got {v}"
+            );
             Ok(Duration::from_secs_f64(v))
         };
         let wan = match (self.wan, &self.wan_file) {
@@ -147,7 +150,7 @@ pub fn progress(prefix: String) -> impl FnMut(Progress) + Send {
         );
         if terminal {
             eprint!("\r\x1b[2K{line}");
-        } else if p.elapsed.as_secs() % 5 == 0 {
+        } else if p.elapsed.as_secs().is_multiple_of(5) {
             eprintln!("{line}");
         }
     }

@@ -104,7 +104,14 @@ fn bad_input_gets_a_clear_error_not_a_panic() {
 
 #[test]
 fn every_command_has_help() {
-    for args in [vec!["--help"], vec!["sim", "--help"], vec!["check", "--help"]] {
+    for args in [
+        vec!["--help"],
+        vec!["sim", "--help"],
+        vec!["check", "--help"],
+        vec!["bench", "--help"],
+        vec!["sweep", "--help"],
+        vec!["plot", "--help"],
+    ] {
         let out = causeway(&args);
         assert!(out.status.success());
         assert!(stdout(&out).contains("Usage"), "{args:?}");

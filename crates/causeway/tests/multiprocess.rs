@@ -110,6 +110,7 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
     let config = LoadConfig {
         endpoints: endpoints.clone(),
         clients_per_dc: 4,
+        warmup: Duration::ZERO,
         duration: Duration::from_secs(4),
         // Few keys, several writes: contention, and many partitions per transaction.
         workload: WorkloadKind::Random(WorkloadConfig {
@@ -121,6 +122,7 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
         }),
         seed: 11,
         record: true,
+        value_size: None,
     };
     // Mid-run, break every peer connection of one server, twice.
     let victim = cluster.nodes[2].2;

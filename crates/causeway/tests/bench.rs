@@ -1,0 +1,239 @@
+//! `causeway bench`, `sweep` and `plot` as a user runs them: the JSON they
+//! promise, server processes, a running cluster from a config file, read
+//! waits that only a clock-waiting protocol shows, and the figures.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+fn causeway(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_causeway")).args(args).output().expect("the binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("causeway-bench-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("the report was written")).expect("the report is JSON")
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    path.split('.').fold(v, |v, k| &v[k]).as_f64().unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+/// A short run of `protocol` on 2 DCs × 2 partitions; returns the report.
+fn bench(protocol: &str, extra: &[&str]) -> Value {
+    let path = scratch(&format!("{protocol}-{}.json", extra.join("_").replace(['-', '/'], "")));
+    let mut args = vec![
+        "bench",
+        "--protocol",
+        protocol,
+        "--dcs",
+        "2",
+        "--partitions",
+        "2",
+        "--clients",
+        "1",
+        "--duration",
+        "1",
+        "--warmup",
+        "0.3",
+        "--json",
+        path.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = causeway(&args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("throughput"), "{}", text(&out));
+    json(&path)
+}
+
+#[test]
+fn bench_reports_every_measurement_in_its_json() {
+    let r = bench("wren", &["--wan", "off"]);
+    assert_eq!(r["protocol"], "wren");
+    assert_eq!(r["deployment"], "embedded");
+    assert!(f(&r, "throughput_tps") > 0.0 && f(&r, "committed") > 0.0, "{r}");
+    assert!(f(&r, "latency_mean_ms") > 0.0);
+    assert!(f(&r, "latency_p50_ms") <= f(&r, "latency_p99_ms"));
+    assert!(f(&r, "latency_p99_ms") <= f(&r, "latency_max_ms"));
+    assert!(f(&r, "reads.slices") > 0.0);
+    assert_eq!(f(&r, "reads.slices_waited"), 0.0, "Wren never waits");
+    for class in ["client", "transaction", "replication", "stabilization"] {
+        assert!(f(&r, &format!("traffic.bytes.{class}")) > 0.0, "{class}: {r}");
+    }
+    assert!(f(&r, "visibility.local.count") > 0.0 && f(&r, "visibility.remote.count") > 0.0);
+    assert!(f(&r, "visibility.local.mean_ms") > 0.0);
+    assert_eq!(r["visibility"]["remote"]["cdf"].as_array().map(Vec::len), Some(100));
+    assert_eq!(f(&r, "metadata_bytes_per_version"), 16.0, "Wren: two timestamps");
+    assert!(f(&r, "cpu.servers.user_s") > 0.0, "{r}");
+    assert_eq!(f(&r, "workload.reads_per_txn"), 19.0);
+}
+
+#[test]
+fn clock_skew_makes_cure_wait_and_not_wren() {
+    let cure = bench("cure", &["--wan", "off", "--skew-ms", "20"]);
+    assert!(f(&cure, "reads.slices_waited") > 0.0, "{cure}");
+    assert!(f(&cure, "reads.wait_mean_ms") > 0.0);
+    assert!(f(&cure, "reads.txns_waited_share") > 0.0 && f(&cure, "reads.txns_waited_share") <= 1.0);
+    let wren = bench("wren", &["--wan", "off", "--skew-ms", "20"]);
+    assert_eq!(f(&wren, "reads.slices_waited"), 0.0, "{wren}");
+    assert_eq!(f(&wren, "reads.txns_waited_share"), 0.0);
+}
+
+#[test]
+fn bench_runs_each_replica_as_a_server_process_and_checks_its_history() {
+    let history = scratch("processes.jsonl");
+    let r = bench("wren", &["--processes", "--history", history.to_str().unwrap()]);
+    assert_eq!(r["deployment"], "processes");
+    assert!(f(&r, "committed") > 0.0);
+    assert!(f(&r, "cpu.servers.user_s") > 0.0 && f(&r, "cpu.clients.user_s") > 0.0, "{r}");
+    assert!(f(&r, "visibility.remote.mean_ms") > 30.0, "WAN emulation is on: {r}");
+    let check = causeway(&["check", history.to_str().unwrap()]);
+    assert!(check.status.success(), "{}", text(&check));
+}
+
+struct Servers(Vec<Child>);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn bench_measures_a_running_cluster_from_its_config_file() {
+    let ports: Vec<u16> = (0..4).map(|_| free_port()).collect();
+    let config = scratch("running.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "name = \"t\"\nprotocol = \"cure\"\npartitions = 2\n[[dc]]\nname = \"a\"\n\
+             [[node]]\nname = \"a0\"\ndc = \"a\"\npartitions = [0]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n\
+             [[node]]\nname = \"a1\"\ndc = \"a\"\npartitions = [1]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n",
+            ports[0], ports[1], ports[2], ports[3]
+        ),
+    )
+    .unwrap();
+    let _servers = Servers(
+        ["a0", "a1"]
+            .iter()
+            .map(|node| {
+                Command::new(env!("CARGO_BIN_EXE_causeway"))
+                    .args(["server", "--config", config.to_str().unwrap(), "--node", node])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    for port in [ports[1], ports[3]] {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "server on {port} did not start");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let path = scratch("running.json");
+    let out = causeway(&[
+        "bench",
+        "--config",
+        config.to_str().unwrap(),
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = json(&path);
+    assert_eq!(r["deployment"], "config");
+    assert_eq!(r["protocol"], "cure", "the cluster's protocol, not the default");
+    assert_eq!((f(&r, "dcs"), f(&r, "partitions")), (1.0, 2.0));
+    assert!(f(&r, "committed") > 0.0);
+    assert_eq!(f(&r, "metadata_bytes_per_version"), 8.0, "Cure: one timestamp per DC");
+}
+
+fn png(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.starts_with(b"\x89PNG\r\n\x1a\n") && b.len() > 5_000)
+}
+
+fn svg(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|s| s.contains("<svg") && s.contains("wren"))
+}
+
+#[test]
+fn sweep_runs_a_series_and_draws_the_papers_figures() {
+    let dir = scratch("sweep");
+    let out = causeway(&[
+        "sweep",
+        "--protocols",
+        "wren,ec",
+        "--clients",
+        "1,2",
+        "--dcs",
+        "2",
+        "--partitions",
+        "1,2",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let reports = json(&dir.join("sweep.json"));
+    assert_eq!(reports.as_array().map(Vec::len), Some(8), "2 protocols × 2 loads × 2 sizes");
+    assert!(dir.join("runs/wren-2dc-2p-19r1w-c2.json").exists());
+    for stem in [
+        "throughput-latency-2dc-1p-19r1w",
+        "throughput-latency-2dc-2p-19r1w",
+        "read-wait-2dc-2p-19r1w",
+        "scaling",
+        "bytes",
+        "visibility",
+    ] {
+        assert!(png(&dir.join(format!("{stem}.png"))), "{stem}.png");
+        assert!(svg(&dir.join(format!("{stem}.svg"))), "{stem}.svg");
+    }
+    std::fs::remove_file(dir.join("scaling.png")).unwrap();
+    let again = causeway(&["plot", dir.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(png(&dir.join("scaling.png")), "plot draws the figures again");
+}
+
+#[test]
+fn bench_and_sweep_refuse_bad_flags_with_a_message() {
+    for (args, says) in [
+        (vec!["bench", "--clients", "0"], "--clients"),
+        (vec!["bench", "--duration", "0"], "--duration"),
+        (vec!["bench", "--zipf=-1"], "--zipf"),
+        (vec!["bench", "--wan", "off", "--wan-file", "x.toml"], "--wan-file needs --wan on"),
+        (vec!["bench", "--config", "/nonexistent/cluster.toml"], "cannot read"),
+        (vec!["bench", "--processes", "--config", "x.toml"], "cannot be used with"),
+        (vec!["sweep", "--mix", "19"], "READS:WRITES"),
+        (vec!["sweep", "--protocols", "paxos"], "paxos"),
+        (vec!["plot", "/nonexistent"], "cannot read"),
+    ] {
+        let out = causeway(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{args:?} should say {says:?}: {}", text(&out));
+    }
+}
