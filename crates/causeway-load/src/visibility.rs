@@ -91,15 +91,26 @@ pub async fn track(
                 }
             }
         }
+        // `floor[dc][origin]`: what every replica of `dc` shows of `origin`.
+        // A commit at or below it is visible there whatever it wrote (the
+        // common case: one comparison instead of a lookup per partition).
+        let mut floor = vec![vec![u64::MAX; usize::from(dcs)]; usize::from(dcs)];
+        for ((dc, _), visible) in &gauges {
+            if let Some(row) = floor.get_mut(usize::from(dc.0)) {
+                for (f, &v) in row.iter_mut().zip(visible) {
+                    *f = (*f).min(v);
+                }
+            }
+        }
         let now = Instant::now();
         pending.retain_mut(|p| {
             p.missing.retain(|&dc| {
-                let visible = p.commit.partitions.iter().all(|part| {
-                    gauges
-                        .get(&(dc, *part))
-                        .and_then(|v| v.get(usize::from(p.commit.origin.0)))
-                        .is_some_and(|&v| v >= p.commit.ts)
-                });
+                let origin = usize::from(p.commit.origin.0);
+                let everywhere = floor.get(usize::from(dc.0)).and_then(|row| row.get(origin)).copied().unwrap_or(0);
+                let visible = (everywhere != u64::MAX && p.commit.ts <= everywhere)
+                    || p.commit.partitions.iter().all(|part| {
+                        gauges.get(&(dc, *part)).and_then(|v| v.get(origin)).is_some_and(|&v| v >= p.commit.ts)
+                    });
                 if visible {
                     let us = now.saturating_duration_since(p.commit.at).as_micros().max(1) as u64;
                     let h = if dc == p.commit.origin { &mut local } else { &mut remote };

@@ -9,6 +9,11 @@ mod sim;
 mod verdict;
 
 use clap::{Parser, Subcommand};
+
+/// mimalloc instead of the system allocator: glibc's malloc serialized the
+/// runtime's threads on its arena locks (measured: docs/BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 /// Causeway: a geo-replicated, transactional causally consistent key-value store.
