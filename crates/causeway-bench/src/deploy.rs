@@ -103,6 +103,25 @@ async fn embedded(spec: &BenchSpec) -> Result<Target> {
     })
 }
 
+/// A server process ends when the benchmark does, however it ends (a
+/// killed benchmark leaves no servers behind): Linux's parent-death signal.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe and touches only the child.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_: &mut Command) {}
+
 /// Ports the OS says are free now (a small race with other programs, which
 /// a failed start reports).
 fn free_ports(n: usize) -> Result<Vec<u16>> {
@@ -165,7 +184,9 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
     let mut guard = ChildGuard(Vec::new(), dir.clone());
     for node in &plan.nodes {
         let log = std::fs::File::create(dir.join(format!("{}.log", node.name)))?;
-        let child = Command::new(exe)
+        let mut command = Command::new(exe);
+        die_with_parent(&mut command);
+        let child = command
             .args(["server", "--config"])
             .arg(&config_path)
             .args(["--node", &node.name, "--threads", "1"])

@@ -150,7 +150,7 @@ fn by_protocol<'a>(runs: &[&'a BenchReport]) -> BTreeMap<String, Vec<&'a BenchRe
         m.entry(r.protocol.clone()).or_default().push(r);
     }
     for v in m.values_mut() {
-        v.sort_by_key(|r| r.clients_per_partition);
+        v.sort_by_key(|r| r.clients);
     }
     m
 }

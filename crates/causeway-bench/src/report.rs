@@ -14,7 +14,10 @@ pub struct BenchReport {
     pub deployment: String,
     pub dcs: u16,
     pub partitions: u32,
+    /// As asked (`--clients`); `clients_per_dc` is what ran.
     pub clients_per_partition: u32,
+    pub clients_per_dc: u32,
+    /// In all DCs.
     pub clients: u32,
     pub workload: WorkloadReport,
     pub wan: bool,
@@ -29,6 +32,7 @@ pub struct BenchReport {
     pub throughput_tps: f64,
     pub committed: u64,
     pub aborted: u64,
+    /// Clients whose transactions met an error (each stops at a fatal one).
     pub errors: u64,
     /// Latency of committed transactions, from begin to the commit's answer.
     pub latency_mean_ms: f64,

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use causeway_client::wire::NodeStats;
 use causeway_client::Client;
 use causeway_history::History;
-use causeway_load::{settle, visibility, LoadConfig, Progress};
+use causeway_load::{settle, visibility, LoadConfig, Phase, Progress};
 use causeway_sim::WorkloadKind;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -77,38 +77,54 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     let mut probes = visibility::connect(nodes).await.context("cannot connect to the cluster")?;
     let tracker_probes = visibility::connect(nodes).await.context("cannot connect to the cluster")?;
     let (commit_tx, commit_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (phase_tx, mut phase_rx) = tokio::sync::mpsc::unbounded_channel();
     let tracker = tokio::spawn(visibility::track(tracker_probes, dcs, commit_rx, Duration::from_secs(10)));
+    let clients_per_dc = spec.clients_per_dc.unwrap_or(spec.clients_per_partition.saturating_mul(partitions));
     let config = LoadConfig {
         endpoints: endpoints.clone(),
-        clients_per_dc: spec.clients_per_partition.saturating_mul(partitions),
+        clients_per_dc,
         warmup: spec.warmup,
         duration: spec.duration,
         workload: WorkloadKind::Random(spec.workload.clone()),
         seed: spec.seed,
         record: spec.record,
         value_size: Some(spec.value_size),
+        phases: Some(phase_tx),
     };
     let load = causeway_load::run(config, topology.clone(), Some(commit_tx), progress);
-    // The counters at the end of the warm-up, taken while the load runs.
-    let first = async {
-        tokio::time::sleep(spec.warmup).await;
-        snapshot(&mut probes, servers, true).await
+    // The counters at the end of the warm-up and at the end of the measured
+    // time, read while the load runs, at the moments the driver says.
+    let counters = async {
+        let mut first = None;
+        while let Some(phase) = phase_rx.recv().await {
+            match phase {
+                Phase::Measuring => first = Some(snapshot(&mut probes, servers, true).await?),
+                Phase::Stopped => {
+                    let last = snapshot(&mut probes, servers, true).await?;
+                    return Ok(first.map(|f| (f, last)));
+                }
+            }
+        }
+        Ok::<_, anyhow::Error>(None)
     };
-    let (report, first) = tokio::join!(load, first);
+    let (report, counters) = tokio::join!(load, counters);
     let report = report.context("the workload could not run")?;
-    let first = first?;
-    let last = snapshot(&mut probes, servers, true).await?;
+    let (first, last) = counters?.context("the run ended before its measured time")?;
     let seen = tracker.await.context("the visibility tracker failed")?.context("cannot read stable times")?;
 
     let secs = report.elapsed.as_secs_f64();
     let (a, b) = (&first.nodes, &last.nodes);
-    let slices = sum(b, |n| n.read_slices) - sum(a, |n| n.read_slices);
-    let slices_waited = sum(b, |n| n.read_slices_waited) - sum(a, |n| n.read_slices_waited);
-    let wait_us = sum(b, |n| n.read_wait_us) - sum(a, |n| n.read_wait_us);
-    let waited = waited_txns(b).difference(&waited_txns(a)).count() as u64;
+    // Counters only grow while the servers live; a restarted server's
+    // would not, hence the saturating differences.
+    let slices = sum(b, |n| n.read_slices).saturating_sub(sum(a, |n| n.read_slices));
+    let slices_waited = sum(b, |n| n.read_slices_waited).saturating_sub(sum(a, |n| n.read_slices_waited));
+    let wait_us = sum(b, |n| n.read_wait_us).saturating_sub(sum(a, |n| n.read_wait_us));
+    // Each snapshot drains the nodes' sets: the last one holds the measured
+    // time's transactions.
+    let waited = waited_txns(b).len() as u64;
     let delta = |f: fn(&NodeStats) -> [u64; 4]| {
         let (x, y) = (classes(a, f), classes(b, f));
-        ByClass::from_array([0, 1, 2, 3].map(|i| y[i] - x[i]))
+        ByClass::from_array([0, 1, 2, 3].map(|i| y[i].saturating_sub(x[i])))
     };
     let bytes = delta(|n| n.bytes_sent);
     let messages = delta(|n| n.messages_sent);
@@ -122,7 +138,8 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
         dcs,
         partitions,
         clients_per_partition: spec.clients_per_partition,
-        clients: spec.clients_per_partition * partitions * u32::from(dcs),
+        clients_per_dc,
+        clients: clients_per_dc * u32::from(dcs),
         workload: WorkloadReport {
             reads_per_txn: w.reads_per_txn,
             writes_per_txn: w.writes_per_txn,

@@ -37,6 +37,9 @@ pub struct BenchSpec {
     pub deployment: Deployment,
     /// Closed-loop clients per partition (so `partitions ×` this per DC).
     pub clients_per_partition: u32,
+    /// Clients per DC instead, when set: loads below one client per
+    /// partition (a small machine saturates before that).
+    pub clients_per_dc: Option<u32>,
     pub workload: WorkloadConfig,
     /// Bytes per written value.
     pub value_size: usize,
@@ -69,6 +72,7 @@ impl Default for BenchSpec {
             partitions: 4,
             deployment: Deployment::Embedded,
             clients_per_partition: 2,
+            clients_per_dc: None,
             workload: paper_workload(19, 1),
             value_size: 8,
             warmup: Duration::from_secs(2),
@@ -104,7 +108,7 @@ pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
 impl BenchSpec {
     /// Closed-loop clients in each DC.
     pub fn clients_per_dc(&self) -> u32 {
-        self.clients_per_partition.saturating_mul(self.partitions)
+        self.clients_per_dc.unwrap_or_else(|| self.clients_per_partition.saturating_mul(self.partitions))
     }
 
     /// Checks the numbers, with messages that name the flag.
@@ -114,8 +118,19 @@ impl BenchSpec {
         check(self.dcs >= 1, "--dcs must be at least 1")?;
         check(self.partitions >= 1, "--partitions must be at least 1")?;
         check(self.clients_per_partition >= 1, "--clients must be at least 1 per partition")?;
-        check(self.clients_per_dc() <= 4096, "at most 4096 clients per DC (--clients × --partitions)")?;
+        check(self.clients_per_dc() >= 1, "--clients-per-dc must be at least 1")?;
+        check(
+            self.clients_per_dc() <= 4096,
+            "at most 4096 clients per DC (--clients × --partitions, or --clients-per-dc)",
+        )?;
         check(w.reads_per_txn + w.writes_per_txn >= 1, "a transaction needs at least one read or write")?;
+        // The servers' default limits (docs/OPERATIONS.md).
+        check(w.reads_per_txn <= 128, "--reads must be at most 128 (the servers' keys per read)")?;
+        check(w.writes_per_txn <= 128, "--writes must be at most 128 (the servers' writes per transaction)")?;
+        check(
+            u64::from(w.keys_per_partition) * u64::from(self.partitions) <= 100_000_000,
+            "--keys × --partitions must be at most 100,000,000 (the clients hold every key name)",
+        )?;
         check(w.partitions_per_txn >= 1, "--partitions-per-txn must be at least 1")?;
         check(w.keys_per_partition >= 1, "--keys must be at least 1")?;
         check(w.keys_per_partition <= 10_000_000, "--keys must be at most 10,000,000 per partition")?;
@@ -124,7 +139,8 @@ impl BenchSpec {
         let secs = |d: Duration| d.as_secs_f64();
         check(secs(self.duration) > 0.0 && secs(self.duration) <= 86_400.0, "--duration must be in (0, 86400] s")?;
         check(secs(self.warmup) <= 3_600.0, "--warmup must be at most 3600 s")?;
-        check(self.skew_ms.is_finite() && (0.0..=60_000.0).contains(&self.skew_ms), "--skew-ms must be 0 to 60000")?;
+        // Clients give up on a request after 10 s; Cure may wait skew/2.
+        check(self.skew_ms.is_finite() && (0.0..=10_000.0).contains(&self.skew_ms), "--skew-ms must be 0 to 10000")?;
         for (v, flag) in [(self.delta_r_ms, "--delta-r-ms"), (self.delta_g_ms, "--delta-g-ms")] {
             check(v.is_finite() && v > 0.0 && v <= 60_000.0, &format!("{flag} must be in (0, 60000] ms"))?;
         }

@@ -15,6 +15,8 @@ pub struct Sweep {
     pub protocols: Vec<ProtocolKind>,
     /// Clients per partition.
     pub clients: Vec<u32>,
+    /// Clients per DC instead, when not empty.
+    pub clients_per_dc: Vec<u32>,
     pub partitions: Vec<u32>,
     pub dcs: Vec<u16>,
     /// `(reads, writes)` per transaction.
@@ -30,8 +32,14 @@ impl Sweep {
             for &dcs in &self.dcs {
                 for &partitions in &self.partitions {
                     for &protocol in &self.protocols {
-                        for &clients in &self.clients {
+                        let loads: Vec<(u32, Option<u32>)> = if self.clients_per_dc.is_empty() {
+                            self.clients.iter().map(|&c| (c, None)).collect()
+                        } else {
+                            self.clients_per_dc.iter().map(|&c| (self.base.clients_per_partition, Some(c))).collect()
+                        };
+                        for (clients, per_dc) in loads {
                             let mut s = self.base.clone();
+                            s.clients_per_dc = per_dc;
                             s.workload.reads_per_txn = reads;
                             s.workload.writes_per_txn = writes;
                             s.dcs = dcs;
@@ -51,7 +59,7 @@ impl Sweep {
     pub fn validate(&self) -> Result<(), String> {
         for (what, empty) in [
             ("--protocols", self.protocols.is_empty()),
-            ("--clients", self.clients.is_empty()),
+            ("--clients", self.clients.is_empty() && self.clients_per_dc.is_empty()),
             ("--partitions", self.partitions.is_empty()),
             ("--dcs", self.dcs.is_empty()),
             ("--mix", self.mixes.is_empty()),
@@ -64,11 +72,11 @@ impl Sweep {
     }
 }
 
-/// A file name for a run: `wren-3dc-4p-19r1w-c2`.
+/// A file name for a run: `wren-3dc-4p-19r1w-8cpd` (8 clients per DC).
 pub fn run_name(r: &BenchReport) -> String {
     format!(
-        "{}-{}dc-{}p-{}r{}w-c{}",
-        r.protocol, r.dcs, r.partitions, r.workload.reads_per_txn, r.workload.writes_per_txn, r.clients_per_partition
+        "{}-{}dc-{}p-{}r{}w-{}cpd",
+        r.protocol, r.dcs, r.partitions, r.workload.reads_per_txn, r.workload.writes_per_txn, r.clients_per_dc
     )
 }
 
@@ -106,6 +114,7 @@ mod tests {
             base: BenchSpec::default(),
             protocols: vec![ProtocolKind::Wren, ProtocolKind::Cure],
             clients: vec![1, 4],
+            clients_per_dc: vec![],
             partitions: vec![2, 4],
             dcs: vec![3],
             mixes: vec![(19, 1), (10, 10)],
@@ -124,6 +133,9 @@ mod tests {
         );
         assert_eq!(specs[8].workload.writes_per_txn, 10);
         assert_eq!(sweep.validate(), Ok(()));
+        let per_dc = Sweep { clients_per_dc: vec![1, 2, 3], ..sweep.clone() };
+        let loads: Vec<_> = per_dc.specs()[..3].iter().map(BenchSpec::clients_per_dc).collect();
+        assert_eq!(loads, vec![1, 2, 3], "--clients-per-dc replaces --clients");
         let empty = Sweep { clients: vec![], ..sweep };
         assert!(empty.validate().unwrap_err().contains("--clients"));
     }

@@ -166,9 +166,11 @@ impl Client {
     /// Fails with [`Error::TransactionActive`] if one is already running.
     pub async fn begin(&mut self) -> Result<(), Error> {
         self.settle().await?;
-        self.txn_writes = 0;
         match self.call("begin", Request::Begin).await? {
-            Response::Started => Ok(()),
+            Response::Started => {
+                self.txn_writes = 0;
+                Ok(())
+            }
             other => Err(self.unexpected("begin", other)),
         }
     }
@@ -258,9 +260,11 @@ impl Client {
     /// again and commit).
     pub async fn commit(&mut self) -> Result<Option<Stamp>, Error> {
         self.settle().await?;
-        self.txn_writes = 0;
         match self.call("commit", Request::Commit).await? {
-            Response::Committed(stamp) => Ok(stamp),
+            Response::Committed(stamp) => {
+                self.txn_writes = 0;
+                Ok(stamp)
+            }
             other => Err(self.unexpected("commit", other)),
         }
     }
@@ -268,16 +272,17 @@ impl Client {
     /// Starts a transaction and reads `keys` in it, in one round trip: the
     /// same as [`begin`](Client::begin) then [`read`](Client::read), with the
     /// two requests sent together. If the transaction cannot start, that
-    /// error is returned (and the read's answer dropped).
+    /// error is returned (and the read's answer dropped); if it starts but
+    /// the read fails, the read's error is returned and the transaction
+    /// stays open, as after `begin` and a failed `read`.
     pub async fn begin_read<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<Vec<Option<Bytes>>, Error> {
         let keys = self.check_keys(keys)?;
         self.settle().await?;
-        self.txn_writes = 0;
         let n = keys.len();
         let mut answers = self.call_pipelined("begin and read", vec![Request::Begin, Request::Read { keys }]).await?;
         let read = answers.pop().expect("two answers");
         match answers.pop().expect("two answers") {
-            Ok(Response::Started) => {}
+            Ok(Response::Started) => self.txn_writes = 0,
             Ok(other) => return Err(self.unexpected("begin", other)),
             Err(e) => return Err(e),
         }
@@ -292,7 +297,9 @@ impl Client {
     /// with every request sent together. Keys, values and the number of
     /// writes in the transaction are checked against the server's limits
     /// first, so that nothing is sent if any is over; a write the server
-    /// still refuses (outside a transaction) fails the commit too.
+    /// still refuses (outside a transaction) fails the commit too. Should
+    /// the server refuse a write and commit the rest all the same, the
+    /// answer is a [`Error::Protocol`] that says so: the commit happened.
     pub async fn commit_writes(&mut self, writes: Vec<(Bytes, Bytes)>) -> Result<Option<Stamp>, Error> {
         let limits = self.welcome.limits;
         for (key, value) in &writes {
@@ -317,18 +324,24 @@ impl Client {
         let mut requests: Vec<Request> = writes.into_iter().map(|(key, value)| Request::Write { key, value }).collect();
         requests.push(Request::Commit);
         let mut answers = self.call_pipelined("write and commit", requests).await?;
-        self.txn_writes = 0;
         let commit = answers.pop().expect("one answer per request");
-        for a in answers {
-            match a {
-                Ok(Response::Written) => {}
-                Ok(other) => return Err(self.unexpected("write", other)),
-                Err(e) => return Err(e),
-            }
+        if matches!(commit, Ok(Response::Committed(_)) | Err(Error::NoActiveTransaction)) {
+            self.txn_writes = 0;
         }
-        match commit? {
-            Response::Committed(stamp) => Ok(stamp),
-            other => Err(self.unexpected("commit", other)),
+        let refused = answers.into_iter().find_map(|a| match a {
+            Ok(Response::Written) => None,
+            Ok(other) => Some(Err(other)),
+            Err(e) => Some(Ok(e)),
+        });
+        match (refused, commit) {
+            (None, Ok(Response::Committed(stamp))) => Ok(stamp),
+            (None, Ok(other)) => Err(self.unexpected("commit", other)),
+            (None, Err(e)) => Err(e),
+            (Some(Err(other)), _) => Err(self.unexpected("write", other)),
+            (Some(Ok(e)), Ok(Response::Committed(_))) => Err(self.fail(Error::Protocol(format!(
+                "the server refused a write ({e}) yet committed the transaction's other writes"
+            )))),
+            (Some(Ok(e)), _) => Err(e),
         }
     }
 
@@ -336,9 +349,11 @@ impl Client {
     /// pipelined writes not reported yet.
     pub async fn abort(&mut self) -> Result<(), Error> {
         let _ = self.settle().await;
-        self.txn_writes = 0;
         match self.call("abort", Request::Abort).await? {
-            Response::Aborted => Ok(()),
+            Response::Aborted => {
+                self.txn_writes = 0;
+                Ok(())
+            }
             other => Err(self.unexpected("abort", other)),
         }
     }

@@ -68,7 +68,8 @@ pub enum Request {
     Dump,
     /// Measurement hook for benchmarks: the node's counters and each of its
     /// replicas' stable times. Answered with [`Response::Stats`];
-    /// `waited_txns` asks for the transactions whose reads waited, too.
+    /// `waited_txns` asks for the transactions whose reads waited since the
+    /// last such request, too (the node forgets them as it answers).
     Stats { waited_txns: bool },
 }
 
@@ -176,9 +177,9 @@ pub struct NodeStats {
     pub read_slices_waited: u64,
     /// Their waiting, summed, in microseconds.
     pub read_wait_us: u64,
-    /// `(DC, transaction id)` of transactions with a read that waited
-    /// (asked for with `waited_txns`; at most [`NodeStats::MAX_WAITED_TXNS`]
-    /// are kept).
+    /// `(DC, transaction id)` of transactions with a read that waited since
+    /// the last request that asked for them (with `waited_txns`; at most
+    /// [`NodeStats::MAX_WAITED_TXNS`] are kept between two requests).
     pub waited_txns: Vec<(u16, u64)>,
 }
 

@@ -351,3 +351,49 @@ fn session_tokens_serialize_as_hex_text_or_bytes() {
     assert_eq!(serde_json::from_str::<SessionToken>(&json).unwrap(), token);
     assert!(serde_json::from_str::<SessionToken>(r#""xyz""#).is_err());
 }
+
+#[tokio::test]
+async fn begin_read_and_commit_writes_are_one_round_trip_each() {
+    let server = MockServer::start().await.unwrap();
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    assert_eq!(c.begin_read(&["x", "y"]).await.unwrap(), vec![None, None]);
+    let writes = vec![
+        (Bytes::from_static(b"x"), Bytes::from_static(b"1")),
+        (Bytes::from_static(b"y"), Bytes::from_static(b"2")),
+    ];
+    assert!(c.commit_writes(writes).await.unwrap().is_some(), "a commit with writes has a stamp");
+    assert_eq!((server.get("x"), server.get("y")), (some("1"), some("2")));
+    // The next transaction sees them; a begin inside a transaction fails
+    // and the read's answer is dropped, keeping the connection in step.
+    assert_eq!(c.begin_read(&["y", "x"]).await.unwrap(), vec![some("2"), some("1")]);
+    assert!(matches!(c.begin_read(&["x"]).await, Err(Error::TransactionActive)));
+    assert_eq!(c.read(&["x"]).await.unwrap(), vec![some("1")]);
+    assert_eq!(c.commit_writes(Vec::new()).await.unwrap(), None);
+    // Outside a transaction the writes are refused and nothing commits.
+    let refused = c.commit_writes(vec![(Bytes::from_static(b"x"), Bytes::from_static(b"3"))]).await;
+    assert!(matches!(refused, Err(Error::NoActiveTransaction)), "{refused:?}");
+    assert_eq!(server.get("x"), some("1"));
+    assert!(!c.is_closed());
+}
+
+#[tokio::test]
+async fn commit_writes_checks_the_limits_before_sending_anything() {
+    let limits = Limits { max_writes_per_txn: 3, max_value_bytes: 4, ..Limits::default() };
+    let server = mock(Behavior::Normal, limits).await;
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    c.begin().await.unwrap();
+    c.write("a", "1").await.unwrap();
+    c.write("b", "2").await.unwrap();
+    // Two written already: two more would pass the limit of three.
+    let two = vec![
+        (Bytes::from_static(b"c"), Bytes::from_static(b"3")),
+        (Bytes::from_static(b"d"), Bytes::from_static(b"4")),
+    ];
+    assert!(matches!(c.commit_writes(two).await, Err(Error::TooLarge { .. })));
+    let big = vec![(Bytes::from_static(b"c"), Bytes::from_static(b"12345"))];
+    assert!(matches!(c.commit_writes(big).await, Err(Error::TooLarge { .. })));
+    assert_eq!(server.get("a"), None, "nothing was committed");
+    let one = vec![(Bytes::from_static(b"c"), Bytes::from_static(b"3"))];
+    assert!(c.commit_writes(one).await.unwrap().is_some());
+    assert_eq!((server.get("a"), server.get("c")), (some("1"), some("3")));
+}

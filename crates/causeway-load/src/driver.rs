@@ -35,6 +35,16 @@ pub struct LoadConfig {
     /// Pad written values to at least this many bytes; without a history,
     /// cut them to exactly this many (they need not be unique then).
     pub value_size: Option<usize>,
+    /// Told when the warm-up ends and when the measured time ends (before
+    /// the clients finish their last transactions).
+    pub phases: Option<mpsc::UnboundedSender<Phase>>,
+}
+
+/// Moments of a run, for a caller that measures the cluster alongside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Measuring,
+    Stopped,
 }
 
 /// A progress report, about once a second.
@@ -85,8 +95,6 @@ pub async fn run(
     let generator = Arc::new(Generator::new(config.workload.clone(), &topology));
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
-    let origin = Instant::now();
-    let measure_from = origin + config.warmup;
     // Connect everyone first, so connection errors come before the run.
     let mut clients = Vec::new();
     let dcs: Vec<DcId> = topology.dcs().collect();
@@ -100,6 +108,18 @@ pub async fn run(
             let options = ClientOptions { name: format!("load-dc{}-{i}", dc.0), ..ClientOptions::default() };
             clients.push((dc, i, Client::connect_with(addr, options).await?));
         }
+    }
+    let origin = Instant::now();
+    let measure_from = origin + config.warmup;
+    let deadline = measure_from + config.duration;
+    if let Some(phases) = config.phases.clone() {
+        // On time, not at the next progress tick: the caller reads its
+        // counters at these moments.
+        let until = tokio::time::Instant::from_std(measure_from);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(until).await;
+            let _ = phases.send(Phase::Measuring);
+        });
     }
     let mut tasks = Vec::new();
     for (dc, i, client) in clients {
@@ -123,7 +143,6 @@ pub async fn run(
         tasks.push(tokio::spawn(worker.run(stop.clone())));
     }
     drop(commits);
-    let deadline = measure_from + config.duration;
     let mut last = (Instant::now(), 0u64, 0u64);
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_secs(1).min(deadline.saturating_duration_since(Instant::now()))).await;
@@ -142,6 +161,9 @@ pub async fn run(
     }
     stop.store(true, Ordering::Relaxed);
     let elapsed = measure_from.elapsed();
+    if let Some(phases) = &config.phases {
+        let _ = phases.send(Phase::Stopped);
+    }
     let mut report = LoadReport {
         elapsed,
         committed: 0,

@@ -13,4 +13,4 @@ pub mod driver;
 pub mod settle;
 pub mod visibility;
 
-pub use driver::{run, LoadConfig, LoadReport, Progress};
+pub use driver::{run, LoadConfig, LoadReport, Phase, Progress};

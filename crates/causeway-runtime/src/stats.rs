@@ -27,10 +27,8 @@ pub fn node_stats(
         })
         .collect();
     let waited_txns = if waited_txns {
-        let set = metrics.waited_txns.lock().unwrap_or_else(|e| e.into_inner());
-        let mut v: Vec<_> = set.iter().copied().collect();
-        v.sort_unstable();
-        v
+        let drained = std::mem::take(&mut *metrics.waited_txns.lock().unwrap_or_else(|e| e.into_inner()));
+        drained.into_iter().collect()
     } else {
         Vec::new()
     };

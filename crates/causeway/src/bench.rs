@@ -77,7 +77,11 @@ impl RunFlags {
         let wan = match (self.wan, &self.wan_file) {
             (OnOff::Off, Some(_)) => anyhow::bail!("--wan-file needs --wan on"),
             (OnOff::Off, None) => None,
-            (OnOff::On, file) => Some(file.clone()),
+            (OnOff::On, None) => Some(None),
+            // Absolute: server processes read it from another directory.
+            (OnOff::On, Some(file)) => {
+                Some(Some(std::fs::canonicalize(file).with_context(|| format!("cannot read {}", file.display()))?))
+            }
         };
         let deployment = match (&self.config, self.processes) {
             (Some(path), _) => Deployment::Config(path.clone()),
@@ -120,6 +124,10 @@ pub struct BenchArgs {
     /// Closed-loop clients per partition (each one session, one connection).
     #[arg(long, default_value_t = 2)]
     clients: u32,
+    /// Closed-loop clients per DC instead of per partition (for loads below
+    /// one client per partition).
+    #[arg(long, conflicts_with = "clients")]
+    clients_per_dc: Option<u32>,
     /// Reads per transaction (the paper: 19, 18 or 10).
     #[arg(long, default_value_t = 19)]
     reads: u32,
@@ -170,13 +178,13 @@ fn describe(spec: &BenchSpec) -> String {
         Deployment::Config(path) => format!("the cluster of {}", path.display()),
     };
     format!(
-        "{}, {} DCs × {} partitions {place}, WAN emulation {}, {} client(s) per partition, {}+{} per txn over {} partitions, \
+        "{}, {} DCs × {} partitions {place}, WAN emulation {}, {} client(s) per DC, {}+{} per txn over {} partitions, \
          {} keys per partition, zipf {}, {}-byte values, warm-up {} s, measured {} s",
         spec.protocol,
         spec.dcs,
         spec.partitions,
         if spec.wan.is_some() { "on" } else { "off" },
-        spec.clients_per_partition,
+        spec.clients_per_dc(),
         w.reads_per_txn,
         w.writes_per_txn,
         w.partitions_per_txn.min(spec.partitions),
@@ -202,6 +210,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     spec.dcs = args.dcs;
     spec.partitions = args.partitions;
     spec.clients_per_partition = args.clients;
+    spec.clients_per_dc = args.clients_per_dc;
     spec.workload.reads_per_txn = args.reads;
     spec.workload.writes_per_txn = args.writes;
     spec.record = args.history.is_some();
@@ -254,6 +263,10 @@ pub struct SweepArgs {
     /// Clients per partition, comma-separated: the load steps of each curve.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
     clients: Vec<u32>,
+    /// Clients per DC instead, comma-separated (loads below one client per
+    /// partition, where a small machine is not yet saturated).
+    #[arg(long, value_delimiter = ',', conflicts_with = "clients")]
+    clients_per_dc: Vec<u32>,
     /// Partitions per DC, comma-separated (more than one draws the scaling figure).
     #[arg(long, value_delimiter = ',', default_value = "4")]
     partitions: Vec<u32>,
@@ -277,6 +290,7 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
         base: args.run.spec()?,
         protocols: args.protocols,
         clients: args.clients,
+        clients_per_dc: args.clients_per_dc,
         partitions: args.partitions,
         dcs: args.dcs,
         mixes: args.mix.iter().map(|m| (m.0, m.1)).collect(),
@@ -305,6 +319,11 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
                     "  {:.0} txn/s, mean latency {:.2} ms, read wait {:.3} ms, {} errors",
                     r.throughput_tps, r.latency_mean_ms, r.reads.wait_mean_ms, r.errors
                 );
+                if r.errors > 0 {
+                    for e in o.errors.iter().take(3) {
+                        println!("    error: {e}");
+                    }
+                }
                 sweep::save_run(&args.out, r)?;
                 reports.push(o.report);
             }

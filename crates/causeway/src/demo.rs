@@ -67,6 +67,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         partitions: c.partitions,
         deployment: Deployment::Embedded,
         clients_per_partition: args.clients,
+        clients_per_dc: None,
         workload: WorkloadConfig {
             reads_per_txn: args.reads,
             writes_per_txn: args.writes,

@@ -111,13 +111,15 @@ impl Drop for Servers {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// Distinct free ports: every listener stays open until all are chosen.
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    listeners.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
 #[test]
 fn bench_measures_a_running_cluster_from_its_config_file() {
-    let ports: Vec<u16> = (0..4).map(|_| free_port()).collect();
+    let ports = free_ports(4);
     let config = scratch("running.toml");
     std::fs::write(
         &config,
@@ -201,7 +203,7 @@ fn sweep_runs_a_series_and_draws_the_papers_figures() {
     assert!(out.status.success(), "{}", text(&out));
     let reports = json(&dir.join("sweep.json"));
     assert_eq!(reports.as_array().map(Vec::len), Some(8), "2 protocols × 2 loads × 2 sizes");
-    assert!(dir.join("runs/wren-2dc-2p-19r1w-c2.json").exists());
+    assert!(dir.join("runs/wren-2dc-2p-19r1w-4cpd.json").exists(), "2 clients per partition × 2 partitions");
     for stem in [
         "throughput-latency-2dc-1p-19r1w",
         "throughput-latency-2dc-2p-19r1w",

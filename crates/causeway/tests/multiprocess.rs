@@ -123,6 +123,7 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
         seed: 11,
         record: true,
         value_size: None,
+        phases: None,
     };
     // Mid-run, break every peer connection of one server, twice.
     let victim = cluster.nodes[2].2;
