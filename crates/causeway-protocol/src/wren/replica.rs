@@ -132,7 +132,8 @@ impl WrenReplica {
     /// The freshest version of `key` visible in `snapshot` (Alg. 3, 6–11).
     pub(crate) fn read_at(&self, key: &[u8], snapshot: Snapshot) -> Option<Value> {
         let chain = self.store.chain(key)?;
-        chain.newest_visible(|v| self.visible(v, snapshot)).map(|v| v.value.clone())
+        // Local versions need ut ≤ lt, remote ones ut ≤ rt: none above both.
+        chain.newest_visible_upto(snapshot.lt.max(snapshot.rt), |v| self.visible(v, snapshot)).map(|v| v.value.clone())
     }
 
     /// The visibility rule of reads, with the deliberate bug a test may
