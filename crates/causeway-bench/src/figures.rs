@@ -54,6 +54,8 @@ struct LineChart<'a> {
     x: &'a str,
     y: &'a str,
     series: Vec<Series>,
+    /// Where the legend covers the least.
+    legend: SeriesLabelPosition,
 }
 
 /// Draws `chart` to `stem.png` and `stem.svg`.
@@ -98,7 +100,7 @@ where
         .draw()
         .map_err(err)?;
     for s in &chart.series {
-        let colour = s.colour;
+        let (colour, dashed) = (s.colour, s.dashed);
         let style = ShapeStyle { color: colour.to_rgba(), filled: true, stroke_width: 2 };
         if s.dashed {
             c.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style)).map_err(err)?
@@ -106,11 +108,17 @@ where
             c.draw_series(LineSeries::new(s.points.iter().copied(), style)).map_err(err)?
         }
         .label(&s.name)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(3)));
+        .legend(move |(x, y)| {
+            // Two strokes: touching for a solid line, apart for a dashed one.
+            let gap = if dashed { 6 } else { 0 };
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (9, 0)], colour.stroke_width(3))
+                + PathElement::new(vec![(9 + gap, 0), (24, 0)], colour.stroke_width(3))
+        });
         c.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, colour.filled()))).map_err(err)?;
     }
     c.configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(chart.legend.clone())
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 15))
@@ -184,6 +192,7 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
                 x: "throughput (thousand transactions/s)",
                 y: "mean transaction latency (ms)",
                 series: curve(|r| r.latency_mean_ms),
+                legend: SeriesLabelPosition::UpperLeft,
             },
         )?);
         files.extend(draw_lines(
@@ -194,6 +203,7 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
                 x: "throughput (thousand transactions/s)",
                 y: "mean waiting time per read request (ms)",
                 series: curve(|r| r.reads.wait_mean_ms),
+                legend: SeriesLabelPosition::UpperLeft,
             },
         )?);
     }
@@ -237,6 +247,7 @@ fn scaling(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
             x: "partitions per DC",
             y: "peak throughput (thousand transactions/s)",
             series,
+            legend: SeriesLabelPosition::LowerRight,
         },
     )
 }
@@ -267,6 +278,7 @@ fn visibility(runs: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
             x: "time from commit to visibility (ms)",
             y: "fraction of updates",
             series,
+            legend: SeriesLabelPosition::LowerRight,
         },
     )
 }
