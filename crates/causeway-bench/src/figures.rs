@@ -15,6 +15,7 @@
 
 use crate::report::BenchReport;
 use anyhow::{anyhow, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
@@ -117,15 +118,25 @@ where
         });
         c.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, colour.filled()))).map_err(err)?;
     }
+    legend(&mut c, chart.legend.clone())?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The legend box, the same in every figure.
+fn legend<'a, DB: DrawingBackend + 'a>(c: &mut Chart<'a, DB>, position: SeriesLabelPosition) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     c.configure_series_labels()
-        .position(chart.legend.clone())
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 15))
         .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+        .map_err(err)
 }
 
 /// Runs that differ only in protocol and load: one set of curves.
@@ -351,13 +362,7 @@ where
             .label(name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], colour.filled()));
     }
-    c.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .draw()
-        .map_err(err)?;
+    legend(&mut c, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)?;
     Ok(())
 }

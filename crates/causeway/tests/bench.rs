@@ -2,9 +2,12 @@
 //! promise, server processes, a running cluster from a config file, read
 //! waits that only a clock-waiting protocol shows, and the figures.
 
+mod common;
+
+use common::{free_ports, Servers};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 fn causeway(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_causeway")).args(args).output().expect("the binary runs")
@@ -98,23 +101,6 @@ fn bench_runs_each_replica_as_a_server_process_and_checks_its_history() {
     assert!(f(&r, "visibility.remote.mean_ms") > 30.0, "WAN emulation is on: {r}");
     let check = causeway(&["check", history.to_str().unwrap()]);
     assert!(check.status.success(), "{}", text(&check));
-}
-
-struct Servers(Vec<Child>);
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Distinct free ports: every listener stays open until all are chosen.
-fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    listeners.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
 #[test]

@@ -4,35 +4,19 @@
 //! connections broken: the links reconnect and nothing is lost or applied
 //! twice (the checker's final-state check would see either).
 
+mod common;
+
 use causeway_client::Client;
 use causeway_history::{check, History};
 use causeway_load::{settle, LoadConfig};
 use causeway_protocol::{DcId, Topology};
 use causeway_sim::{WorkloadConfig, WorkloadKind};
-use std::net::{SocketAddr, TcpListener};
+use common::{free_ports, Servers};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Kills the servers however the test ends.
-struct Servers(Vec<Child>);
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn free_ports(n: usize) -> Vec<u16> {
-    // Hold them all at once so they differ; a race with other processes is
-    // possible but unlikely, and shows as a server failing to bind.
-    let held: Vec<_> = (0..n).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    held.iter().map(|l| l.local_addr().unwrap().port()).collect()
-}
 
 struct Cluster {
     config: PathBuf,
