@@ -14,7 +14,7 @@ use causeway_sim::{WorkloadConfig, WorkloadKind};
 use common::{free_ports, Servers};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
