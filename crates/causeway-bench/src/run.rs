@@ -74,11 +74,24 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     let Target { protocol, topology, endpoints, nodes, servers, .. } = &target;
     let dcs = topology.dc_count();
     let partitions = topology.partition_count();
+    if spec.preload {
+        let (_, endpoint) = endpoints.first().context("the cluster has no client endpoint")?;
+        let keys = spec.workload.keys_per_partition;
+        causeway_load::preload::preload(*endpoint, topology, keys, spec.value_size, 8)
+            .await
+            .context("preloading the keys failed")?;
+    }
     let mut probes = visibility::connect(nodes).await.context("cannot connect to the cluster")?;
     let tracker_probes = visibility::connect(nodes).await.context("cannot connect to the cluster")?;
     let (commit_tx, commit_rx) = tokio::sync::mpsc::unbounded_channel();
     let (phase_tx, mut phase_rx) = tokio::sync::mpsc::unbounded_channel();
-    let tracker = tokio::spawn(visibility::track(tracker_probes, dcs, commit_rx, Duration::from_secs(10)));
+    let tracker = tokio::spawn(visibility::track(
+        tracker_probes,
+        dcs,
+        commit_rx,
+        spec.visibility_interval,
+        Duration::from_secs(10),
+    ));
     let clients_per_dc = spec.clients_per_dc.unwrap_or(spec.clients_per_partition.saturating_mul(partitions));
     let config = LoadConfig {
         endpoints: endpoints.clone(),

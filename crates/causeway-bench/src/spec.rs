@@ -57,6 +57,12 @@ pub struct BenchSpec {
     pub seed: u64,
     /// Record the history (every transaction, and the final states).
     pub record: bool,
+    /// How often every node is asked for its stable times, to measure
+    /// update visibility: its resolution, and its cost.
+    pub visibility_interval: Duration,
+    /// Write every key once before the warm-up (not with `record`: the
+    /// history would not know who wrote those values).
+    pub preload: bool,
 }
 
 impl Default for BenchSpec {
@@ -83,6 +89,8 @@ impl Default for BenchSpec {
             delta_g_ms: 5.0,
             seed: 1,
             record: false,
+            visibility_interval: Duration::from_millis(1),
+            preload: false,
         }
     }
 }
@@ -136,9 +144,17 @@ impl BenchSpec {
         check(w.keys_per_partition <= 10_000_000, "--keys must be at most 10,000,000 per partition")?;
         check(w.zipf.is_finite() && w.zipf >= 0.0, "--zipf must be 0 (uniform) or more")?;
         check(self.value_size >= 1 && self.value_size <= 64 << 10, "--value-size must be 1 to 65536 bytes")?;
+        check(
+            !(self.preload && self.record),
+            "--preload cannot go with --history (the history would not know who wrote the preloaded values)",
+        )?;
         let secs = |d: Duration| d.as_secs_f64();
         check(secs(self.duration) > 0.0 && secs(self.duration) <= 86_400.0, "--duration must be in (0, 86400] s")?;
         check(secs(self.warmup) <= 3_600.0, "--warmup must be at most 3600 s")?;
+        check(
+            (0.1..=1000.0).contains(&(secs(self.visibility_interval) * 1000.0)),
+            "--visibility-interval-ms must be 0.1 to 1000",
+        )?;
         // Clients give up on a request after 10 s; Cure may wait skew/2.
         check(self.skew_ms.is_finite() && (0.0..=10_000.0).contains(&self.skew_ms), "--skew-ms must be 0 to 10000")?;
         for (v, flag) in [(self.delta_r_ms, "--delta-r-ms"), (self.delta_g_ms, "--delta-g-ms")] {

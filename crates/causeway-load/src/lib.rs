@@ -6,10 +6,12 @@
 //!   transaction, drawn from the simulator's workload generator.
 //! * [`visibility`] — how long a commit takes to become visible in its own DC
 //!   and in the others, from the replicas' published stable times.
+//! * [`preload`] — writes every key once before a benchmark.
 //! * [`settle`] — waits until every DC holds the same data, for the
 //!   history's final states.
 
 pub mod driver;
+pub mod preload;
 pub mod settle;
 pub mod visibility;
 

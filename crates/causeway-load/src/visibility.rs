@@ -4,7 +4,10 @@
 //! A write from DC `o` with commit time `ts` is visible in DC `d` once every
 //! replica in `d` of the partitions it wrote has `visible_upto(o) ≥ ts`
 //! (Wren: LST for `d = o`, RST otherwise). Replicas publish those stable
-//! times; this tracker samples them every millisecond.
+//! times; this tracker asks every node for them over the client wire
+//! ([`causeway_client::Client::stats`]) every millisecond by default, so it
+//! measures an embedded cluster and separate server processes alike. The
+//! interval bounds its resolution (a sample lands up to one interval late).
 
 use causeway_client::{Client, Error};
 use causeway_protocol::DcId;
@@ -53,11 +56,14 @@ pub async fn connect(nodes: &[SocketAddr]) -> Result<Vec<Client>, Error> {
 
 /// Follows commits from `commits` until the channel closes and every commit
 /// is visible everywhere (or `drain` has passed since the close), asking
-/// `probes` (one client per node, from [`connect`]) for stable times.
+/// `probes` (one client per node, from [`connect`]) for stable times every
+/// `interval` (the resolution of the measurement, and its cost: a request
+/// to every node each time).
 pub async fn track(
     mut probes: Vec<Client>,
     dcs: u16,
     mut commits: mpsc::UnboundedReceiver<Commit>,
+    interval: Duration,
     drain: Duration,
 ) -> Result<Visibility, Error> {
     // `visible[(dc, partition)][origin]`, as last read.
@@ -66,7 +72,7 @@ pub async fn track(
     let mut remote = histogram();
     let mut pending: Vec<Pending> = Vec::new();
     let mut closed_at: Option<Instant> = None;
-    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    let mut tick = tokio::time::interval(interval.max(Duration::from_micros(100)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tick.tick().await;

@@ -63,6 +63,14 @@ pub struct RunFlags {
     /// Seed of the workload's random choices and of the clock offsets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Write every key once before the warm-up, so reads find values (as
+    /// the paper's loaded stores did); not with --history.
+    #[arg(long)]
+    preload: bool,
+    /// How often every node is asked for its stable times to measure
+    /// update visibility, in ms: the measurement's resolution and its cost.
+    #[arg(long, default_value_t = 1.0)]
+    visibility_interval_ms: f64,
 }
 
 impl RunFlags {
@@ -105,6 +113,8 @@ impl RunFlags {
             delta_r_ms: self.delta_r_ms,
             delta_g_ms: self.delta_g_ms,
             seed: self.seed,
+            preload: self.preload,
+            visibility_interval: secs(self.visibility_interval_ms / 1000.0, "--visibility-interval-ms")?,
             ..BenchSpec::default()
         })
     }
@@ -223,6 +233,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     }
     spec.validate().map_err(anyhow::Error::msg)?;
     println!("causeway bench: {}", describe(&spec));
+    if spec.preload {
+        let keys = u64::from(spec.workload.keys_per_partition) * u64::from(spec.partitions);
+        eprintln!("  preloading {keys} keys…");
+    }
     let rt = runtime()?;
     let outcome = rt.block_on(causeway_bench::run(&spec, progress("  ".into())));
     clear_progress();

@@ -84,6 +84,8 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         delta_g_ms: c.delta_g_ms,
         seed: args.seed,
         record: true,
+        visibility_interval: Duration::from_millis(1),
+        preload: false,
     };
     spec.validate().map_err(anyhow::Error::msg)?;
     println!(

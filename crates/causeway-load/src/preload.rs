@@ -1,0 +1,47 @@
+//! Writing every key of the workload's key space once before a benchmark,
+//! so reads find a version to return (as the paper's stores were loaded)
+//! instead of answering "no such key" from an empty chain.
+
+use bytes::Bytes;
+use causeway_client::{Client, Error};
+use causeway_protocol::Topology;
+use causeway_sim::workload::KeySpace;
+use std::net::SocketAddr;
+
+/// Keys per preload transaction (the servers' default limit on writes).
+const BATCH: usize = 128;
+
+/// Writes `value_size`-byte values under every key of `keys_per_partition`
+/// keys in each partition, through `clients` connections to `endpoint`
+/// (one DC; replication carries them to the others). Returns how many keys
+/// were written.
+pub async fn preload(
+    endpoint: SocketAddr,
+    topology: &Topology,
+    keys_per_partition: u32,
+    value_size: usize,
+    clients: usize,
+) -> Result<u64, Error> {
+    let space = KeySpace::new(topology, keys_per_partition);
+    let all: Vec<Bytes> = (0..space.partitions()).flat_map(|p| space.partition(p).iter().cloned()).collect();
+    let value = Bytes::from(vec![b'v'; value_size]);
+    let clients = clients.max(1);
+    let chunk = all.len().div_ceil(clients).max(1);
+    let mut tasks = Vec::new();
+    for part in all.chunks(chunk).map(<[Bytes]>::to_vec) {
+        let value = value.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut client = Client::connect(endpoint).await?;
+            for batch in part.chunks(BATCH) {
+                client.begin().await?;
+                client.commit_writes(batch.iter().map(|k| (k.clone(), value.clone())).collect()).await?;
+            }
+            Ok::<u64, Error>(part.len() as u64)
+        }));
+    }
+    let mut written = 0;
+    for t in tasks {
+        written += t.await.map_err(|e| Error::Protocol(format!("a preload task failed: {e}")))??;
+    }
+    Ok(written)
+}
