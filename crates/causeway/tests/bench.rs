@@ -81,6 +81,19 @@ fn bench_reports_every_measurement_in_its_json() {
 }
 
 #[test]
+fn preload_makes_reads_find_values() {
+    // Uniform over 20,000 keys per partition: without a preload almost
+    // every read finds no version; with it, every read returns a value.
+    let flags = ["--wan", "off", "--zipf", "0", "--keys", "20000", "--value-size", "32"];
+    let cold = bench("wren", &flags);
+    let warm = bench("wren", &[&flags[..], &["--preload"]].concat());
+    let (cold_b, warm_b) = (f(&cold, "traffic.bytes_per_txn.client"), f(&warm, "traffic.bytes_per_txn.client"));
+    // 19 reads, each answered with a 32-byte value instead of nothing —
+    // for most of them: the cold run's own writes fill some keys too.
+    assert!(warm_b > cold_b + 19.0 * 32.0 * 0.5, "client bytes per transaction: {cold_b} cold, {warm_b} preloaded");
+}
+
+#[test]
 fn clock_skew_makes_cure_wait_and_not_wren() {
     let cure = bench("cure", &["--wan", "off", "--skew-ms", "20"]);
     assert!(f(&cure, "reads.slices_waited") > 0.0, "{cure}");
@@ -219,6 +232,8 @@ fn bench_and_sweep_refuse_bad_flags_with_a_message() {
         (vec!["sweep", "--mix", "19"], "READS:WRITES"),
         (vec!["sweep", "--protocols", "paxos"], "paxos"),
         (vec!["plot", "/nonexistent"], "cannot read"),
+        (vec!["bench", "--preload", "--history", "h.jsonl"], "--preload cannot go with --history"),
+        (vec!["bench", "--reads", "129"], "--reads must be at most 128"),
     ] {
         let out = causeway(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
