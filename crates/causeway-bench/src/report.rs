@@ -21,6 +21,8 @@ pub struct BenchReport {
     pub clients: u32,
     pub workload: WorkloadReport,
     pub wan: bool,
+    /// Every key was written once before the warm-up.
+    pub preload: bool,
     pub skew_ms: f64,
     pub delta_r_ms: f64,
     pub delta_g_ms: f64,

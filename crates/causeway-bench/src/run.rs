@@ -162,6 +162,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             value_size: spec.value_size,
         },
         wan: spec.wan.is_some(),
+        preload: spec.preload,
         skew_ms: spec.skew_ms,
         delta_r_ms: spec.delta_r_ms,
         delta_g_ms: spec.delta_g_ms,
