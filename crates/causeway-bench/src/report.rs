@@ -21,7 +21,9 @@ pub struct BenchReport {
     pub clients: u32,
     pub workload: WorkloadReport,
     pub wan: bool,
-    /// Every key was written once before the warm-up.
+    /// Every key was written once before the warm-up (absent in reports
+    /// written before the flag existed: false).
+    #[serde(default)]
     pub preload: bool,
     pub skew_ms: f64,
     pub delta_r_ms: f64,
