@@ -59,17 +59,6 @@ impl Drop for ChildGuard {
     }
 }
 
-fn wan_model(spec: &BenchSpec) -> Result<Option<WanModel>> {
-    Ok(match &spec.wan {
-        None => None,
-        Some(None) => Some(WanModel::default_model()),
-        Some(Some(path)) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-            Some(WanModel::parse(&text).with_context(|| format!("in {}", path.display()))?)
-        }
-    })
-}
-
 /// Brings up the cluster `spec` describes.
 pub async fn bring_up(spec: &BenchSpec) -> Result<Target> {
     match &spec.deployment {
@@ -80,12 +69,10 @@ pub async fn bring_up(spec: &BenchSpec) -> Result<Target> {
 }
 
 async fn embedded(spec: &BenchSpec) -> Result<Target> {
-    let wan = wan_model(spec)?;
-    let mut plan =
-        ClusterPlan::embedded(spec.protocol, spec.dcs, spec.partitions, wan.as_ref(), 0).map_err(anyhow::Error::msg)?;
-    plan.tuning.apply_interval_us = ((spec.delta_r_ms * 1000.0) as u64).max(1);
-    plan.tuning.stabilization_interval_us = ((spec.delta_g_ms * 1000.0) as u64).max(1);
-    config::check_protocol(plan.protocol, &plan.topology, &plan.tuning).map_err(anyhow::Error::msg)?;
+    let wan = spec.wan.as_ref().map(|file| WanModel::load(file.as_deref())).transpose().map_err(anyhow::Error::msg)?;
+    let mut plan = ClusterPlan::embedded(spec.protocol, spec.dcs, spec.partitions, wan.as_ref(), 0)
+        .and_then(|p| p.with_intervals_ms(spec.delta_r_ms, spec.delta_g_ms))
+        .map_err(anyhow::Error::msg)?;
     for r in plan.topology.all_replicas() {
         plan.clock_offsets_us.insert(r, spec.clock_offset_us(r.dc.0, r.partition.0));
     }

@@ -188,6 +188,9 @@ fn group_title(k: &GroupKey) -> String {
     )
 }
 
+/// A figure of one value against throughput: file stem, title, y axis, value.
+type AgainstLoad = (&'static str, &'static str, &'static str, fn(&BenchReport) -> f64);
+
 /// Per protocol, its runs sorted by load.
 fn by_protocol<'a>(runs: &[&'a BenchReport]) -> BTreeMap<String, Vec<&'a BenchReport>> {
     let mut m: BTreeMap<String, Vec<&BenchReport>> = BTreeMap::new();
@@ -221,28 +224,23 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
                 })
                 .collect()
         };
-        files.extend(draw_lines(
-            dir,
-            &format!("throughput-latency-{}", group_stem(key)),
-            &LineChart {
-                title: format!("Throughput and latency — {}", group_title(key)),
-                x: "throughput (thousand transactions/s)",
-                y: "mean transaction latency (ms)",
-                series: curve(|r| r.latency_mean_ms),
-                legend: SeriesLabelPosition::UpperLeft,
-            },
-        )?);
-        files.extend(draw_lines(
-            dir,
-            &format!("read-wait-{}", group_stem(key)),
-            &LineChart {
-                title: format!("Read waiting time — {}", group_title(key)),
-                x: "throughput (thousand transactions/s)",
-                y: "mean waiting time per read request (ms)",
-                series: curve(|r| r.reads.wait_mean_ms),
-                legend: SeriesLabelPosition::UpperLeft,
-            },
-        )?);
+        let against_load: [AgainstLoad; 2] = [
+            ("throughput-latency", "Throughput and latency", "mean transaction latency (ms)", |r| r.latency_mean_ms),
+            ("read-wait", "Read waiting time", "mean waiting time per read request (ms)", |r| r.reads.wait_mean_ms),
+        ];
+        for (stem, title, y, value) in against_load {
+            files.extend(draw_lines(
+                dir,
+                &format!("{stem}-{}", group_stem(key)),
+                &LineChart {
+                    title: format!("{title} — {}", group_title(key)),
+                    x: "throughput (thousand transactions/s)",
+                    y,
+                    series: curve(value),
+                    legend: SeriesLabelPosition::UpperLeft,
+                },
+            )?);
+        }
     }
     files.extend(scaling(reports, dir)?);
     // Figs. 7a and 7b compare protocols at one configuration: the first

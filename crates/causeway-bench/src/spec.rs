@@ -1,6 +1,7 @@
 //! What one benchmark run is: the cluster, where it runs, the workload, how
 //! long. Every field has the paper's default.
 
+use causeway_client::wire::Limits;
 use causeway_protocol::ProtocolKind;
 use causeway_sim::WorkloadConfig;
 use std::path::PathBuf;
@@ -133,8 +134,15 @@ impl BenchSpec {
         )?;
         check(w.reads_per_txn + w.writes_per_txn >= 1, "a transaction needs at least one read or write")?;
         // The servers' default limits (docs/OPERATIONS.md).
-        check(w.reads_per_txn <= 128, "--reads must be at most 128 (the servers' keys per read)")?;
-        check(w.writes_per_txn <= 128, "--writes must be at most 128 (the servers' writes per transaction)")?;
+        let limits = Limits::default();
+        check(
+            w.reads_per_txn <= limits.max_keys_per_read,
+            &format!("--reads must be at most {} (the servers' keys per read)", limits.max_keys_per_read),
+        )?;
+        check(
+            w.writes_per_txn <= limits.max_writes_per_txn,
+            &format!("--writes must be at most {} (the servers' writes per transaction)", limits.max_writes_per_txn),
+        )?;
         check(
             u64::from(w.keys_per_partition) * u64::from(self.partitions) <= 100_000_000,
             "--keys × --partitions must be at most 100,000,000 (the clients hold every key name)",

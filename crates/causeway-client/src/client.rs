@@ -212,15 +212,7 @@ impl Client {
     /// at once, without contacting the server.
     pub async fn write(&mut self, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Result<(), Error> {
         let (key, value) = (key.into(), value.into());
-        self.check_key(&key)?;
-        let limit = self.welcome.limits.max_value_bytes;
-        if value.len() as u64 > u64::from(limit) {
-            return Err(Error::TooLarge {
-                what: "value (bytes)".into(),
-                size: value.len() as u64,
-                limit: limit.into(),
-            });
-        }
+        self.check_write(&key, &value)?;
         self.ensure_open()?;
         // Report an error that has already arrived, without waiting.
         while self.unacked > 0 && self.deferred.is_none() {
@@ -303,14 +295,7 @@ impl Client {
     pub async fn commit_writes(&mut self, writes: Vec<(Bytes, Bytes)>) -> Result<Option<Stamp>, Error> {
         let limits = self.welcome.limits;
         for (key, value) in &writes {
-            self.check_key(key)?;
-            if value.len() as u64 > u64::from(limits.max_value_bytes) {
-                return Err(Error::TooLarge {
-                    what: "value (bytes)".into(),
-                    size: value.len() as u64,
-                    limit: limits.max_value_bytes.into(),
-                });
-            }
+            self.check_write(key, value)?;
         }
         let total = u64::from(self.txn_writes) + writes.len() as u64;
         if total > u64::from(limits.max_writes_per_txn) {
@@ -440,6 +425,19 @@ impl Client {
         Ok(())
     }
 
+    fn check_write(&self, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        self.check_key(key)?;
+        let limit = self.welcome.limits.max_value_bytes;
+        if value.len() as u64 > u64::from(limit) {
+            return Err(Error::TooLarge {
+                what: "value (bytes)".into(),
+                size: value.len() as u64,
+                limit: limit.into(),
+            });
+        }
+        Ok(())
+    }
+
     fn check_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Bytes>, Error> {
         let limit = self.welcome.limits.max_keys_per_read;
         if keys.len() as u64 > u64::from(limit) {
@@ -527,13 +525,7 @@ impl Client {
 
     /// Sends `request` and waits for its answer; a server error becomes `Err`.
     async fn call(&mut self, what: &'static str, request: Request) -> Result<Response, Error> {
-        self.ensure_open()?;
-        debug_assert_eq!(self.unacked, 0, "settled first");
-        let id = self.send(what, request).await?;
-        let frame = self.recv(what).await?;
-        let response = self.decode(id, frame)?;
-        self.busy = false;
-        response.map_err(|e| self.fail(e))
+        self.call_pipelined(what, vec![request]).await?.pop().expect("one answer per request")
     }
 
     /// Sends `requests` together (one write) and reads their answers in

@@ -8,9 +8,6 @@ use causeway_protocol::Topology;
 use causeway_sim::workload::KeySpace;
 use std::net::SocketAddr;
 
-/// Keys per preload transaction (the servers' default limit on writes).
-const BATCH: usize = 128;
-
 /// Writes `value_size`-byte values under every key of `keys_per_partition`
 /// keys in each partition, through `clients` connections to `endpoint`
 /// (one DC; replication carries them to the others). Returns how many keys
@@ -32,7 +29,9 @@ pub async fn preload(
         let value = value.clone();
         tasks.push(tokio::spawn(async move {
             let mut client = Client::connect(endpoint).await?;
-            for batch in part.chunks(BATCH) {
+            // As many keys per transaction as the server takes.
+            let batch = client.server().limits.max_writes_per_txn.max(1) as usize;
+            for batch in part.chunks(batch) {
                 client.begin().await?;
                 client.commit_writes(batch.iter().map(|k| (k.clone(), value.clone())).collect()).await?;
             }

@@ -82,12 +82,15 @@ impl Metrics {
             let label = vec![("class", class_name(c).to_string())];
             (bytes_sent.get_or_create(&label).clone(), messages_sent.get_or_create(&label).clone())
         });
+        let op_latency: Family<Labels, Histogram, fn() -> Histogram> = Family::new_with_constructor(latency_histogram);
+        let op_series =
+            OPERATIONS.map(|op| (op, op_latency.get_or_create(&vec![("op", op.to_string())]).clone())).to_vec();
         let m = Metrics {
             registry: Mutex::new(Registry::with_prefix("causeway")),
             txns_started: Counter::default(),
             txns_committed: Counter::default(),
             txns_aborted: Counter::default(),
-            op_latency: Family::new_with_constructor(latency_histogram),
+            op_latency,
             reads_waited: Counter::default(),
             read_wait: latency_histogram(),
             bytes_sent,
@@ -103,13 +106,8 @@ impl Metrics {
             read_slices: Counter::default(),
             read_wait_us: Counter::default(),
             waited_txns: Mutex::default(),
-            op_series: Vec::new(),
+            op_series,
         };
-        let mut m = m;
-        m.op_series = OPERATIONS
-            .iter()
-            .map(|&op| (op, m.op_latency.get_or_create(&vec![("op", op.to_string())]).clone()))
-            .collect();
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
             r.register("transactions_started", "Transactions begun by clients of this node", m.txns_started.clone());

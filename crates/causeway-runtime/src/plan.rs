@@ -115,6 +115,20 @@ impl ClusterPlan {
         })
     }
 
+    /// Sets Δ_R and Δ_G, in milliseconds (each in (0, 60000]), and checks
+    /// that the protocol accepts the plan.
+    pub fn with_intervals_ms(mut self, delta_r_ms: f64, delta_g_ms: f64) -> Result<ClusterPlan, String> {
+        for (v, what) in [(delta_r_ms, "Δ_R"), (delta_g_ms, "Δ_G")] {
+            if !(v.is_finite() && v > 0.0 && v <= 60_000.0) {
+                return Err(format!("{what} must be in (0, 60000] ms, got {v}"));
+            }
+        }
+        self.tuning.apply_interval_us = ((delta_r_ms * 1000.0) as u64).max(1);
+        self.tuning.stabilization_interval_us = ((delta_g_ms * 1000.0) as u64).max(1);
+        crate::config::check_protocol(self.protocol, &self.topology, &self.tuning)?;
+        Ok(self)
+    }
+
     pub fn node_index(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.name == name)
     }

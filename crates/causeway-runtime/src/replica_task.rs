@@ -5,7 +5,7 @@
 use crate::clock::now_micros;
 use crate::metrics::Metrics;
 use crate::router::{ReplicaInput, Router};
-use causeway_protocol::{Addr, DcId, Message, Outbox, Protocol, Replica};
+use causeway_protocol::{Addr, DcId, Message, Outbox, Protocol, Replica, ReplicaId};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -81,13 +81,14 @@ pub async fn run<P: Protocol>(
     gauges: Arc<ReplicaGauges>,
     metrics: Arc<Metrics>,
 ) {
-    let me = Addr::Replica(replica.id());
-    let now_micros = || now_micros().saturating_add_signed(clock_offset_us);
+    let me = replica.id();
+    // This replica's clock: the real one, skewed when a benchmark asks.
+    let clock = || now_micros().saturating_add_signed(clock_offset_us);
     let mut out = Outbox::default();
     let mut timers = Timers { heap: BinaryHeap::new(), pending: FxHashMap::default(), seq: 0 };
     // Read requests not answered in the step that received them: when they came.
     let mut waiting: FxHashMap<(Addr, u64), Instant> = FxHashMap::default();
-    replica.start(now_micros(), &mut out);
+    replica.start(clock(), &mut out);
     loop {
         flush::<P>(&mut out, me, &router, &mut timers, &mut waiting, &metrics);
         publish::<P>(&replica, &gauges, &inbox);
@@ -109,7 +110,7 @@ pub async fn run<P: Protocol>(
                     match input {
                         ReplicaInput::Message(from, msg) => {
                             let tag = msg.read_request_tag();
-                            replica.on_message(now_micros(), from, msg, &mut out);
+                            replica.on_message(clock(), from, msg, &mut out);
                             if let Some(tag) = tag {
                                 metrics.read_slices.inc();
                                 if !out.answers_read(from, tag) {
@@ -129,7 +130,7 @@ pub async fn run<P: Protocol>(
         }
         let now = Instant::now();
         while let Some(timer) = timers.pop_due(now) {
-            replica.on_timer(now_micros(), timer, &mut out);
+            replica.on_timer(clock(), timer, &mut out);
         }
     }
 }
@@ -149,7 +150,7 @@ fn publish<P: Protocol>(
 
 fn flush<P: Protocol>(
     out: &mut Outbox<P::Message, <P::Replica as Replica>::Timer>,
-    me: Addr,
+    me: ReplicaId,
     router: &Router<P::Message>,
     timers: &mut Timers<<P::Replica as Replica>::Timer>,
     waiting: &mut FxHashMap<(Addr, u64), Instant>,
@@ -163,14 +164,10 @@ fn flush<P: Protocol>(
             if let Some(tag) = msg.read_reply_tag() {
                 if let Some(since) = waiting.remove(&(to, tag)) {
                     // The tag is the transaction id, unique within the DC.
-                    let dc = match me {
-                        Addr::Replica(r) => r.dc.0,
-                        Addr::Client(_) => 0,
-                    };
-                    metrics.read_waited(dc, tag, since.elapsed());
+                    metrics.read_waited(me.dc.0, tag, since.elapsed());
                 }
             }
         }
-        router.send(me, to, msg);
+        router.send(Addr::Replica(me), to, msg);
     }
 }

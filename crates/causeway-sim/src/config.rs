@@ -91,6 +91,13 @@ impl WanModel {
     pub fn default_model() -> WanModel {
         WanModel::parse(DEFAULT_WAN_TOML).expect("the bundled WAN model is valid")
     }
+
+    /// The model in `path`, or the bundled one; errors name the file.
+    pub fn load(path: Option<&std::path::Path>) -> Result<WanModel, String> {
+        let Some(path) = path else { return Ok(WanModel::default_model()) };
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        WanModel::parse(&text).map_err(|e| format!("in {}: {e}", path.display()))
+    }
 }
 
 /// A data center cut off from all others during `[start_us, end_us)` of

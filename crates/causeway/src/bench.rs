@@ -1,7 +1,7 @@
 //! `causeway bench`, `causeway sweep` and `causeway plot`: the benchmark
 //! harness from the command line (the work is in `causeway-bench`).
 
-use crate::serve::{init_logging, runtime, OnOff};
+use crate::serve::{init_logging, runtime, EmbeddedArgs, NetworkArgs};
 use crate::verdict;
 use anyhow::{Context, Result};
 use causeway_bench::sweep::{self, Sweep};
@@ -24,12 +24,6 @@ pub struct RunFlags {
     /// Warm-up, in seconds: transactions run but are not measured.
     #[arg(long, default_value_t = 2.0)]
     warmup: f64,
-    /// Emulate WAN latency between DCs (config/wan.toml, or --wan-file).
-    #[arg(long, value_enum, default_value = "on")]
-    wan: OnOff,
-    /// RTT matrix for WAN emulation (the format of config/wan.toml).
-    #[arg(long)]
-    wan_file: Option<PathBuf>,
     /// Run each partition replica as its own `causeway server` process
     /// (this program), talking over loopback TCP; the clients stay here.
     #[arg(long, conflicts_with = "config")]
@@ -50,12 +44,6 @@ pub struct RunFlags {
     /// Bytes per written value.
     #[arg(long, default_value_t = 8)]
     value_size: usize,
-    /// Δ_R, apply and replication interval, in milliseconds.
-    #[arg(long, default_value_t = 5.0)]
-    delta_r_ms: f64,
-    /// Δ_G, stabilization interval, in milliseconds.
-    #[arg(long, default_value_t = 5.0)]
-    delta_g_ms: f64,
     /// Emulated clock skew: each replica's clock is off by a fixed amount in
     /// [-skew/2, +skew/2] ms (one machine has one clock; real clusters don't).
     #[arg(long, default_value_t = 0.0)]
@@ -74,22 +62,13 @@ pub struct RunFlags {
 }
 
 impl RunFlags {
-    fn spec(&self) -> Result<BenchSpec> {
+    fn spec(&self, net: &NetworkArgs) -> Result<BenchSpec> {
         let secs = |v: f64, flag: &str| -> Result<Duration> {
             anyhow::ensure!(
                 v.is_finite() && (0.0..=86_400.0).contains(&v),
                 "{flag} must be 0 to 86400 seconds, got {v}"
             );
             Ok(Duration::from_secs_f64(v))
-        };
-        let wan = match (self.wan, &self.wan_file) {
-            (OnOff::Off, Some(_)) => anyhow::bail!("--wan-file needs --wan on"),
-            (OnOff::Off, None) => None,
-            (OnOff::On, None) => Some(None),
-            // Absolute: server processes read it from another directory.
-            (OnOff::On, Some(file)) => {
-                Some(Some(std::fs::canonicalize(file).with_context(|| format!("cannot read {}", file.display()))?))
-            }
         };
         let deployment = match (&self.config, self.processes) {
             (Some(path), _) => Deployment::Config(path.clone()),
@@ -108,10 +87,10 @@ impl RunFlags {
             value_size: self.value_size,
             warmup: secs(self.warmup, "--warmup")?,
             duration: secs(self.duration, "--duration")?,
-            wan,
+            wan: net.wan()?,
             skew_ms: self.skew_ms,
-            delta_r_ms: self.delta_r_ms,
-            delta_g_ms: self.delta_g_ms,
+            delta_r_ms: net.delta_r_ms,
+            delta_g_ms: net.delta_g_ms,
             seed: self.seed,
             preload: self.preload,
             visibility_interval: secs(self.visibility_interval_ms / 1000.0, "--visibility-interval-ms")?,
@@ -122,15 +101,8 @@ impl RunFlags {
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Protocol: wren, cure, h-cure or ec.
-    #[arg(long, default_value = "wren")]
-    protocol: ProtocolKind,
-    /// Data centers.
-    #[arg(long, default_value_t = 3)]
-    dcs: u16,
-    /// Partitions per DC.
-    #[arg(long, default_value_t = 4)]
-    partitions: u32,
+    #[command(flatten)]
+    cluster: EmbeddedArgs,
     /// Closed-loop clients per partition (each one session, one connection).
     #[arg(long, default_value_t = 2)]
     clients: u32,
@@ -174,7 +146,7 @@ pub fn progress(prefix: String) -> impl FnMut(Progress) + Send {
     }
 }
 
-fn clear_progress() {
+pub fn clear_progress() {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
@@ -215,10 +187,10 @@ fn write_json(path: &std::path::Path, report: &BenchReport) -> Result<()> {
 
 pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     init_logging();
-    let mut spec = args.run.spec()?;
-    spec.protocol = args.protocol;
-    spec.dcs = args.dcs;
-    spec.partitions = args.partitions;
+    let mut spec = args.run.spec(&args.cluster.net)?;
+    spec.protocol = args.cluster.protocol;
+    spec.dcs = args.cluster.dcs;
+    spec.partitions = args.cluster.partitions;
     spec.clients_per_partition = args.clients;
     spec.clients_per_dc = args.clients_per_dc;
     spec.workload.reads_per_txn = args.reads;
@@ -291,6 +263,8 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', default_value = "19:1")]
     mix: Vec<Mix>,
     #[command(flatten)]
+    net: NetworkArgs,
+    #[command(flatten)]
     run: RunFlags,
     /// Directory for the reports (runs/*.json, sweep.json) and the figures.
     #[arg(long, default_value = "bench-results")]
@@ -301,7 +275,7 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
     init_logging();
     anyhow::ensure!(args.run.config.is_none(), "a sweep starts its own clusters; --config is for `causeway bench`");
     let sweep = Sweep {
-        base: args.run.spec()?,
+        base: args.run.spec(&args.net)?,
         protocols: args.protocols,
         clients: args.clients,
         clients_per_dc: args.clients_per_dc,

@@ -3,14 +3,13 @@
 //! It is a benchmark run (`causeway-bench`) that records its history and
 //! mixes in read-only and aborted transactions, so every path is shown.
 
-use crate::bench::progress;
-use crate::serve::{init_logging, runtime, EmbeddedArgs, OnOff};
+use crate::bench::{clear_progress, progress};
+use crate::serve::{init_logging, runtime, EmbeddedArgs};
 use crate::verdict;
 use anyhow::Result;
 use causeway_bench::{BenchSpec, Deployment};
 use causeway_sim::WorkloadConfig;
 use clap::Args;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -51,15 +50,6 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         args.duration.is_finite() && args.duration > 0.0 && args.duration <= 86_400.0,
         "--duration must be more than 0 and at most 86400 seconds"
     );
-    // Checks the cluster flags (WAN file, intervals, protocol and shape).
-    let plan = args.cluster.plan(0)?;
-    let limits = plan.limits;
-    anyhow::ensure!(
-        args.reads <= limits.max_keys_per_read && args.writes <= limits.max_writes_per_txn,
-        "--reads and --writes must be at most {} and {} (the server's limits)",
-        limits.max_keys_per_read,
-        limits.max_writes_per_txn
-    );
     let c = &args.cluster;
     let spec = BenchSpec {
         protocol: c.protocol,
@@ -78,10 +68,10 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         value_size: 1,
         warmup: Duration::ZERO,
         duration: Duration::from_secs_f64(args.duration),
-        wan: (c.wan == OnOff::On).then(|| c.wan_file.clone()),
+        wan: c.net.wan()?,
         skew_ms: 0.0,
-        delta_r_ms: c.delta_r_ms,
-        delta_g_ms: c.delta_g_ms,
+        delta_r_ms: c.net.delta_r_ms,
+        delta_g_ms: c.net.delta_g_ms,
         seed: args.seed,
         record: true,
         visibility_interval: Duration::from_millis(1),
@@ -99,9 +89,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     );
     let rt = runtime()?;
     let outcome = rt.block_on(causeway_bench::run(&spec, progress("  ".into())));
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
-    }
+    clear_progress();
     let outcome = outcome?;
     print!("{}", outcome.report.summary());
     for e in outcome.errors.iter().take(5) {

@@ -33,18 +33,10 @@ pub enum OnOff {
     Off,
 }
 
-/// Flags of commands that start an embedded cluster.
+/// How the DCs of a cluster this process starts talk to each other: WAN
+/// emulation and the protocol's intervals (`dev`, `demo`, `bench`, `sweep`).
 #[derive(Args, Debug, Clone)]
-pub struct EmbeddedArgs {
-    /// Protocol the cluster runs: wren, cure, h-cure or ec.
-    #[arg(long, default_value = "wren")]
-    pub protocol: ProtocolKind,
-    /// Data centers.
-    #[arg(long, default_value_t = 3)]
-    pub dcs: u16,
-    /// Partitions per DC.
-    #[arg(long, default_value_t = 4)]
-    pub partitions: u32,
+pub struct NetworkArgs {
     /// Emulate WAN latency between DCs (the RTT matrix of config/wan.toml, or --wan-file).
     #[arg(long, value_enum, default_value = "on")]
     pub wan: OnOff,
@@ -59,26 +51,45 @@ pub struct EmbeddedArgs {
     pub delta_g_ms: f64,
 }
 
-impl EmbeddedArgs {
-    pub fn plan(&self, client_port: u16) -> Result<ClusterPlan> {
-        let wan = match (self.wan, &self.wan_file) {
+impl NetworkArgs {
+    /// WAN emulation as asked: `None` off, `Some(None)` the built-in model,
+    /// `Some(Some(file))` another one, as an absolute path (server
+    /// processes read it from another directory).
+    pub fn wan(&self) -> Result<Option<Option<PathBuf>>> {
+        Ok(match (self.wan, &self.wan_file) {
             (OnOff::Off, Some(_)) => anyhow::bail!("--wan-file needs --wan on"),
             (OnOff::Off, None) => None,
-            (OnOff::On, None) => Some(WanModel::default_model()),
-            (OnOff::On, Some(path)) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-                Some(WanModel::parse(&text).with_context(|| format!("in {}", path.display()))?)
+            (OnOff::On, None) => Some(None),
+            (OnOff::On, Some(file)) => {
+                Some(Some(std::fs::canonicalize(file).with_context(|| format!("cannot read {}", file.display()))?))
             }
-        };
-        let mut plan = ClusterPlan::embedded(self.protocol, self.dcs, self.partitions, wan.as_ref(), client_port)
-            .map_err(anyhow::Error::msg)?;
-        for (v, flag) in [(self.delta_r_ms, "--delta-r-ms"), (self.delta_g_ms, "--delta-g-ms")] {
-            anyhow::ensure!(v.is_finite() && v > 0.0 && v <= 60_000.0, "{flag} must be in (0, 60000] ms, got {v}");
-        }
-        plan.tuning.apply_interval_us = ((self.delta_r_ms * 1000.0) as u64).max(1);
-        plan.tuning.stabilization_interval_us = ((self.delta_g_ms * 1000.0) as u64).max(1);
-        config::check_protocol(plan.protocol, &plan.topology, &plan.tuning).map_err(anyhow::Error::msg)?;
-        Ok(plan)
+        })
+    }
+}
+
+/// Flags of commands that start an embedded cluster.
+#[derive(Args, Debug, Clone)]
+pub struct EmbeddedArgs {
+    /// Protocol the cluster runs: wren, cure, h-cure or ec.
+    #[arg(long, default_value = "wren")]
+    pub protocol: ProtocolKind,
+    /// Data centers.
+    #[arg(long, default_value_t = 3)]
+    pub dcs: u16,
+    /// Partitions per DC.
+    #[arg(long, default_value_t = 4)]
+    pub partitions: u32,
+    #[command(flatten)]
+    pub net: NetworkArgs,
+}
+
+impl EmbeddedArgs {
+    pub fn plan(&self, client_port: u16) -> Result<ClusterPlan> {
+        let wan =
+            self.net.wan()?.map(|file| WanModel::load(file.as_deref())).transpose().map_err(anyhow::Error::msg)?;
+        ClusterPlan::embedded(self.protocol, self.dcs, self.partitions, wan.as_ref(), client_port)
+            .and_then(|p| p.with_intervals_ms(self.net.delta_r_ms, self.net.delta_g_ms))
+            .map_err(anyhow::Error::msg)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `causeway sim`: a simulated cluster from flags.
 
 use crate::verdict;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use causeway_protocol::{Protocol, ProtocolKind, ProtocolVisitor, Tuning};
 use causeway_sim::{Cut, LatencySpikes, Progress, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
@@ -152,13 +152,7 @@ impl ProtocolVisitor for RunSim {
 }
 
 pub fn run(args: SimArgs) -> Result<ExitCode> {
-    let wan = match &args.wan {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-            WanModel::parse(&text)?
-        }
-        None => WanModel::default_model(),
-    };
+    let wan = WanModel::load(args.wan.as_deref()).map_err(anyhow::Error::msg)?;
     let workload = match args.workload {
         WorkloadName::Random => WorkloadKind::Random(WorkloadConfig {
             reads_per_txn: args.reads,

@@ -189,7 +189,9 @@ impl CureReplica {
     /// The freshest version of `key` visible in `snapshot`.
     pub(crate) fn read_at(&self, key: &[u8], snapshot: &VectorTs) -> Option<Value> {
         let chain = self.store.chain(key)?;
-        chain.newest_visible(|v| vector::visible(v, snapshot)).map(|v| v.value.clone())
+        // A version is stamped with its commit vector's entry for its DC, so
+        // none stamped above the snapshot's largest entry is visible.
+        chain.newest_visible_upto(snapshot.max_entry(), |v| vector::visible(v, snapshot)).map(|v| v.value.clone())
     }
 
     /// Creates the versions of `txs`, committed at `ct` in DC `source`, then
