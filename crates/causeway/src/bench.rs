@@ -146,7 +146,20 @@ pub fn progress(prefix: String) -> impl FnMut(Progress) + Send {
     }
 }
 
-pub fn clear_progress() {
+/// One run with a progress line, then its summary and first errors printed.
+pub fn run_and_summarize(spec: &BenchSpec) -> Result<causeway_bench::Outcome> {
+    let rt = runtime()?;
+    let outcome = rt.block_on(causeway_bench::run(spec, progress("  ".into())));
+    clear_progress();
+    let outcome = outcome?;
+    print!("{}", outcome.report.summary());
+    for e in outcome.errors.iter().take(5) {
+        println!("    error: {e}");
+    }
+    Ok(outcome)
+}
+
+fn clear_progress() {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
@@ -209,14 +222,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         let keys = u64::from(spec.workload.keys_per_partition) * u64::from(spec.partitions);
         eprintln!("  preloading {keys} keys…");
     }
-    let rt = runtime()?;
-    let outcome = rt.block_on(causeway_bench::run(&spec, progress("  ".into())));
-    clear_progress();
-    let outcome = outcome?;
-    print!("{}", outcome.report.summary());
-    for e in outcome.errors.iter().take(5) {
-        println!("    error: {e}");
-    }
+    let outcome = run_and_summarize(&spec)?;
     if let Some(path) = &args.json {
         write_json(path, &outcome.report)?;
     }

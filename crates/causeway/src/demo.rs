@@ -3,8 +3,8 @@
 //! It is a benchmark run (`causeway-bench`) that records its history and
 //! mixes in read-only and aborted transactions, so every path is shown.
 
-use crate::bench::{clear_progress, progress};
-use crate::serve::{init_logging, runtime, EmbeddedArgs};
+use crate::bench::run_and_summarize;
+use crate::serve::{init_logging, EmbeddedArgs};
 use crate::verdict;
 use anyhow::Result;
 use causeway_bench::{BenchSpec, Deployment};
@@ -87,14 +87,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         spec.clients_per_partition,
         args.duration
     );
-    let rt = runtime()?;
-    let outcome = rt.block_on(causeway_bench::run(&spec, progress("  ".into())));
-    clear_progress();
-    let outcome = outcome?;
-    print!("{}", outcome.report.summary());
-    for e in outcome.errors.iter().take(5) {
-        println!("    error: {e}");
-    }
+    let outcome = run_and_summarize(&spec)?;
     let history = outcome.history.expect("the demo records its history");
     if let Some(path) = &args.history {
         verdict::write_history(&history, path)?;
