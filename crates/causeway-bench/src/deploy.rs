@@ -6,7 +6,7 @@ use crate::spec::{BenchSpec, Deployment};
 use anyhow::{bail, Context, Result};
 use causeway_protocol::{DcId, ProtocolKind, Topology};
 use causeway_runtime::{config, start, ClusterPlan, NodeHandle};
-use causeway_sim::WanModel;
+use causeway_workload::WanModel;
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

@@ -13,7 +13,7 @@ use causeway_client::wire::NodeStats;
 use causeway_client::Client;
 use causeway_history::History;
 use causeway_load::{settle, visibility, LoadConfig, Phase, Progress};
-use causeway_sim::WorkloadKind;
+use causeway_workload::WorkloadKind;
 use std::collections::BTreeSet;
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 
 use causeway_client::wire::Limits;
 use causeway_protocol::ProtocolKind;
-use causeway_sim::WorkloadConfig;
+use causeway_workload::WorkloadConfig;
 use std::path::PathBuf;
 use std::time::Duration;
 

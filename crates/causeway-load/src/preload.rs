@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use causeway_client::{Client, Error};
 use causeway_protocol::Topology;
-use causeway_sim::workload::KeySpace;
+use causeway_workload::KeySpace;
 use std::net::SocketAddr;
 
 /// Writes `value_size`-byte values under every key of `keys_per_partition`

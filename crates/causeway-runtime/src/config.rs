@@ -43,7 +43,7 @@
 use crate::plan::{ClusterPlan, NodePlan, WanDelays};
 use causeway_client::wire::Limits;
 use causeway_protocol::{DcId, ProtocolKind, ReplicaId, Topology, Tuning};
-use causeway_sim::WanModel;
+use causeway_workload::WanModel;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;

@@ -5,7 +5,7 @@
 
 use causeway_client::wire::Limits;
 use causeway_protocol::{DcId, ProtocolKind, ReplicaId, Topology, Tuning};
-use causeway_sim::WanModel;
+use causeway_workload::WanModel;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,10 +1,10 @@
 //! A closed-loop workload client: drives one protocol session through the
 //! transactions the generator plans, and records what it saw.
 
-use crate::workload::{Generator, TxnPlan};
 use causeway_history::{CommitTs, Op, StampElem, Status, TxnRecord};
 use causeway_protocol::engine::SessionOut;
 use causeway_protocol::{CommitStamp, Key, Session, SessionEvent, Value};
+use causeway_workload::{Generator, TxnPlan};
 use rand_chacha::ChaCha8Rng;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

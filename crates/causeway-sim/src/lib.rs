@@ -15,8 +15,7 @@ pub mod harness;
 pub mod network;
 pub mod report;
 pub mod simulation;
-pub mod workload;
 
-pub use config::{Cut, LatencySpikes, SimConfig, WanModel, WorkloadConfig, WorkloadKind};
+pub use config::{Cut, LatencySpikes, SimConfig};
 pub use report::SimReport;
 pub use simulation::{Progress, Simulation};

@@ -5,7 +5,8 @@
 //! FIFO is by construction: a message never becomes ready before the one
 //! sent before it on the same link, and only a link's head is delivered.
 
-use crate::config::{LatencySpikes, WanModel};
+use crate::config::LatencySpikes;
+use causeway_workload::WanModel;
 use rand::Rng;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;

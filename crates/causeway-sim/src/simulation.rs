@@ -7,10 +7,10 @@ use crate::clock::{NodeClock, EPOCH_US};
 use crate::config::{ConfigError, SimConfig};
 use crate::network::{Network, NodeIx};
 use crate::report::{Percentiles, SimReport};
-use crate::workload::Generator;
 use causeway_history::{FinalState, History, TxnRecord};
 use causeway_protocol::engine::{Outbox, SessionOut};
 use causeway_protocol::{Addr, ClientId, DcId, Message, Protocol, Replica, ReplicaId, Session, Topology};
+use causeway_workload::{Generator, WorkloadKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
@@ -381,7 +381,7 @@ impl<P: Protocol> Simulation<P> {
         self.finished += 1;
         self.history.push(record);
         let think = match &self.cfg.workload {
-            crate::config::WorkloadKind::Random(w) => w.think_time_us,
+            WorkloadKind::Random(w) => w.think_time_us,
             _ => 0,
         };
         if self.workload_over() {

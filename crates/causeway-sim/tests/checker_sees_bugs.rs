@@ -6,7 +6,8 @@ mod common;
 
 use causeway_history::ViolationKind;
 use causeway_protocol::wren::{Fault, WrenConfig};
-use causeway_sim::{SimConfig, WorkloadKind};
+use causeway_sim::SimConfig;
+use causeway_workload::WorkloadKind;
 use common::{hot_keys, run_wren};
 
 /// Every update overwrites a whole group of keys, one per partition; most

@@ -9,7 +9,8 @@ use causeway_history::ViolationKind;
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::{Ec, EcConfig};
 use causeway_protocol::{Protocol, Tuning};
-use causeway_sim::{SimConfig, WorkloadKind};
+use causeway_sim::SimConfig;
+use causeway_workload::WorkloadKind;
 use common::{hot_keys, run};
 use std::collections::BTreeSet;
 

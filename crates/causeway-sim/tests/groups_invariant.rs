@@ -10,7 +10,8 @@ use causeway_history::{OpKind, Status};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::wren::Wren;
 use causeway_protocol::Protocol;
-use causeway_sim::{Cut, SimConfig, WorkloadKind};
+use causeway_sim::{Cut, SimConfig};
+use causeway_workload::WorkloadKind;
 use common::{par_seeds, run, seeds};
 use std::collections::BTreeSet;
 

@@ -8,7 +8,7 @@ use crate::serve::{init_logging, EmbeddedArgs};
 use crate::verdict;
 use anyhow::Result;
 use causeway_bench::{BenchSpec, Deployment};
-use causeway_sim::WorkloadConfig;
+use causeway_workload::WorkloadConfig;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;

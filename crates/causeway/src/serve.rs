@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use causeway_protocol::ProtocolKind;
 use causeway_runtime::{config, start, ClusterPlan};
-use causeway_sim::WanModel;
+use causeway_workload::WanModel;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;

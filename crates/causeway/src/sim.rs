@@ -3,7 +3,8 @@
 use crate::verdict;
 use anyhow::{bail, Result};
 use causeway_protocol::{Protocol, ProtocolKind, ProtocolVisitor, Tuning};
-use causeway_sim::{Cut, LatencySpikes, Progress, SimConfig, Simulation, WanModel, WorkloadConfig, WorkloadKind};
+use causeway_sim::{Cut, LatencySpikes, Progress, SimConfig, Simulation};
+use causeway_workload::{WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;

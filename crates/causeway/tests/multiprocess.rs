@@ -10,7 +10,7 @@ use causeway_client::Client;
 use causeway_history::{check, History};
 use causeway_load::{settle, LoadConfig};
 use causeway_protocol::{DcId, Topology};
-use causeway_sim::{WorkloadConfig, WorkloadKind};
+use causeway_workload::{WorkloadConfig, WorkloadKind};
 use common::{free_ports, Servers};
 use std::net::SocketAddr;
 use std::path::PathBuf;

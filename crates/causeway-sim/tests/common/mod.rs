@@ -4,7 +4,8 @@
 use causeway_history::{check, Report};
 use causeway_protocol::wren::{Wren, WrenConfig};
 use causeway_protocol::Protocol;
-use causeway_sim::{Cut, LatencySpikes, SimConfig, SimReport, Simulation, WorkloadConfig, WorkloadKind};
+use causeway_sim::{Cut, LatencySpikes, SimConfig, SimReport, Simulation};
+use causeway_workload::{WorkloadConfig, WorkloadKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -1,100 +1,106 @@
-//! What the closed-loop clients do: key spaces, key popularity and the shape
-//! of each transaction.
+//! What the closed-loop clients do: the shape of the workload and the
+//! transaction plans drawn from it.
 
-use crate::config::{WorkloadConfig, WorkloadKind};
+use crate::keys::KeySpace;
+use crate::zipf::ZipfTable;
 use causeway_protocol::{Key, Topology};
 use rand::seq::index::sample;
 use rand::Rng;
 
-/// Keys named `k0, k1, …`, bucketed by the partition the store hashes them
-/// to, so a client can pick a key inside a chosen partition as the paper's
-/// workload does.
-pub struct KeySpace {
-    per_partition: Vec<Vec<Key>>,
+/// The workload of the closed-loop clients.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadConfig {
+    /// Reads per update transaction (and per read-only transaction).
+    pub reads_per_txn: u32,
+    /// Writes per update transaction.
+    pub writes_per_txn: u32,
+    /// Partitions one transaction touches (capped at the partition count).
+    pub partitions_per_txn: u32,
+    /// Keys in each partition.
+    pub keys_per_partition: u32,
+    /// Zipf exponent of key popularity inside a partition (0 = uniform).
+    pub zipf: f64,
+    /// Share of transactions that only read.
+    pub read_only_fraction: f64,
+    /// Share of update transactions the client aborts instead of committing.
+    pub abort_fraction: f64,
+    /// Share of update transactions that write one key twice (the first
+    /// value is an intermediate write nobody may read).
+    pub rewrite_fraction: f64,
+    /// Reads are issued in this many READ calls at most (split at random).
+    pub max_read_rounds: u32,
+    /// Think time between a client's transactions, in microseconds.
+    pub think_time_us: u64,
 }
 
-impl KeySpace {
-    pub fn new(topology: &Topology, keys_per_partition: u32) -> Self {
-        let n = topology.partition_count() as usize;
-        let want = keys_per_partition as usize;
-        let mut per_partition: Vec<Vec<Key>> = vec![Vec::with_capacity(want); n];
-        let mut filled = 0;
-        let mut i: u64 = 0;
-        while filled < n {
-            let name = format!("k{i}");
-            let p = topology.partition_of(name.as_bytes()).0 as usize;
-            if per_partition[p].len() < want {
-                per_partition[p].push(Key::from(name));
-                if per_partition[p].len() == want {
-                    filled += 1;
+impl Default for WorkloadConfig {
+    /// The Wren paper's default transaction (19 reads + 1 write over 4
+    /// partitions, zipf 0.99), with a few read-only and aborted ones mixed in
+    /// so their paths are exercised too.
+    fn default() -> Self {
+        WorkloadConfig {
+            reads_per_txn: 19,
+            writes_per_txn: 1,
+            partitions_per_txn: 4,
+            keys_per_partition: 1000,
+            zipf: 0.99,
+            read_only_fraction: 0.1,
+            abort_fraction: 0.02,
+            rewrite_fraction: 0.02,
+            max_read_rounds: 2,
+            think_time_us: 0,
+        }
+    }
+}
+
+/// How clients choose keys.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadKind {
+    /// Random keys per [`WorkloadConfig`].
+    Random(WorkloadConfig),
+    /// The atomicity invariant workload: `groups` groups of keys, each group
+    /// one key per partition; update transactions overwrite a whole group with
+    /// one fresh value, read-only ones read a whole group.
+    Groups { groups: u32, read_only_fraction: f64 },
+}
+
+impl WorkloadKind {
+    /// Says what is wrong with the workload, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            WorkloadKind::Random(w) => {
+                if w.keys_per_partition == 0 {
+                    return Err("keys per partition must be at least 1".into());
+                }
+                if w.reads_per_txn == 0 && w.writes_per_txn == 0 {
+                    return Err("a transaction needs at least one read or write".into());
+                }
+                if w.partitions_per_txn == 0 {
+                    return Err("a transaction touches at least one partition".into());
+                }
+                if !(w.zipf >= 0.0 && w.zipf.is_finite()) {
+                    return Err("the zipf constant must be a finite number >= 0".into());
+                }
+                for (name, f) in [
+                    ("read-only fraction", w.read_only_fraction),
+                    ("abort fraction", w.abort_fraction),
+                    ("rewrite fraction", w.rewrite_fraction),
+                ] {
+                    if !(0.0..=1.0).contains(&f) {
+                        return Err(format!("the {name} must be between 0 and 1"));
+                    }
+                }
+                if w.max_read_rounds == 0 {
+                    return Err("at least one read round".into());
                 }
             }
-            i += 1;
+            WorkloadKind::Groups { groups, read_only_fraction } => {
+                if *groups == 0 || !(0.0..=1.0).contains(read_only_fraction) {
+                    return Err("the groups workload needs at least one group and a fraction in [0, 1]".into());
+                }
+            }
         }
-        KeySpace { per_partition }
-    }
-
-    pub fn partition(&self, p: usize) -> &[Key] {
-        &self.per_partition[p]
-    }
-
-    pub fn partitions(&self) -> usize {
-        self.per_partition.len()
-    }
-}
-
-/// Zipf popularity over ranks `0..n`: rank `i` has weight `1 / (i+1)^s`.
-/// Sampling inverts the precomputed cumulative weights — one uniform draw,
-/// no `pow` per sample — through a guide table (Chen and Asau): `guide[j]`
-/// is the first rank whose cumulative weight passes `j / G`, so a draw
-/// searches only its bucket, not the whole table (a binary search over
-/// 100,000 ranks missed the cache at every step; this is the load
-/// generator's hot path). Same draw, same rank as a full search.
-pub struct ZipfTable {
-    cumulative: Vec<f64>,
-    guide: Vec<u32>,
-}
-
-impl ZipfTable {
-    pub fn new(n: usize, s: f64) -> Self {
-        let mut total = 0.0;
-        let mut cumulative: Vec<f64> = (1..=n)
-            .map(|rank| {
-                total += 1.0 / (rank as f64).powf(s);
-                total
-            })
-            .collect();
-        for c in &mut cumulative {
-            *c /= total;
-        }
-        let buckets = n.clamp(1, 1 << 20);
-        let guide =
-            (0..=buckets).map(|j| cumulative.partition_point(|&c| c <= j as f64 / buckets as f64) as u32).collect();
-        ZipfTable { cumulative, guide }
-    }
-
-    pub fn sample(&self, rng: &mut impl Rng) -> usize {
-        let u: f64 = rng.random();
-        self.rank_of(u)
-    }
-
-    /// The rank a uniform draw `u` in `[0, 1)` stands for.
-    fn rank_of(&self, u: f64) -> usize {
-        let buckets = self.guide.len() - 1;
-        let at = |j: usize| j as f64 / buckets as f64;
-        let mut j = ((u * buckets as f64) as usize).min(buckets - 1);
-        // `u * G` may round across a bucket edge; the edges as built decide.
-        while j > 0 && u < at(j) {
-            j -= 1;
-        }
-        while j + 1 < buckets && u >= at(j + 1) {
-            j += 1;
-        }
-        // Every rank below guide[j] has a cumulative weight ≤ j/G ≤ u; the
-        // answer is at most guide[j + 1] (or the last rank).
-        let (lo, hi) = (self.guide[j] as usize, (self.guide[j + 1] as usize + 1).min(self.cumulative.len()));
-        let at = lo + self.cumulative[lo..hi].partition_point(|&c| c <= u);
-        at.min(self.cumulative.len() - 1)
+        Ok(())
     }
 }
 
@@ -197,54 +203,9 @@ impl Generator {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn the_guide_table_finds_the_rank_a_full_search_finds() {
-        use rand::{Rng, SeedableRng};
-        for (n, s) in [(1usize, 0.99), (7, 0.0), (1000, 0.99), (100_000, 0.99), (100_000, 0.5)] {
-            let z = super::ZipfTable::new(n, s);
-            let full = |u: f64| z.cumulative.partition_point(|&c| c <= u).min(n - 1);
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(n as u64);
-            let edges = (0..=64).map(|j| j as f64 / 64.0).chain([0.0, f64::EPSILON, 1.0 - f64::EPSILON]);
-            for u in edges.filter(|u| *u < 1.0).chain((0..20_000).map(|_| rng.random::<f64>())) {
-                assert_eq!(z.rank_of(u), full(u), "n {n}, s {s}, u {u}");
-            }
-            for c in z.cumulative.iter().take(50) {
-                assert_eq!(z.rank_of(*c), full(*c), "n {n}: at a cumulative weight");
-            }
-        }
-    }
-
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    #[test]
-    fn zipf_table_matches_the_distribution() {
-        let z = ZipfTable::new(4, 1.0);
-        // Weights 1, 1/2, 1/3, 1/4 over a total of 25/12.
-        let expected = [12.0 / 25.0, 6.0 / 25.0, 4.0 / 25.0, 3.0 / 25.0];
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let mut counts = [0usize; 4];
-        for _ in 0..40_000 {
-            counts[z.sample(&mut rng)] += 1;
-        }
-        for (c, e) in counts.iter().zip(expected) {
-            let share = *c as f64 / 40_000.0;
-            assert!((share - e).abs() < 0.01, "{counts:?}");
-        }
-        let uniform = ZipfTable::new(3, 0.0);
-        assert!((0..100).all(|_| uniform.sample(&mut rng) < 3));
-    }
-
-    #[test]
-    fn key_space_buckets_keys_by_their_partition() {
-        let t = Topology::full(1, 4).unwrap();
-        let ks = KeySpace::new(&t, 50);
-        for p in 0..4 {
-            assert_eq!(ks.partition(p).len(), 50);
-            assert!(ks.partition(p).iter().all(|k| t.partition_of(k).0 as usize == p));
-        }
-    }
 
     #[test]
     fn random_plans_have_the_configured_shape() {
