@@ -339,7 +339,7 @@ where
     let kb = |b: f64| b / 1000.0;
     let top = runs
         .iter()
-        .map(|r| kb(r.traffic.bytes_per_txn.replication.max(r.traffic.bytes_per_txn.stabilization)))
+        .map(|r| kb(r.traffic.bytes_per_txn.get("replication").max(r.traffic.bytes_per_txn.get("stabilization"))))
         .fold(0.0, f64::max)
         .max(0.001)
         * 1.2;
@@ -374,8 +374,8 @@ where
         let x = i as f64;
         let per = &r.traffic.bytes_per_txn;
         c.draw_series([
-            Rectangle::new([(x + 0.12, 0.0), (x + 0.48, kb(per.replication))], replication.filled()),
-            Rectangle::new([(x + 0.52, 0.0), (x + 0.88, kb(per.stabilization))], stabilization.filled()),
+            Rectangle::new([(x + 0.12, 0.0), (x + 0.48, kb(per.get("replication")))], replication.filled()),
+            Rectangle::new([(x + 0.52, 0.0), (x + 0.88, kb(per.get("stabilization")))], stabilization.filled()),
         ])
         .map_err(err)?;
     }

@@ -123,41 +123,61 @@ impl Distribution {
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Traffic {
-    pub bytes: ByClass,
-    pub messages: ByClass,
+    pub bytes: ByClass<u64>,
+    pub messages: ByClass<u64>,
     /// `bytes` divided by committed transactions.
-    pub bytes_per_txn: ByClassF,
+    pub bytes_per_txn: ByClass<f64>,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
-pub struct ByClass {
-    pub client: u64,
-    pub transaction: u64,
-    pub replication: u64,
-    pub stabilization: u64,
-}
+/// One number per message class, in the order the protocol declares its
+/// classes. In JSON, an object keyed by class name (`client`,
+/// `transaction`, `replication`, `stabilization` for the protocols of the
+/// Wren paper; other protocols declare their own).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ByClass<T>(pub Vec<(String, T)>);
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
-pub struct ByClassF {
-    pub client: f64,
-    pub transaction: f64,
-    pub replication: f64,
-    pub stabilization: f64,
-}
-
-impl ByClass {
-    pub fn from_array(a: [u64; 4]) -> ByClass {
-        ByClass { client: a[0], transaction: a[1], replication: a[2], stabilization: a[3] }
+impl<T: Copy + Default> ByClass<T> {
+    /// The number of class `name`; zero for a class the protocol does not have.
+    pub fn get(&self, name: &str) -> T {
+        self.0.iter().find(|(c, _)| c == name).map(|(_, v)| *v).unwrap_or_default()
     }
+}
 
-    pub fn per(&self, n: u64) -> ByClassF {
+impl ByClass<u64> {
+    pub fn per(&self, n: u64) -> ByClass<f64> {
         let d = n.max(1) as f64;
-        ByClassF {
-            client: self.client as f64 / d,
-            transaction: self.transaction as f64 / d,
-            replication: self.replication as f64 / d,
-            stabilization: self.stabilization as f64 / d,
+        ByClass(self.0.iter().map(|(c, v)| (c.clone(), *v as f64 / d)).collect())
+    }
+}
+
+impl<T: Serialize> Serialize for ByClass<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (class, v) in &self.0 {
+            map.serialize_entry(class, v)?;
         }
+        map.end()
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ByClass<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Entries<T> {
+            type Value = ByClass<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of numbers keyed by message class")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ByClass<T>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    out.push(entry);
+                }
+                Ok(ByClass(out))
+            }
+        }
+        d.deserialize_map(Entries(std::marker::PhantomData))
     }
 }
 
@@ -254,17 +274,9 @@ impl BenchReport {
                 format!("  {} commits were still not visible everywhere after the run", self.visibility.unfinished),
             );
         }
-        let b = &self.traffic.bytes;
-        line(
-            &mut s,
-            format!(
-                "  bytes sent     client {:.1} MB, transaction {:.1} MB, replication {:.1} MB, stabilization {:.1} MB",
-                mb(b.client),
-                mb(b.transaction),
-                mb(b.replication),
-                mb(b.stabilization)
-            ),
-        );
+        let bytes: Vec<String> =
+            self.traffic.bytes.0.iter().map(|(class, b)| format!("{class} {:.1} MB", mb(*b))).collect();
+        line(&mut s, format!("  bytes sent     {}", bytes.join(", ")));
         line(&mut s, format!("  metadata       {} bytes per version", self.metadata_bytes_per_version));
         for (who, c) in [("servers", &self.cpu.servers), ("clients", &self.cpu.clients)] {
             if let Some(c) = c {

@@ -49,11 +49,17 @@ fn sum(nodes: &[NodeStats], f: impl Fn(&NodeStats) -> u64) -> u64 {
     nodes.iter().map(f).sum()
 }
 
-fn classes(nodes: &[NodeStats], f: impl Fn(&NodeStats) -> [u64; 4]) -> [u64; 4] {
-    let mut total = [0u64; 4];
-    for n in nodes {
-        for (t, v) in total.iter_mut().zip(f(n)) {
-            *t += v;
+/// Messages and bytes per class over every node, in the order the nodes
+/// list their protocol's classes.
+fn classes(nodes: &[NodeStats]) -> Vec<(String, u64, u64)> {
+    let mut total: Vec<(String, u64, u64)> = Vec::new();
+    for c in nodes.iter().flat_map(|n| &n.sent) {
+        match total.iter_mut().find(|(class, ..)| *class == c.class) {
+            Some((_, m, b)) => {
+                *m += c.messages;
+                *b += c.bytes;
+            }
+            None => total.push((c.class.clone(), c.messages, c.bytes)),
         }
     }
     total
@@ -135,12 +141,13 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     // Each snapshot drains the nodes' sets: the last one holds the measured
     // time's transactions.
     let waited = waited_txns(b).len() as u64;
-    let delta = |f: fn(&NodeStats) -> [u64; 4]| {
-        let (x, y) = (classes(a, f), classes(b, f));
-        ByClass::from_array([0, 1, 2, 3].map(|i| y[i].saturating_sub(x[i])))
+    let before = classes(a);
+    let delta = |f: fn(&(String, u64, u64)) -> u64| {
+        let at_start = |class: &str| before.iter().find(|c| c.0 == class).map_or(0, f);
+        ByClass(classes(b).iter().map(|c| (c.0.clone(), f(c).saturating_sub(at_start(&c.0)))).collect())
     };
-    let bytes = delta(|n| n.bytes_sent);
-    let messages = delta(|n| n.messages_sent);
+    let messages = delta(|c| c.1);
+    let bytes = delta(|c| c.2);
     let lat = &report.latency;
     let q = |x: f64| if lat.is_empty() { 0.0 } else { lat.value_at_quantile(x) as f64 / 1000.0 };
     let cpu_of = |x: Option<CpuTime>, y: Option<CpuTime>| Some(CpuReport::of(y?.since(x?), secs, report.committed));
@@ -189,7 +196,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             remote: Distribution::of(&seen.remote),
             unfinished: seen.unfinished,
         },
-        traffic: Traffic { bytes, messages, bytes_per_txn: bytes.per(report.committed) },
+        traffic: Traffic { bytes_per_txn: bytes.per(report.committed), bytes, messages },
         metadata_bytes_per_version: b
             .iter()
             .flat_map(|n| n.replicas.iter().map(|r| r.metadata_bytes_per_version))

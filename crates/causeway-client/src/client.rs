@@ -293,18 +293,10 @@ impl Client {
     /// the server refuse a write and commit the rest all the same, the
     /// answer is a [`Error::Protocol`] that says so: the commit happened.
     pub async fn commit_writes(&mut self, writes: Vec<(Bytes, Bytes)>) -> Result<Option<Stamp>, Error> {
-        let limits = self.welcome.limits;
         for (key, value) in &writes {
             self.check_write(key, value)?;
         }
-        let total = u64::from(self.txn_writes) + writes.len() as u64;
-        if total > u64::from(limits.max_writes_per_txn) {
-            return Err(Error::TooLarge {
-                what: "writes in one transaction".into(),
-                size: total,
-                limit: limits.max_writes_per_txn.into(),
-            });
-        }
+        self.welcome.limits.check_writes(u64::from(self.txn_writes) + writes.len() as u64)?;
         self.settle().await?;
         let mut requests: Vec<Request> = writes.into_iter().map(|(key, value)| Request::Write { key, value }).collect();
         requests.push(Request::Commit);
@@ -414,46 +406,15 @@ impl Client {
 
     // ---- validation ----
 
-    fn check_key(&self, key: &[u8]) -> Result<(), Error> {
-        if key.is_empty() {
-            return Err(Error::InvalidArgument("empty key".into()));
-        }
-        let limit = self.welcome.limits.max_key_bytes;
-        if key.len() as u64 > u64::from(limit) {
-            return Err(Error::TooLarge { what: "key (bytes)".into(), size: key.len() as u64, limit: limit.into() });
-        }
-        Ok(())
-    }
-
+    /// A write's key and value. How many writes the transaction holds is
+    /// the server's to count: an earlier pipelined write may have failed.
     fn check_write(&self, key: &[u8], value: &[u8]) -> Result<(), Error> {
-        self.check_key(key)?;
-        let limit = self.welcome.limits.max_value_bytes;
-        if value.len() as u64 > u64::from(limit) {
-            return Err(Error::TooLarge {
-                what: "value (bytes)".into(),
-                size: value.len() as u64,
-                limit: limit.into(),
-            });
-        }
-        Ok(())
+        Ok(self.welcome.limits.check_pair(key, value)?)
     }
 
     fn check_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Bytes>, Error> {
-        let limit = self.welcome.limits.max_keys_per_read;
-        if keys.len() as u64 > u64::from(limit) {
-            return Err(Error::TooLarge {
-                what: "keys in one read".into(),
-                size: keys.len() as u64,
-                limit: limit.into(),
-            });
-        }
-        keys.iter()
-            .map(|k| {
-                let k = k.as_ref();
-                self.check_key(k)?;
-                Ok(Bytes::copy_from_slice(k))
-            })
-            .collect()
+        self.welcome.limits.check_read(keys)?;
+        Ok(keys.iter().map(|k| Bytes::copy_from_slice(k.as_ref())).collect())
     }
 
     // ---- the connection ----

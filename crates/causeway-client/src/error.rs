@@ -1,6 +1,6 @@
 //! What can go wrong in a client call.
 
-use crate::wire::WireError;
+use crate::wire::{SessionError, WireError};
 use std::io;
 use std::time::Duration;
 use thiserror::Error;
@@ -109,16 +109,23 @@ impl From<WireError> for Error {
     fn from(e: WireError) -> Self {
         match e {
             WireError::VersionMismatch { server, client } => Error::VersionMismatch { server, client },
-            WireError::NoActiveTransaction => Error::NoActiveTransaction,
-            WireError::TransactionActive => Error::TransactionActive,
-            WireError::UnknownTransaction => Error::UnknownTransaction,
-            WireError::InvalidArgument(s) => Error::InvalidArgument(s),
-            WireError::TooLarge { what, size, limit } => Error::TooLarge { what, size, limit },
+            WireError::Session(e) => e.into(),
             WireError::BadToken(s) => Error::BadToken(s),
             WireError::Unavailable(s) => Error::Unavailable(s),
-            e @ (WireError::HelloExpected | WireError::OperationInProgress | WireError::Malformed(_)) => {
-                Error::Server(e)
-            }
+            e @ (WireError::HelloExpected | WireError::Malformed(_)) => Error::Server(e),
+        }
+    }
+}
+
+impl From<SessionError> for Error {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::NoActiveTransaction => Error::NoActiveTransaction,
+            SessionError::TransactionActive => Error::TransactionActive,
+            SessionError::UnknownTransaction => Error::UnknownTransaction,
+            SessionError::InvalidArgument(s) => Error::InvalidArgument(s),
+            SessionError::TooLarge { what, size, limit } => Error::TooLarge { what, size, limit },
+            e @ SessionError::OperationInProgress => Error::Server(WireError::Session(e)),
         }
     }
 }

@@ -82,14 +82,15 @@
 mod client;
 mod error;
 mod token;
-pub mod wire;
 
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
 
 pub use bytes::Bytes;
+/// The wire protocol itself, for servers and other clients.
+pub use causeway_wire as wire;
+pub use causeway_wire::{Dump, Limits, Stamp, Welcome};
 pub use client::{Client, ClientOptions};
 pub use error::Error;
 pub use token::SessionToken;
-pub use wire::{Dump, Limits, Stamp, Welcome};

@@ -9,7 +9,7 @@
 //! resume only between transactions. A [`Behavior`] makes it misbehave.
 
 use crate::wire::{
-    Dump, Limits, NodeStats, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError,
+    Dump, Limits, NodeStats, Request, RequestFrame, Response, ResponseFrame, SessionError, Stamp, Welcome, WireError,
     DEFAULT_MAX_FRAME_BYTES, WIRE_VERSION,
 };
 use bytes::Bytes;
@@ -198,34 +198,32 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
     let result = match request {
         Request::Hello { .. } => unreachable!("answered above"),
         Request::Begin => match session.txn {
-            Some(_) => Err(WireError::TransactionActive),
+            Some(_) => Err(SessionError::TransactionActive.into()),
             None => {
                 session.txn = Some(BTreeMap::new());
                 Ok(R::Started)
             }
         },
         Request::Read { keys } => match &session.txn {
-            None => Err(WireError::NoActiveTransaction),
-            Some(writes) => check_keys(&limits, &keys).map(|()| {
+            None => Err(SessionError::NoActiveTransaction.into()),
+            Some(writes) => limits.check_read(&keys).map_err(WireError::from).map(|()| {
                 let store = shared.store.lock().unwrap();
                 R::Values(keys.iter().map(|k| writes.get(k).or_else(|| store.get(k)).cloned()).collect())
             }),
         },
         Request::Write { key, value } => match &mut session.txn {
-            None => Err(WireError::NoActiveTransaction),
-            Some(writes) => check_key(&limits, &key)
-                .and_then(|()| too_large("value (bytes)", value.len(), limits.max_value_bytes))
-                .and_then(|()| {
-                    let n = writes.len() + usize::from(!writes.contains_key(&key));
-                    too_large("writes in one transaction", n, limits.max_writes_per_txn)
-                })
-                .map(|()| {
+            None => Err(SessionError::NoActiveTransaction.into()),
+            Some(writes) => {
+                // A rewrite of a key does not count as one more write here.
+                let before = writes.len() - usize::from(writes.contains_key(&key));
+                limits.check_write(&key, &value, before as u64).map_err(WireError::from).map(|()| {
                     writes.insert(key, value);
                     R::Written
-                }),
+                })
+            }
         },
         Request::Commit => match session.txn.take() {
-            None => Err(WireError::NoActiveTransaction),
+            None => Err(SessionError::NoActiveTransaction.into()),
             Some(writes) if writes.is_empty() => Ok(R::Committed(None)),
             Some(writes) => {
                 let ts = shared.clock.fetch_add(1, Ordering::Relaxed) + 1;
@@ -235,18 +233,18 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
             }
         },
         Request::Abort => match session.txn.take() {
-            None => Err(WireError::NoActiveTransaction),
+            None => Err(SessionError::NoActiveTransaction.into()),
             Some(_) => Ok(R::Aborted),
         },
         Request::ReadOnly { keys } => match session.txn {
-            Some(_) => Err(WireError::TransactionActive),
-            None => check_keys(&limits, &keys).map(|()| {
+            Some(_) => Err(SessionError::TransactionActive.into()),
+            None => limits.check_read(&keys).map_err(WireError::from).map(|()| {
                 let store = shared.store.lock().unwrap();
                 R::Values(keys.iter().map(|k| store.get(k).cloned()).collect())
             }),
         },
         Request::ExportSession => match session.txn {
-            Some(_) => Err(WireError::TransactionActive),
+            Some(_) => Err(SessionError::TransactionActive.into()),
             None => {
                 let mut token = b"mock".to_vec();
                 token.extend_from_slice(&config.dc.to_be_bytes());
@@ -255,7 +253,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
             }
         },
         Request::ResumeSession { token } => match session.txn {
-            Some(_) => Err(WireError::TransactionActive),
+            Some(_) => Err(SessionError::TransactionActive.into()),
             None => match parse_token(&token, config.dc) {
                 Ok(last) => {
                     session.last = session.last.max(last);
@@ -285,23 +283,4 @@ fn parse_token(token: &[u8], dc: u16) -> Result<u64, &'static str> {
         return Err("a token of another DC");
     }
     Ok(u64::from_be_bytes(token[6..].try_into().expect("8 bytes")))
-}
-
-fn too_large(what: &str, size: usize, limit: u32) -> Result<(), WireError> {
-    if size as u64 > u64::from(limit) {
-        return Err(WireError::TooLarge { what: what.into(), size: size as u64, limit: limit.into() });
-    }
-    Ok(())
-}
-
-fn check_key(limits: &Limits, key: &[u8]) -> Result<(), WireError> {
-    if key.is_empty() {
-        return Err(WireError::InvalidArgument("empty key".into()));
-    }
-    too_large("key (bytes)", key.len(), limits.max_key_bytes)
-}
-
-fn check_keys(limits: &Limits, keys: &[Bytes]) -> Result<(), WireError> {
-    too_large("keys in one read", keys.len(), limits.max_keys_per_read)?;
-    keys.iter().try_for_each(|k| check_key(limits, k))
 }

@@ -31,20 +31,52 @@ pub struct CommitStamp {
     pub txid: TxId,
 }
 
-/// What a message is for; drivers count bytes and messages per class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum MsgClass {
+/// What a message is for: drivers count messages and bytes per class. The
+/// set is open: each protocol declares its classes ([`Message::CLASSES`]),
+/// and drivers count whatever classes there are. The four of the papers'
+/// measurements are here for the protocols that share them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MsgClass {
+    /// Its place in the protocol's [`Message::CLASSES`].
+    index: u8,
+    name: &'static str,
+}
+
+impl MsgClass {
     /// Between a client and its coordinator.
-    Client,
+    pub const CLIENT: MsgClass = MsgClass::new(0, "client");
     /// Coordinator to cohorts: read slices, prepare, commit.
-    Transaction,
+    pub const TRANSACTION: MsgClass = MsgClass::new(1, "transaction");
     /// Between replicas of a partition in different DCs: updates and heartbeats.
-    Replication,
+    pub const REPLICATION: MsgClass = MsgClass::new(2, "replication");
     /// Inside a DC: stable-time gossip and garbage-collection bounds.
-    Stabilization,
+    pub const STABILIZATION: MsgClass = MsgClass::new(3, "stabilization");
+
+    /// The class at `index` of a protocol's list, named `name` (lower case,
+    /// one word: it labels metrics and report fields).
+    pub const fn new(index: u8, name: &'static str) -> MsgClass {
+        MsgClass { index, name }
+    }
+
+    pub fn index(self) -> usize {
+        usize::from(self.index)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+}
+
+/// Whether a list of classes is well formed: each at its own index, names
+/// distinct. Drivers assert it of a protocol's [`Message::CLASSES`].
+pub fn classes_are_indexed(classes: &[MsgClass]) -> bool {
+    classes.iter().enumerate().all(|(i, c)| c.index() == i && classes[..i].iter().all(|d| d.name != c.name))
 }
 
 pub trait Message: Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// Every class this protocol's messages fall in, each at its index.
+    const CLASSES: &'static [MsgClass];
+
     fn class(&self) -> MsgClass;
 
     /// A read that a replica must answer (a read slice), named by a tag that
@@ -58,7 +90,7 @@ pub trait Message: Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 
     /// gossip). Drivers wait for the other messages to drain before they
     /// call a cluster settled.
     fn is_background(&self) -> bool {
-        self.class() == MsgClass::Stabilization
+        self.class() == MsgClass::STABILIZATION
     }
 
     /// The tag of the read request this message answers.
@@ -186,6 +218,8 @@ pub enum SessionError {
     UnknownTransaction,
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    #[error("{what}: {size}, over the limit of {limit}")]
+    TooLarge { what: String, size: u64, limit: u64 },
 }
 
 /// The completion of a session call, delivered either at once (the call

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod hlc;
 pub mod ids;
 pub mod kind;
+pub mod limits;
 pub mod mvstore;
 pub mod topology;
 pub mod txn;
@@ -25,4 +26,5 @@ pub use engine::{
 pub use hlc::{Hlc, PhysicalMicros, Timestamp};
 pub use ids::{Addr, ClientId, DcId, PartitionId, ReplicaId, TxId};
 pub use kind::{ProtocolKind, ProtocolVisitor};
+pub use limits::Limits;
 pub use topology::Topology;

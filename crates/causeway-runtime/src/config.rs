@@ -41,8 +41,7 @@
 //! ```
 
 use crate::plan::{ClusterPlan, NodePlan, WanDelays};
-use causeway_client::wire::Limits;
-use causeway_protocol::{DcId, ProtocolKind, ReplicaId, Topology, Tuning};
+use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_workload::WanModel;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};

@@ -5,6 +5,7 @@
 //! read from the replicas' published gauges when Prometheus scrapes.
 
 use causeway_protocol::{Message, MsgClass};
+use causeway_wire::{ClassCount, NodeStats};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -39,9 +40,9 @@ pub struct Metrics {
     pub client_connections: Gauge,
     pub peer_connected: Family<Labels, Gauge>,
     pub peer_reconnects: Family<Labels, Gauge>,
-    /// The per-class series of `bytes_sent` and `messages_sent`, looked up
-    /// once: counting a message is on every send's path.
-    sent_by_class: [(Counter, Counter); 4],
+    /// The per-class series of `bytes_sent` and `messages_sent`, by class
+    /// index, looked up once: counting a message is on every send's path.
+    sent_by_class: Vec<(MsgClass, Counter, Counter)>,
     /// Read requests (slices) received, and the microseconds those that
     /// waited spent waiting, for benchmarks ([`causeway_client::wire::NodeStats`]).
     pub read_slices: Counter,
@@ -56,32 +57,19 @@ pub struct Metrics {
 /// Client operations timed by `operation_latency_seconds`.
 pub const OPERATIONS: [&str; 5] = ["begin", "read", "commit", "read_only", "dump"];
 
-const CLASSES: [MsgClass; 4] =
-    [MsgClass::Client, MsgClass::Transaction, MsgClass::Replication, MsgClass::Stabilization];
-
-pub fn class_name(class: MsgClass) -> &'static str {
-    match class {
-        MsgClass::Client => "client",
-        MsgClass::Transaction => "transaction",
-        MsgClass::Replication => "replication",
-        MsgClass::Stabilization => "stabilization",
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Metrics {
-    pub fn new() -> Self {
+    /// The metrics of a node whose protocol declares message `classes`.
+    pub fn new(classes: &[MsgClass]) -> Self {
+        debug_assert!(causeway_protocol::engine::classes_are_indexed(classes), "{classes:?}");
         let bytes_sent: Family<Labels, Counter> = Family::default();
         let messages_sent: Family<Labels, Counter> = Family::default();
-        let sent_by_class = CLASSES.map(|c| {
-            let label = vec![("class", class_name(c).to_string())];
-            (bytes_sent.get_or_create(&label).clone(), messages_sent.get_or_create(&label).clone())
-        });
+        let sent_by_class = classes
+            .iter()
+            .map(|&c| {
+                let label = vec![("class", c.name().to_string())];
+                (c, bytes_sent.get_or_create(&label).clone(), messages_sent.get_or_create(&label).clone())
+            })
+            .collect();
         let op_latency: Family<Labels, Histogram, fn() -> Histogram> = Family::new_with_constructor(latency_histogram);
         let op_series =
             OPERATIONS.map(|op| (op, op_latency.get_or_create(&vec![("op", op.to_string())]).clone())).to_vec();
@@ -147,13 +135,14 @@ impl Metrics {
 
     /// Counts a message about to be sent, by class.
     pub fn count_sent<M: Message>(&self, msg: &M) {
-        let (bytes, messages) = self.class(msg.class());
+        // A class the protocol did not declare counts under its first.
+        let Some((_, bytes, messages)) =
+            self.sent_by_class.get(msg.class().index()).or_else(|| self.sent_by_class.first())
+        else {
+            return;
+        };
         bytes.inc_by(postcard::experimental::serialized_size(msg).unwrap_or(0) as u64);
         messages.inc();
-    }
-
-    fn class(&self, class: MsgClass) -> &(Counter, Counter) {
-        &self.sent_by_class[CLASSES.iter().position(|c| *c == class).unwrap_or(0)]
     }
 
     /// Records how long a client operation (one of [`OPERATIONS`]) took.
@@ -171,20 +160,21 @@ impl Metrics {
         self.read_wait.observe(waited.as_secs_f64());
         self.read_wait_us.inc_by(waited.as_micros() as u64);
         let mut set = self.waited_txns.lock().unwrap_or_else(|e| e.into_inner());
-        if set.len() < causeway_client::wire::NodeStats::MAX_WAITED_TXNS {
+        if set.len() < NodeStats::MAX_WAITED_TXNS {
             set.insert((dc, tx));
         }
     }
 
-    /// Messages and bytes sent so far, by class (client, transaction,
-    /// replication, stabilization).
-    pub fn sent_by_class(&self) -> ([u64; 4], [u64; 4]) {
-        (self.sent_by_class.each_ref().map(|(b, _)| b.get()), self.sent_by_class.each_ref().map(|(_, m)| m.get()))
-    }
-
-    /// Bytes sent so far in messages of `class`.
-    pub fn bytes_sent_of(&self, class: MsgClass) -> u64 {
-        self.class(class).0.get()
+    /// Messages and bytes sent so far, by class, in the protocol's order.
+    pub fn sent_by_class(&self) -> Vec<ClassCount> {
+        self.sent_by_class
+            .iter()
+            .map(|(c, bytes, messages)| ClassCount {
+                class: c.name().into(),
+                messages: messages.get(),
+                bytes: bytes.get(),
+            })
+            .collect()
     }
 
     pub fn encode(&self) -> String {

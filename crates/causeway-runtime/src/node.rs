@@ -7,7 +7,7 @@ use crate::remote::{self, PeerLinks};
 use crate::replica_task::{self, ReplicaGauges};
 use crate::router::{Remote, Router};
 use crate::session_host::SessionHost;
-use causeway_protocol::{DcId, Protocol, ProtocolVisitor, ReplicaId, Timestamp};
+use causeway_protocol::{DcId, Message, Protocol, ProtocolVisitor, ReplicaId, Timestamp};
 use rustc_hash::FxHashMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -92,7 +92,7 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
     let me = &plan.nodes[node];
     let config = P::configure(&plan.tuning);
     P::validate(&plan.topology, &config).map_err(|e| StartError::Invalid(format!("protocol {}: {e}", P::NAME)))?;
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::new(<P::Message as Message>::CLASSES));
     let mut tasks = Vec::new();
 
     // Bind everything first, so a taken port fails the start cleanly.

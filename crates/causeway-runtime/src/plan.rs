@@ -3,8 +3,7 @@
 //! embedded cluster ([`ClusterPlan::embedded`]) produces one; a node starts
 //! from it.
 
-use causeway_client::wire::Limits;
-use causeway_protocol::{DcId, ProtocolKind, ReplicaId, Topology, Tuning};
+use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_workload::WanModel;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

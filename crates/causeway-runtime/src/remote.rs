@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 impl<M: Message> WireMessage for Envelope<M> {
     fn class_index(&self) -> usize {
-        self.msg.class() as usize
+        self.msg.class().index()
     }
 }
 

@@ -12,12 +12,10 @@ use crate::replica_task::ReplicaGauges;
 use crate::router::{client_id, ReplicaInput, Router};
 use crate::token;
 use bytes::Bytes;
-use causeway_client::wire::{
-    Dump, Limits, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError, WIRE_VERSION,
-};
 use causeway_protocol::{
-    Addr, ClientId, CommitStamp, DcId, Key, Protocol, ReplicaId, Session, SessionError, SessionEvent, Topology,
+    Addr, ClientId, CommitStamp, DcId, Key, Limits, Protocol, ReplicaId, Session, SessionError, SessionEvent, Topology,
 };
+use causeway_wire::{Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError, WIRE_VERSION};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -55,16 +53,6 @@ fn codec(max_frame: usize) -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder().max_frame_length(max_frame).new_codec()
 }
 
-fn wire_error(e: SessionError) -> WireError {
-    match e {
-        SessionError::NoActiveTransaction => WireError::NoActiveTransaction,
-        SessionError::TransactionActive => WireError::TransactionActive,
-        SessionError::OperationInProgress => WireError::OperationInProgress,
-        SessionError::UnknownTransaction => WireError::UnknownTransaction,
-        SessionError::InvalidArgument(s) => WireError::InvalidArgument(s),
-    }
-}
-
 fn stamp(s: CommitStamp) -> Stamp {
     Stamp { ts: s.ts.0, dc: s.dc.0, txid: s.txid.0 }
 }
@@ -88,7 +76,7 @@ impl<P: Protocol> SessionHost<P> {
             topology,
             config,
             limits,
-            max_frame_bytes: causeway_client::wire::DEFAULT_MAX_FRAME_BYTES,
+            max_frame_bytes: causeway_wire::DEFAULT_MAX_FRAME_BYTES,
             token_key,
             router,
             metrics,
@@ -335,40 +323,14 @@ impl<P: Protocol> Connection<'_, P> {
         }
     }
 
-    fn check_key(&self, key: &[u8]) -> Result<(), WireError> {
-        if key.is_empty() {
-            return Err(WireError::InvalidArgument("empty key".into()));
-        }
-        let limit = self.host.limits.max_key_bytes;
-        if key.len() > limit as usize {
-            return Err(WireError::TooLarge {
-                what: "key (bytes)".into(),
-                size: key.len() as u64,
-                limit: limit.into(),
-            });
-        }
-        Ok(())
-    }
-
     fn check_read(&self, keys: &[Bytes]) -> Result<(), WireError> {
-        let limit = self.host.limits.max_keys_per_read;
-        if keys.is_empty() {
-            return Err(WireError::InvalidArgument("a read needs at least one key".into()));
-        }
-        if keys.len() > limit as usize {
-            return Err(WireError::TooLarge {
-                what: "keys in one read".into(),
-                size: keys.len() as u64,
-                limit: limit.into(),
-            });
-        }
-        keys.iter().try_for_each(|k| self.check_key(k))
+        Ok(self.host.limits.check_read(keys)?)
     }
 
     /// Serves one request: answers it now, or starts what the cluster answers.
     fn serve(&mut self, id: u64, request: Request, dump_tx: &mpsc::UnboundedSender<Vec<(Key, Bytes)>>) -> Step {
         let result = match request {
-            Request::Hello { .. } => Err(WireError::InvalidArgument("Hello was already received".into())),
+            Request::Hello { .. } => Err(WireError::invalid("Hello was already received")),
             Request::Begin => self.call(id, Pending::Begin, |s, out| s.begin(out)),
             Request::Read { keys } => match self.check_read(&keys) {
                 Ok(()) => self.call(id, Pending::Read, |s, out| s.read(&keys, out)),
@@ -382,7 +344,7 @@ impl<P: Protocol> Connection<'_, P> {
                     self.host.metrics.txns_aborted.inc();
                     Ok(Step::Reply(Response::Aborted))
                 }
-                Err(e) => Err(wire_error(e)),
+                Err(e) => Err(WireError::from(e)),
             },
             Request::ReadOnly { keys } => match self.check_read(&keys) {
                 Ok(()) => self.call(id, Pending::ReadOnly { keys, values: None }, |s, out| s.begin(out)),
@@ -391,11 +353,11 @@ impl<P: Protocol> Connection<'_, P> {
             Request::ExportSession => self
                 .session
                 .export_state()
-                .map_err(wire_error)
+                .map_err(WireError::from)
                 .and_then(|state| token::encode::<P>(&self.host.token_key, self.dc, &state))
                 .map(|t| Step::Reply(Response::Token(t))),
             Request::ResumeSession { token } => token::decode::<P>(&self.host.token_key, self.dc, &token)
-                .and_then(|state| self.session.import_state(state).map_err(wire_error))
+                .and_then(|state| self.session.import_state(state).map_err(WireError::from))
                 .map(|()| Step::Reply(Response::Resumed)),
             Request::DropPeerConnections => {
                 self.host.router.drop_peer_connections();
@@ -417,23 +379,8 @@ impl<P: Protocol> Connection<'_, P> {
     }
 
     fn write(&mut self, key: Bytes, value: Bytes) -> Result<(), WireError> {
-        self.check_key(&key)?;
-        let limits = self.host.limits;
-        if value.len() > limits.max_value_bytes as usize {
-            return Err(WireError::TooLarge {
-                what: "value (bytes)".into(),
-                size: value.len() as u64,
-                limit: limits.max_value_bytes.into(),
-            });
-        }
-        if self.writes >= limits.max_writes_per_txn {
-            return Err(WireError::TooLarge {
-                what: "writes in one transaction".into(),
-                size: u64::from(self.writes) + 1,
-                limit: limits.max_writes_per_txn.into(),
-            });
-        }
-        self.session.write(key, value).map_err(wire_error)?;
+        self.host.limits.check_write(&key, &value, u64::from(self.writes))?;
+        self.session.write(key, value).map_err(WireError::from)?;
         self.writes += 1;
         Ok(())
     }
@@ -445,7 +392,7 @@ impl<P: Protocol> Connection<'_, P> {
         op: Pending,
         f: impl FnOnce(&mut P::Session, &mut Vec<(Addr, P::Message)>) -> Result<Option<SessionEvent>, SessionError>,
     ) -> Result<Step, WireError> {
-        let event = f(&mut self.session, &mut self.out).map_err(wire_error)?;
+        let event = f(&mut self.session, &mut self.out).map_err(WireError::from)?;
         self.pending = Some(InFlight { id, op, since: Instant::now() });
         match event.and_then(|ev| self.advance(ev)) {
             Some(reply) => {
@@ -467,7 +414,7 @@ impl<P: Protocol> Connection<'_, P> {
         while let Some(ev) = event.take() {
             if let SessionEvent::Failed(e) = ev {
                 self.writes = 0;
-                return Some(Response::Error(wire_error(e)));
+                return Some(Response::Error(WireError::from(e)));
             }
             match (&mut flight.op, ev) {
                 (Pending::Begin, SessionEvent::Started) => {
@@ -486,14 +433,14 @@ impl<P: Protocol> Connection<'_, P> {
                     metrics.txns_started.inc();
                     match self.session.read(keys, &mut self.out) {
                         Ok(next) => event = next,
-                        Err(e) => return Some(Response::Error(wire_error(e))),
+                        Err(e) => return Some(Response::Error(WireError::from(e))),
                     }
                 }
                 (Pending::ReadOnly { values: slot @ None, .. }, SessionEvent::Read(values)) => {
                     *slot = Some(values.into_iter().map(|(_, v)| v).collect());
                     match self.session.commit(&mut self.out) {
                         Ok(next) => event = next,
-                        Err(e) => return Some(Response::Error(wire_error(e))),
+                        Err(e) => return Some(Response::Error(WireError::from(e))),
                     }
                 }
                 (Pending::ReadOnly { values: Some(values), .. }, SessionEvent::Committed(_)) => {

@@ -4,8 +4,8 @@
 
 use crate::metrics::Metrics;
 use crate::replica_task::ReplicaGauges;
-use causeway_client::wire::{NodeStats, ReplicaStats};
 use causeway_protocol::ReplicaId;
+use causeway_wire::{NodeStats, ReplicaReading};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -15,10 +15,9 @@ pub fn node_stats(
     replicas: &[(ReplicaId, Arc<ReplicaGauges>)],
     waited_txns: bool,
 ) -> NodeStats {
-    let (bytes_sent, messages_sent) = metrics.sent_by_class();
     let replicas = replicas
         .iter()
-        .map(|(id, g)| ReplicaStats {
+        .map(|(id, g)| ReplicaReading {
             dc: id.dc.0,
             partition: id.partition.0,
             visible_upto: g.visible.iter().map(|v| v.load(Ordering::Relaxed)).collect(),
@@ -35,8 +34,7 @@ pub fn node_stats(
     NodeStats {
         node: node.to_string(),
         replicas,
-        bytes_sent,
-        messages_sent,
+        sent: metrics.sent_by_class(),
         read_slices: metrics.read_slices.get(),
         read_slices_waited: metrics.reads_waited.get(),
         read_wait_us: metrics.read_wait_us.get(),

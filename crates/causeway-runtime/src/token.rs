@@ -10,8 +10,8 @@
 //! accepts only its own.
 
 use bytes::Bytes;
-use causeway_client::wire::WireError;
 use causeway_protocol::{DcId, Protocol, Session};
+use causeway_wire::WireError;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;

@@ -5,7 +5,7 @@
 mod common;
 
 use bytes::Bytes;
-use causeway_client::wire::{Limits, Request, Response, WireError, WIRE_VERSION};
+use causeway_client::wire::{Limits, Request, Response, SessionError, WireError, WIRE_VERSION};
 use causeway_protocol::{DcId, ProtocolKind};
 use causeway_runtime::{start, ClusterPlan, NodeHandle};
 use common::Raw;
@@ -58,7 +58,7 @@ async fn requests_before_hello_and_a_second_hello_are_refused() {
     assert!(c.recv().await.is_none());
     let (mut c, _) = Raw::hello(addr).await;
     let e = error(c.call(Request::Hello { version: WIRE_VERSION, client: "again".into() }).await);
-    assert!(matches!(e, WireError::InvalidArgument(_)));
+    assert!(matches!(e, WireError::Session(SessionError::InvalidArgument(_))));
     assert_eq!(c.call(Request::Begin).await, Some(Response::Started), "the connection stays usable");
     still_serves(addr).await;
 }
@@ -92,20 +92,26 @@ async fn empty_and_oversized_keys_and_values_get_errors() {
     let addr = node.client_addr(DcId(0)).unwrap();
     let (mut c, _) = Raw::hello(addr).await;
     assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
-    assert!(matches!(error(c.call(Request::Read { keys: vec![b("")] }).await), WireError::InvalidArgument(_)));
-    assert!(matches!(error(c.call(Request::Read { keys: vec![] }).await), WireError::InvalidArgument(_)));
+    assert!(matches!(
+        error(c.call(Request::Read { keys: vec![b("")] }).await),
+        WireError::Session(SessionError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        error(c.call(Request::Read { keys: vec![] }).await),
+        WireError::Session(SessionError::InvalidArgument(_))
+    ));
     let e = error(c.call(Request::Write { key: b(""), value: b("v") }).await);
-    assert!(matches!(e, WireError::InvalidArgument(_)));
+    assert!(matches!(e, WireError::Session(SessionError::InvalidArgument(_))));
     let e = error(c.call(Request::Write { key: b("waytoolongkey"), value: b("v") }).await);
-    assert_eq!(e, WireError::TooLarge { what: "key (bytes)".into(), size: 13, limit: 8 });
+    assert_eq!(e, WireError::Session(SessionError::TooLarge { what: "key (bytes)".into(), size: 13, limit: 8 }));
     let e = error(c.call(Request::Write { key: b("k"), value: Bytes::from(vec![7u8; 17]) }).await);
-    assert_eq!(e, WireError::TooLarge { what: "value (bytes)".into(), size: 17, limit: 16 });
+    assert_eq!(e, WireError::Session(SessionError::TooLarge { what: "value (bytes)".into(), size: 17, limit: 16 }));
     let e = error(c.call(Request::Read { keys: vec![b("a"), b("b"), b("c"), b("d")] }).await);
-    assert!(matches!(e, WireError::TooLarge { size: 4, limit: 3, .. }));
+    assert!(matches!(e, WireError::Session(SessionError::TooLarge { size: 4, limit: 3, .. })));
     assert_eq!(c.call(Request::Write { key: b("a"), value: b("1") }).await, Some(Response::Written));
     assert_eq!(c.call(Request::Write { key: b("b"), value: b("2") }).await, Some(Response::Written));
     let e = error(c.call(Request::Write { key: b("c"), value: b("3") }).await);
-    assert!(matches!(e, WireError::TooLarge { limit: 2, .. }), "{e:?}");
+    assert!(matches!(e, WireError::Session(SessionError::TooLarge { limit: 2, .. })), "{e:?}");
     // None of the refused writes got in: the transaction commits a and b only.
     assert!(matches!(c.call(Request::Commit).await, Some(Response::Committed(Some(_)))));
     let r = c.call(Request::ReadOnly { keys: vec![b("a"), b("b"), b("c")] }).await;
@@ -118,17 +124,26 @@ async fn operations_outside_a_transaction_and_after_commit_are_refused() {
     let node = cluster().await;
     let addr = node.client_addr(DcId(0)).unwrap();
     let (mut c, _) = Raw::hello(addr).await;
-    assert_eq!(error(c.call(Request::Read { keys: vec![b("k")] }).await), WireError::NoActiveTransaction);
-    assert_eq!(error(c.call(Request::Write { key: b("k"), value: b("v") }).await), WireError::NoActiveTransaction);
-    assert_eq!(error(c.call(Request::Commit).await), WireError::NoActiveTransaction);
-    assert_eq!(error(c.call(Request::Abort).await), WireError::NoActiveTransaction);
+    assert_eq!(
+        error(c.call(Request::Read { keys: vec![b("k")] }).await),
+        WireError::Session(SessionError::NoActiveTransaction)
+    );
+    assert_eq!(
+        error(c.call(Request::Write { key: b("k"), value: b("v") }).await),
+        WireError::Session(SessionError::NoActiveTransaction)
+    );
+    assert_eq!(error(c.call(Request::Commit).await), WireError::Session(SessionError::NoActiveTransaction));
+    assert_eq!(error(c.call(Request::Abort).await), WireError::Session(SessionError::NoActiveTransaction));
     assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
-    assert_eq!(error(c.call(Request::Begin).await), WireError::TransactionActive);
-    assert_eq!(error(c.call(Request::ExportSession).await), WireError::TransactionActive);
+    assert_eq!(error(c.call(Request::Begin).await), WireError::Session(SessionError::TransactionActive));
+    assert_eq!(error(c.call(Request::ExportSession).await), WireError::Session(SessionError::TransactionActive));
     assert_eq!(c.call(Request::Write { key: b("k"), value: b("v") }).await, Some(Response::Written));
     assert!(matches!(c.call(Request::Commit).await, Some(Response::Committed(Some(_)))));
-    assert_eq!(error(c.call(Request::Write { key: b("k"), value: b("w") }).await), WireError::NoActiveTransaction);
-    assert_eq!(error(c.call(Request::Commit).await), WireError::NoActiveTransaction);
+    assert_eq!(
+        error(c.call(Request::Write { key: b("k"), value: b("w") }).await),
+        WireError::Session(SessionError::NoActiveTransaction)
+    );
+    assert_eq!(error(c.call(Request::Commit).await), WireError::Session(SessionError::NoActiveTransaction));
     // An aborted transaction leaves nothing behind.
     assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
     assert_eq!(c.call(Request::Write { key: b("k"), value: b("x") }).await, Some(Response::Written));
@@ -178,7 +193,7 @@ async fn pipelined_requests_are_answered_in_order() {
     assert_eq!(got.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
     assert_eq!(got[0].response, Response::Started);
     assert_eq!(got[1].response, Response::Written);
-    assert!(matches!(got[2].response, Response::Error(WireError::InvalidArgument(_))));
+    assert!(matches!(got[2].response, Response::Error(WireError::Session(SessionError::InvalidArgument(_)))));
     assert!(matches!(got[3].response, Response::Committed(Some(_))));
     assert_eq!(got[4].response, Response::Values(vec![Some(b("1"))]));
 }

@@ -151,9 +151,10 @@ impl fmt::Display for SimReport {
                 String::new()
             }
         )?;
-        let classes: Vec<String> = self.messages_by_class.iter().map(|(c, n)| format!("{c:?} {n}")).collect();
+        let classes: Vec<String> = self.messages_by_class.iter().map(|(c, n)| format!("{} {n}", c.name())).collect();
         writeln!(f, "  messages       {}", classes.join(", "))?;
-        let bytes: Vec<String> = self.bytes_by_class.iter().map(|(c, n)| format!("{c:?} {}", size(*n))).collect();
+        let bytes: Vec<String> =
+            self.bytes_by_class.iter().map(|(c, n)| format!("{} {}", c.name(), size(*n))).collect();
         writeln!(f, "  bytes sent     {}", bytes.join(", "))?;
         let s = &self.replica_stats;
         write!(

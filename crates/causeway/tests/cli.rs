@@ -42,7 +42,7 @@ fn sim_runs_every_protocol_and_reports_waits_and_bytes() {
         let text = stdout(&out);
         assert!(out.status.success(), "{protocol}:\n{text}\n{}", stderr(&out));
         assert!(text.starts_with(&format!("{protocol} on 3 DCs")), "{text}");
-        assert!(text.contains("bytes sent     Client"), "{text}");
+        assert!(text.contains("bytes sent     client"), "{text}");
         assert!(text.contains("bytes of metadata each"), "{text}");
         match protocol {
             "ec" => assert!(text.contains("as expected: this protocol does not promise TCC"), "{text}"),

@@ -100,6 +100,9 @@ pub enum CureMsg {
 }
 
 impl Message for CureMsg {
+    const CLASSES: &'static [MsgClass] =
+        &[MsgClass::CLIENT, MsgClass::TRANSACTION, MsgClass::REPLICATION, MsgClass::STABILIZATION];
+
     fn class(&self) -> MsgClass {
         use CureMsg::*;
         match self {
@@ -110,12 +113,12 @@ impl Message for CureMsg {
             | StartTxResp { .. }
             | TxReadResp { .. }
             | CommitResp { .. }
-            | TxError { .. } => MsgClass::Client,
+            | TxError { .. } => MsgClass::CLIENT,
             SliceReq { .. } | SliceResp { .. } | PrepareReq { .. } | PrepareResp { .. } | Commit { .. } => {
-                MsgClass::Transaction
+                MsgClass::TRANSACTION
             }
-            Replicate { .. } | Heartbeat { .. } => MsgClass::Replication,
-            Gossip { .. } => MsgClass::Stabilization,
+            Replicate { .. } | Heartbeat { .. } => MsgClass::REPLICATION,
+            Gossip { .. } => MsgClass::STABILIZATION,
         }
     }
 

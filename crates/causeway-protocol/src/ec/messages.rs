@@ -30,15 +30,17 @@ pub enum EcMsg {
 }
 
 impl Message for EcMsg {
+    const CLASSES: &'static [MsgClass] = &[MsgClass::CLIENT, MsgClass::TRANSACTION, MsgClass::REPLICATION];
+
     fn class(&self) -> MsgClass {
         match self {
             EcMsg::ReadReq { .. }
             | EcMsg::ReadResp { .. }
             | EcMsg::CommitReq { .. }
             | EcMsg::CommitResp { .. }
-            | EcMsg::TxError { .. } => MsgClass::Client,
-            EcMsg::Apply(_) => MsgClass::Transaction,
-            EcMsg::Replicate { .. } => MsgClass::Replication,
+            | EcMsg::TxError { .. } => MsgClass::CLIENT,
+            EcMsg::Apply(_) => MsgClass::TRANSACTION,
+            EcMsg::Replicate { .. } => MsgClass::REPLICATION,
         }
     }
 

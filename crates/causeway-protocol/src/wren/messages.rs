@@ -110,6 +110,9 @@ pub enum WrenMsg {
 }
 
 impl Message for WrenMsg {
+    const CLASSES: &'static [MsgClass] =
+        &[MsgClass::CLIENT, MsgClass::TRANSACTION, MsgClass::REPLICATION, MsgClass::STABILIZATION];
+
     fn class(&self) -> MsgClass {
         use WrenMsg::*;
         match self {
@@ -120,12 +123,12 @@ impl Message for WrenMsg {
             | StartTxResp { .. }
             | TxReadResp { .. }
             | CommitResp { .. }
-            | TxError { .. } => MsgClass::Client,
+            | TxError { .. } => MsgClass::CLIENT,
             SliceReq { .. } | SliceResp { .. } | PrepareReq { .. } | PrepareResp { .. } | Commit { .. } => {
-                MsgClass::Transaction
+                MsgClass::TRANSACTION
             }
-            Replicate { .. } | Heartbeat { .. } => MsgClass::Replication,
-            StableUp(_) | StableDown { .. } => MsgClass::Stabilization,
+            Replicate { .. } | Heartbeat { .. } => MsgClass::REPLICATION,
+            StableUp(_) | StableDown { .. } => MsgClass::STABILIZATION,
         }
     }
 

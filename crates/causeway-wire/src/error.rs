@@ -1,0 +1,34 @@
+//! What a server answers when a request fails.
+
+use causeway_protocol::SessionError;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Errors a server reports; the connection stays usable unless said otherwise.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+pub enum WireError {
+    /// The connection is closed after this one.
+    #[error("wire version mismatch: server speaks {server}, client {client}")]
+    VersionMismatch { server: u32, client: u32 },
+    /// The connection is closed after this one.
+    #[error("the first request must be Hello")]
+    HelloExpected,
+    /// What the session said of the request: no transaction, a key too
+    /// large, an unknown transaction, …
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("invalid session token: {0}")]
+    BadToken(String),
+    /// The connection is closed after this one.
+    #[error("malformed request: {0}")]
+    Malformed(String),
+    #[error("server unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl WireError {
+    /// An invalid argument, as the session would say it.
+    pub fn invalid(why: impl Into<String>) -> WireError {
+        WireError::Session(SessionError::InvalidArgument(why.into()))
+    }
+}

@@ -1,0 +1,119 @@
+//! The frames of a connection: requests, responses and what they carry.
+
+use crate::stats::NodeStats;
+use crate::WireError;
+use bytes::Bytes;
+use causeway_protocol::Limits;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestFrame {
+    /// Chosen by the client, repeated in the response.
+    pub id: u64,
+    pub request: Request,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponseFrame {
+    pub id: u64,
+    pub response: Response,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Must come first. `client` is a free-form name for logs.
+    Hello { version: u32, client: String },
+    /// Starts a transaction. Answered with [`Response::Started`].
+    Begin,
+    /// Reads keys in the running transaction. Answered with
+    /// [`Response::Values`], in the order asked.
+    Read { keys: Vec<Bytes> },
+    /// Buffers a write in the running transaction; sent to the cluster at
+    /// commit. Answered with [`Response::Written`].
+    Write { key: Bytes, value: Bytes },
+    /// Commits the running transaction. Answered with [`Response::Committed`].
+    Commit,
+    /// Abandons the running transaction. Answered with [`Response::Aborted`].
+    Abort,
+    /// A read-only transaction in one round trip: begin, read, commit.
+    /// Answered with [`Response::Values`].
+    ReadOnly { keys: Vec<Bytes> },
+    /// Exports the session's causal state (only between transactions).
+    /// Answered with [`Response::Token`].
+    ExportSession,
+    /// Adopts a token exported by a session of the same DC (only between
+    /// transactions). Answered with [`Response::Resumed`].
+    ResumeSession { token: Bytes },
+    /// Operator and test hook: the server breaks all its connections to
+    /// peer servers (they reconnect on their own). Answered with
+    /// [`Response::Done`].
+    DropPeerConnections,
+    /// Operator and test hook: the newest applied value of every key the server's
+    /// replicas hold. Answered with [`Response::Dump`].
+    Dump,
+    /// Measurement hook for benchmarks: the node's counters and each of its
+    /// replicas' stable times. Answered with [`Response::Stats`];
+    /// `waited_txns` asks for the transactions whose reads waited since the
+    /// last such request, too (the node forgets them as it answers).
+    Stats { waited_txns: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    Welcome(Welcome),
+    Started,
+    /// One entry per key asked for; `None`: the key has no version.
+    Values(Vec<Option<Bytes>>),
+    Written,
+    /// `None` for a transaction without writes.
+    Committed(Option<Stamp>),
+    Aborted,
+    Token(Bytes),
+    Resumed,
+    Done,
+    Dump(Dump),
+    Stats(NodeStats),
+    Error(WireError),
+}
+
+/// What the server tells a client after `Hello`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Welcome {
+    pub version: u32,
+    /// The protocol the cluster runs (`wren`, `cure`, …).
+    pub protocol: String,
+    /// The DC this connection's session lives in.
+    pub dc: u16,
+    /// The server node's name.
+    pub node: String,
+    pub limits: Limits,
+}
+
+/// A commit timestamp, in last-writer-wins order: `ts`, then `dc`, then `txid`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Stamp {
+    /// Hybrid logical clock: microseconds since the Unix epoch in the high
+    /// 52 bits, a logical counter in the low 12.
+    pub ts: u64,
+    pub dc: u16,
+    pub txid: u64,
+}
+
+/// The newest applied values the answering server holds (a commit is
+/// applied at the next apply round, Δ_R, for Wren).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dump {
+    pub dc: u16,
+    /// The partitions of the DC whose data this dump holds.
+    pub partitions: Vec<u32>,
+    /// The partitions the DC holds in all; fewer in `partitions`: a partial dump.
+    pub partition_count: u32,
+    pub entries: Vec<(Bytes, Bytes)>,
+}
+
+impl Dump {
+    /// Whether the answering server holds only some of its DC's partitions.
+    pub fn is_partial(&self) -> bool {
+        (self.partitions.len() as u32) < self.partition_count
+    }
+}

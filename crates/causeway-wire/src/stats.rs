@@ -1,0 +1,51 @@
+//! What a node answers to the benchmarks' `Stats` request.
+
+use serde::{Deserialize, Serialize};
+
+/// A node's measurements since it started, for benchmarks: take two and
+/// subtract. Counters cover every replica and client of the node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStats {
+    pub node: String,
+    pub replicas: Vec<ReplicaReading>,
+    /// Protocol messages and their bytes (postcard size of each message)
+    /// sent, per message class, in the order the protocol declares its
+    /// classes.
+    pub sent: Vec<ClassCount>,
+    /// Read requests (slices) the node's replicas received.
+    pub read_slices: u64,
+    /// Those that were not answered in the step that received them.
+    pub read_slices_waited: u64,
+    /// Their waiting, summed, in microseconds.
+    pub read_wait_us: u64,
+    /// `(DC, transaction id)` of transactions with a read that waited since
+    /// the last request that asked for them (with `waited_txns`; at most
+    /// [`NodeStats::MAX_WAITED_TXNS`] are kept between two requests).
+    pub waited_txns: Vec<(u16, u64)>,
+}
+
+impl NodeStats {
+    /// How many waited transactions a node remembers.
+    pub const MAX_WAITED_TXNS: usize = 1 << 20;
+}
+
+/// Messages of one class, and their bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassCount {
+    /// The class, as the protocol names it (`client`, `replication`, …).
+    pub class: String,
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+/// One replica's state, as the stable times the protocol publishes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaReading {
+    pub dc: u16,
+    pub partition: u32,
+    /// `visible_upto[d]`: every write from DC `d` with a commit time up to
+    /// this is visible to new transactions here.
+    pub visible_upto: Vec<u64>,
+    pub versions: u64,
+    pub metadata_bytes_per_version: u64,
+}
