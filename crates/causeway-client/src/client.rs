@@ -597,6 +597,7 @@ impl Client {
                 Err(self.fail(Error::VersionMismatch { server, client }))
             }
             Response::Error(e) => Ok(Err(e.into())),
+            Response::TxnAborted(why) => Ok(Err(Error::Aborted(why))),
             response => Ok(Ok(response)),
         }
     }

@@ -1,6 +1,6 @@
 //! What can go wrong in a client call.
 
-use crate::wire::{SessionError, WireError};
+use crate::wire::{AbortReason, SessionError, WireError};
 use std::io;
 use std::time::Duration;
 use thiserror::Error;
@@ -81,6 +81,10 @@ pub enum Error {
         /// This client's [`WIRE_VERSION`](crate::wire::WIRE_VERSION).
         client: u32,
     },
+    /// The store aborted the transaction (a conflict under a serializable
+    /// protocol); it is over, and another attempt may commit.
+    #[error("{0}")]
+    Aborted(AbortReason),
     /// Any other error the server reported.
     #[error("server error: {0}")]
     Server(WireError),

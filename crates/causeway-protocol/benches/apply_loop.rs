@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use causeway_protocol::wren::{Wren, WrenMsg, WrenTimer};
-use causeway_protocol::{Addr, Outbox, PartitionId, Protocol, Replica, ReplicaId, Timestamp, Topology, Tuning, TxId};
+use causeway_protocol::{Addr, Effects, PartitionId, Protocol, Replica, ReplicaId, Timestamp, Topology, Tuning, TxId};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ fn replica_with_commits(n: u64) -> <Wren as Protocol>::Replica {
     let config = Wren::configure(&Tuning::default());
     let me = ReplicaId::new(0, 0);
     let mut r = Wren::replica(me, topology, &config);
-    let mut out = Outbox::default();
+    let mut out = Effects::<WrenMsg, WrenTimer>::default();
     r.start(NOW, &mut out);
     let coordinator = Addr::Replica(ReplicaId::new(0, 1));
     for i in 0..n {
@@ -46,7 +46,7 @@ fn apply_loop(c: &mut Criterion) {
         group.throughput(Throughput::Elements(n));
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
             b.iter_batched(
-                || (replica_with_commits(n), Outbox::default()),
+                || (replica_with_commits(n), Effects::<WrenMsg, WrenTimer>::default()),
                 |(mut r, mut out)| {
                     // Later than every proposal: everything committed applies.
                     r.on_timer(NOW + 10_000, WrenTimer::Apply, &mut out);

@@ -17,6 +17,7 @@ fn messages() -> Vec<(&'static str, WrenMsg)> {
     let ts = Timestamp::from_physical(1_700_000_000_000_000);
     let slice = WrenMsg::SliceResp {
         tx: TxId(42),
+        round: 0,
         values: (0..5).map(|i| (Bytes::from(format!("k{}", 10_000 + i)), Some(value()))).collect(),
     };
     let replicate = WrenMsg::Replicate {

@@ -12,16 +12,26 @@ pub struct DcId(pub u16);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct PartitionId(pub u32);
 
-/// One replica of one partition: `p_n^m` in the papers (partition `n` in DC `m`).
+/// One replica of one partition: `p_n^m` in the papers (partition `n` in DC
+/// `m`), and which member it is of the partition's replica group there. The
+/// protocols of the Wren and PaRiS papers run one replica per partition and
+/// DC (member 0); a partition replicated by a consensus group (Geo-SDUR, Raft
+/// inside a DC) has several members.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ReplicaId {
     pub dc: DcId,
     pub partition: PartitionId,
+    pub member: u8,
 }
 
 impl ReplicaId {
     pub fn new(dc: u16, partition: u32) -> Self {
-        ReplicaId { dc: DcId(dc), partition: PartitionId(partition) }
+        ReplicaId::at(DcId(dc), PartitionId(partition))
+    }
+
+    /// The (first) replica of `partition` in `dc`.
+    pub const fn at(dc: DcId, partition: PartitionId) -> Self {
+        ReplicaId { dc, partition, member: 0 }
     }
 }
 
@@ -54,10 +64,6 @@ impl TxId {
         assert!(coordinator.0 < 1 << 24, "partition id does not fit a TxId");
         TxId((u64::from(coordinator.0) << Self::COUNTER_BITS) | counter)
     }
-
-    pub fn coordinator(self) -> PartitionId {
-        PartitionId((self.0 >> Self::COUNTER_BITS) as u32)
-    }
 }
 
 impl fmt::Display for DcId {
@@ -74,7 +80,10 @@ impl fmt::Display for PartitionId {
 
 impl fmt::Display for ReplicaId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.partition, self.dc)
+        match self.member {
+            0 => write!(f, "{}@{}", self.partition, self.dc),
+            m => write!(f, "{}.{m}@{}", self.partition, self.dc),
+        }
     }
 }
 

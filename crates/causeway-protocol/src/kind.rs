@@ -6,9 +6,10 @@
 //! function with the matching type. Adding a protocol means adding a variant
 //! here and nothing in the drivers.
 
+use crate::contract::{Protocol, Tuning};
 use crate::cure::{Cure, HCure};
 use crate::ec::Ec;
-use crate::engine::Protocol;
+use crate::topology::Topology;
 use crate::wren::Wren;
 use std::fmt;
 use std::str::FromStr;
@@ -56,10 +57,42 @@ impl ProtocolKind {
         }
     }
 
-    /// Whether the protocol promises transactional causal consistency (the
-    /// checker must accept its histories).
-    pub fn is_tcc(self) -> bool {
-        !matches!(self, ProtocolKind::Ec)
+    /// What every history of the protocol must uphold.
+    pub fn guarantee(self) -> crate::Guarantee {
+        struct Of;
+        impl ProtocolVisitor for Of {
+            type Output = crate::Guarantee;
+            fn visit<P: Protocol>(self) -> crate::Guarantee {
+                P::GUARANTEE
+            }
+        }
+        self.visit(Of)
+    }
+
+    /// Whether the protocol's replicas answer every read at once.
+    pub fn reads_never_wait(self) -> bool {
+        struct Of;
+        impl ProtocolVisitor for Of {
+            type Output = bool;
+            fn visit<P: Protocol>(self) -> bool {
+                P::READS_NEVER_WAIT
+            }
+        }
+        self.visit(Of)
+    }
+
+    /// Whether the protocol can run on `topology` with `tuning` (Wren
+    /// refuses partial replication, for example); the error names the
+    /// protocol.
+    pub fn check(self, topology: &Topology, tuning: &Tuning) -> Result<(), String> {
+        struct Check<'a>(&'a Topology, &'a Tuning);
+        impl ProtocolVisitor for Check<'_> {
+            type Output = Result<(), String>;
+            fn visit<P: Protocol>(self) -> Result<(), String> {
+                P::validate(self.0, &P::configure(self.1)).map_err(|e| format!("protocol {}: {e}", P::NAME))
+            }
+        }
+        self.visit(Check(topology, tuning))
     }
 
     /// Calls `visitor` with the protocol type this kind names.

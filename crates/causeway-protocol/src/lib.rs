@@ -2,29 +2,38 @@
 //!
 //! Architecture invariant: nothing in this crate performs I/O, reads a clock,
 //! spawns a thread or draws randomness. Time comes in as an argument; effects
-//! go out through an [`engine::Outbox`]. Iteration order never depends on a
-//! randomly seeded hasher (we use `FxHashMap` or ordered maps), so a driver
-//! that feeds the same inputs gets the same outputs.
+//! go out through [`Effects`]. Iteration order never depends on a randomly
+//! seeded hasher (we use `FxHashMap` or ordered maps), so a driver that feeds
+//! the same inputs gets the same outputs.
+//!
+//! * [`contract`] — what every protocol meets and every driver relies on.
+//! * [`kind`] — protocols by the names users type.
+//! * Shared parts: [`session_core`] (the client session every protocol
+//!   uses), [`twopc`] (coordinator, cohort, replication and client of the
+//!   protocols that commit through a coordinator), [`txn`] (a transaction's
+//!   write and read sets), [`mvstore`] (version chains), [`hlc`],
+//!   [`topology`], [`ids`].
+//! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`].
 
-pub mod commit_order;
-pub mod coordination;
+pub mod contract;
 pub mod cure;
 pub mod ec;
-pub mod engine;
 pub mod hlc;
 pub mod ids;
 pub mod kind;
-pub mod limits;
 pub mod mvstore;
+pub mod session_core;
 pub mod topology;
+pub mod twopc;
 pub mod txn;
 pub mod wren;
 
-pub use engine::{
-    CommitStamp, Key, Message, MsgClass, Outbox, Protocol, Replica, Session, SessionError, SessionEvent, Tuning, Value,
+pub use causeway_history::Guarantee;
+pub use contract::{
+    AbortReason, CommitStamp, Effects, FaultPoints, Key, Limits, Message, MsgClass, NoRecord, Protocol, ReadTag,
+    ReadWaitProbe, Replica, ReplicaCounters, Session, SessionError, SessionEvent, SessionSetup, Tuning, Value,
 };
 pub use hlc::{Hlc, PhysicalMicros, Timestamp};
 pub use ids::{Addr, ClientId, DcId, PartitionId, ReplicaId, TxId};
 pub use kind::{ProtocolKind, ProtocolVisitor};
-pub use limits::Limits;
 pub use topology::Topology;

@@ -8,7 +8,7 @@
 //! Hot path: reads scan a chain from its newest end; versions almost always
 //! arrive in stamp order, so inserts are appends.
 
-use crate::engine::{CommitStamp, Key, Value};
+use crate::contract::{CommitStamp, Key, Value};
 use rustc_hash::FxHashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]

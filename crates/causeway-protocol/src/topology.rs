@@ -106,7 +106,7 @@ impl Topology {
         for dc in self.dcs() {
             for p in self.partitions() {
                 if self.holds(dc, p) {
-                    all.push(ReplicaId { dc, partition: p });
+                    all.push(ReplicaId::at(dc, p));
                 }
             }
         }
@@ -115,7 +115,17 @@ impl Topology {
 
     /// The replicas a DC holds.
     pub fn replicas_in(&self, dc: DcId) -> Vec<ReplicaId> {
-        self.partitions().filter(|&p| self.holds(dc, p)).map(|p| ReplicaId { dc, partition: p }).collect()
+        self.partitions().filter(|&p| self.holds(dc, p)).map(|p| ReplicaId::at(dc, p)).collect()
+    }
+
+    /// The replicas of `me`'s partition in the other DCs, where its writes
+    /// replicate to and remote writes come from.
+    pub fn peers_of(&self, me: ReplicaId) -> Vec<ReplicaId> {
+        self.replicas_of(me.partition)
+            .iter()
+            .filter(|&&dc| dc != me.dc)
+            .map(|&dc| ReplicaId { dc, partition: me.partition, member: me.member })
+            .collect()
     }
 
     /// Splits items by the partition of their key, in partition order: how

@@ -2,7 +2,7 @@
 //! protocol: the write set, buffered until commit, and the read set, so a
 //! key read twice reads the same value (and a key written reads its write).
 
-use crate::engine::{Key, SessionError, Value};
+use crate::contract::{Key, SessionError, Value};
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Default)]

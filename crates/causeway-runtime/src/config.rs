@@ -297,7 +297,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         }
     }
     let topology = Topology::with_placement(dcs, file.partitions, placement).map_err(|e| e.to_string())?;
-    check_protocol(protocol, &topology, &tuning).map_err(|e| {
+    protocol.check(&topology, &tuning).map_err(|e| {
         // Name what is missing where: the protocol only knows the rule.
         let holder = &holder;
         let missing: Vec<String> = dc_ids
@@ -345,19 +345,6 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         nodes,
         clock_offsets_us,
     })
-}
-
-/// Whether the protocol can run on this topology (Wren refuses partial
-/// replication, for example).
-pub fn check_protocol(protocol: ProtocolKind, topology: &Topology, tuning: &Tuning) -> Result<(), String> {
-    struct Check<'a>(&'a Topology, &'a Tuning);
-    impl causeway_protocol::ProtocolVisitor for Check<'_> {
-        type Output = Result<(), String>;
-        fn visit<P: causeway_protocol::Protocol>(self) -> Result<(), String> {
-            P::validate(self.0, &P::configure(self.1)).map_err(|e| format!("protocol {}: {e}", P::NAME))
-        }
-    }
-    protocol.visit(Check(topology, tuning))
 }
 
 #[cfg(test)]

@@ -2,27 +2,30 @@
 //! simulator drives, with the real clock, real timers and real sockets.
 //!
 //! A transaction's way through this crate: a client connection
-//! ([`session_host`]) runs the client's session next to its coordinator; the
+//! ([`clients`]) runs the client's session next to its coordinator; the
 //! session's messages and the replicas' go through the [`router`] — to a
 //! replica task of this node ([`replica_task`], one task per partition
 //! replica, owning its state), through a WAN delay line when they cross DCs
-//! inside one process, or to another node over the transport ([`remote`]). A [`plan::ClusterPlan`] (from a [`config`] file, or
+//! inside one process, or to another node over the transport ([`peers`]). A
+//! [`plan::ClusterPlan`] (from a [`config`] file, or
 //! [`plan::ClusterPlan::embedded`]) says which node runs what; [`node::start`]
 //! starts one; [`metrics`] serves Prometheus text, and [`stats`] the
 //! counters benchmarks read over the client wire.
 
+pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod envelope;
+pub mod error;
 pub mod metrics;
 pub mod node;
+pub mod peers;
 pub mod plan;
-pub mod remote;
 pub mod replica_task;
 pub mod router;
-pub mod session_host;
 pub mod stats;
 pub mod token;
 
-pub use node::{start, NodeHandle, StartError};
+pub use error::StartError;
+pub use node::{start, NodeHandle};
 pub use plan::ClusterPlan;

@@ -40,6 +40,8 @@ pub struct Metrics {
     pub client_connections: Gauge,
     pub peer_connected: Family<Labels, Gauge>,
     pub peer_reconnects: Family<Labels, Gauge>,
+    /// Envelopes a peer node sent in the name of an address it does not host.
+    pub peer_envelopes_refused: Counter,
     /// The per-class series of `bytes_sent` and `messages_sent`, by class
     /// index, looked up once: counting a message is on every send's path.
     sent_by_class: Vec<(MsgClass, Counter, Counter)>,
@@ -60,7 +62,7 @@ pub const OPERATIONS: [&str; 5] = ["begin", "read", "commit", "read_only", "dump
 impl Metrics {
     /// The metrics of a node whose protocol declares message `classes`.
     pub fn new(classes: &[MsgClass]) -> Self {
-        debug_assert!(causeway_protocol::engine::classes_are_indexed(classes), "{classes:?}");
+        debug_assert!(causeway_protocol::contract::classes_are_indexed(classes), "{classes:?}");
         let bytes_sent: Family<Labels, Counter> = Family::default();
         let messages_sent: Family<Labels, Counter> = Family::default();
         let sent_by_class = classes
@@ -90,6 +92,7 @@ impl Metrics {
             client_connections: Gauge::default(),
             peer_connected: Family::default(),
             peer_reconnects: Family::default(),
+            peer_envelopes_refused: Counter::default(),
             sent_by_class,
             read_slices: Counter::default(),
             read_wait_us: Counter::default(),
@@ -129,6 +132,11 @@ impl Metrics {
             r.register("client_connections", "Open client connections", m.client_connections.clone());
             r.register("peer_connected", "Whether the link to a peer node is connected", m.peer_connected.clone());
             r.register("peer_reconnects", "Times the link to a peer node reconnected", m.peer_reconnects.clone());
+            r.register(
+                "peer_envelopes_refused",
+                "Envelopes a peer node sent in the name of an address it does not host, dropped",
+                m.peer_envelopes_refused.clone(),
+            );
         }
         m
     }

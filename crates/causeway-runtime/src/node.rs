@@ -1,12 +1,13 @@
 //! Starting a node: its replica tasks, its client endpoints, its links to the
 //! other nodes and its metrics endpoint, all from a [`ClusterPlan`].
 
+use crate::clients::host::{ClientHost, HostSetup};
+use crate::error::StartError;
 use crate::metrics::{self, Metrics};
+use crate::peers::{PeerControl, Peers, Sink};
 use crate::plan::ClusterPlan;
-use crate::remote::{self, PeerLinks};
 use crate::replica_task::{self, ReplicaGauges};
-use crate::router::{Remote, Router};
-use crate::session_host::SessionHost;
+use crate::router::Router;
 use causeway_protocol::{DcId, Message, Protocol, ProtocolVisitor, ReplicaId, Timestamp};
 use rustc_hash::FxHashMap;
 use std::future::Future;
@@ -16,16 +17,6 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
-
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("no node named {0:?} in the cluster config")]
-    UnknownNode(String),
-    #[error("cannot listen for {what} on {addr}")]
-    Bind { what: &'static str, addr: SocketAddr, source: std::io::Error },
-    #[error("{0}")]
-    Invalid(String),
-}
 
 /// A running node. Dropping it stops every task it started.
 pub struct NodeHandle {
@@ -40,14 +31,14 @@ pub struct NodeHandle {
     pub replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
     tasks: Vec<AbortHandle>,
     /// Links to the other nodes, kept alive with the node.
-    peers: Option<Arc<dyn PeerLinks>>,
+    peers: Option<Arc<dyn PeerControl>>,
 }
 
 impl NodeHandle {
     /// Breaks every connection to other nodes (they reconnect by themselves).
     pub fn drop_peer_connections(&self) {
         if let Some(p) = &self.peers {
-            p.drop_all();
+            p.drop_connections();
         }
     }
 
@@ -112,13 +103,18 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         inboxes.insert(r, tx);
         receivers.push((r, rx));
     }
-    let link = if plan.nodes.len() > 1 { Some(remote::start::<P::Message>(&plan, node).await?) } else { None };
-    let remote = link.clone().map(|l| l as Arc<dyn Remote<P::Message>>);
-    let router = Router::new(&plan, node, inboxes, remote, metrics.clone());
-    if let Some(link) = &link {
-        link.attach(Arc::downgrade(&router));
+    let links = if plan.nodes.len() > 1 { Some(Peers::<P::Message>::start(&plan, node).await?) } else { None };
+    let router = Router::new(&plan, node, inboxes, links.clone(), metrics.clone());
+    if let Some(links) = &links {
+        let router = Arc::downgrade(&router);
+        let sink: Sink<P::Message> = Arc::new(move |sender, envelope| {
+            if let Some(router) = router.upgrade() {
+                router.deliver_from_peer(sender, envelope);
+            }
+        });
+        links.attach(sink);
     }
-    let peers = link.map(|l| l as Arc<dyn PeerLinks>);
+    let peers = links.map(|l| l as Arc<dyn PeerControl>);
     let peer = peers.as_ref().map(|p| p.local_addr());
 
     let dcs = plan.topology.dc_count();
@@ -139,17 +135,17 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         tokio::spawn(crash_stop(id, task));
     }
 
-    let host = Arc::new(SessionHost::<P>::new(
+    let host = Arc::new(ClientHost::<P>::new(HostSetup {
         node,
-        me.name.clone(),
-        plan.topology.clone(),
+        node_name: me.name.clone(),
+        topology: plan.topology.clone(),
         config,
-        plan.limits,
-        plan.token_key.clone().unwrap_or_else(crate::token::random_key),
-        router.clone(),
-        metrics.clone(),
-        replicas.clone(),
-    ));
+        limits: plan.limits,
+        token_key: plan.token_key.clone().unwrap_or_else(crate::token::random_key),
+        router: router.clone(),
+        metrics: metrics.clone(),
+        replicas: replicas.clone(),
+    }));
     let mut clients = Vec::new();
     for (dc, listener) in client_listeners {
         clients.push((dc, listener.local_addr().expect("a bound listener has an address")));
@@ -191,7 +187,7 @@ async fn crash_stop(id: ReplicaId, task: tokio::task::JoinHandle<()>) {
 fn scrape_refresh(
     metrics: Arc<Metrics>,
     replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
-    peers: Option<Arc<dyn PeerLinks>>,
+    peers: Option<Arc<dyn PeerControl>>,
 ) -> Arc<dyn Fn() + Send + Sync> {
     Arc::new(move || {
         let now = crate::clock::now_micros();

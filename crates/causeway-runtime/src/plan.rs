@@ -124,7 +124,7 @@ impl ClusterPlan {
         }
         self.tuning.apply_interval_us = ((delta_r_ms * 1000.0) as u64).max(1);
         self.tuning.stabilization_interval_us = ((delta_g_ms * 1000.0) as u64).max(1);
-        crate::config::check_protocol(self.protocol, &self.topology, &self.tuning)?;
+        self.protocol.check(&self.topology, &self.tuning)?;
         Ok(self)
     }
 
@@ -140,10 +140,5 @@ impl ClusterPlan {
     /// The emulated clock offset of `replica` ([`ClusterPlan::clock_offsets_us`]).
     pub fn clock_offset_us(&self, replica: ReplicaId) -> i64 {
         self.clock_offsets_us.get(&replica).copied().unwrap_or(0)
-    }
-
-    /// The node that runs `replica`.
-    pub fn host_of(&self, replica: ReplicaId) -> Option<usize> {
-        self.nodes.iter().position(|n| n.replicas.contains(&replica))
     }
 }

@@ -1,11 +1,14 @@
 //! One task per partition replica: it owns the state machine (no locks on
 //! protocol state), feeds it messages and due timers with the real clock,
-//! and sends what it asks to send.
+//! makes what it persists durable (in memory, for now) and sends what it
+//! asks to send once that is done.
 
 use crate::clock::now_micros;
 use crate::metrics::Metrics;
 use crate::router::{ReplicaInput, Router};
-use causeway_protocol::{Addr, DcId, Message, Outbox, Protocol, Replica, ReplicaId};
+use causeway_protocol::contract::replica::ReplicaEffects;
+use causeway_protocol::contract::{MemoryLog, SendGate};
+use causeway_protocol::{DcId, Message, Protocol, ReadWaitProbe, Replica, ReplicaId};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -84,13 +87,14 @@ pub async fn run<P: Protocol>(
     let me = replica.id();
     // This replica's clock: the real one, skewed when a benchmark asks.
     let clock = || now_micros().saturating_add_signed(clock_offset_us);
-    let mut out = Outbox::default();
+    let mut out = ReplicaEffects::<P::Replica>::default();
     let mut timers = Timers { heap: BinaryHeap::new(), pending: FxHashMap::default(), seq: 0 };
     // Read requests not answered in the step that received them: when they came.
-    let mut waiting: FxHashMap<(Addr, u64), Instant> = FxHashMap::default();
+    let mut probe = ReadWaitProbe::default();
+    let mut durable = Durable { log: MemoryLog::default(), gate: SendGate::default() };
     replica.start(clock(), &mut out);
     loop {
-        flush::<P>(&mut out, me, &router, &mut timers, &mut waiting, &metrics);
+        flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut durable, &metrics);
         publish::<P>(&replica, &gauges, &inbox);
         let input = match timers.next_deadline() {
             Some(at) => tokio::select! {
@@ -109,13 +113,10 @@ pub async fn run<P: Protocol>(
                 while let Some(input) = next {
                     match input {
                         ReplicaInput::Message(from, msg) => {
-                            let tag = msg.read_request_tag();
+                            let tag = msg.read_request();
                             replica.on_message(clock(), from, msg, &mut out);
-                            if let Some(tag) = tag {
+                            if probe.after_step(from, tag, &out, Instant::now()).is_some() {
                                 metrics.read_slices.inc();
-                                if !out.answers_read(from, tag) {
-                                    waiting.insert((from, tag), Instant::now());
-                                }
                             }
                         }
                         ReplicaInput::Dump(reply) => {
@@ -143,31 +144,39 @@ fn publish<P: Protocol>(
     for (d, slot) in gauges.visible.iter().enumerate() {
         slot.store(replica.visible_upto(DcId(d as u16)).0, Ordering::Relaxed);
     }
-    gauges.versions.store(replica.stats().versions, Ordering::Relaxed);
+    gauges.versions.store(replica.counters().versions, Ordering::Relaxed);
     gauges.metadata_per_version.store(replica.version_metadata_bytes(), Ordering::Relaxed);
     gauges.inbox.store(inbox.len() as u64, Ordering::Relaxed);
 }
 
+/// What the replica made durable, and the messages that wait for it. In
+/// memory: a record is durable once appended (the disk comes with crash
+/// recovery), so nothing waits long — but the order is the contract's.
+struct Durable<P: Protocol> {
+    log: MemoryLog<<P::Replica as Replica>::Record>,
+    gate: SendGate<P::Message>,
+}
+
 fn flush<P: Protocol>(
-    out: &mut Outbox<P::Message, <P::Replica as Replica>::Timer>,
+    out: &mut ReplicaEffects<P::Replica>,
     me: ReplicaId,
     router: &Router<P::Message>,
     timers: &mut Timers<<P::Replica as Replica>::Timer>,
-    waiting: &mut FxHashMap<(Addr, u64), Instant>,
+    probe: &mut ReadWaitProbe<Instant>,
+    durable: &mut Durable<P>,
     metrics: &Metrics,
 ) {
     for (timer, after) in out.timers.drain(..) {
         timers.arm(timer, after);
     }
-    for (to, msg) in out.messages.drain(..) {
-        if !waiting.is_empty() {
-            if let Some(tag) = msg.read_reply_tag() {
-                if let Some(since) = waiting.remove(&(to, tag)) {
-                    // The tag is the transaction id, unique within the DC.
-                    metrics.read_waited(me.dc.0, tag, since.elapsed());
-                }
-            }
+    let mut sends = durable.gate.take(out, &mut durable.log);
+    durable.log.sync_all();
+    sends.extend(durable.gate.release(durable.log.synced()));
+    for (to, msg) in sends {
+        if let Some((tag, since)) = probe.on_send(to, &msg) {
+            // The tag names the transaction, unique within the DC.
+            metrics.read_waited(me.dc.0, tag.tx, since.elapsed());
         }
-        router.send(Addr::Replica(me), to, msg);
+        router.send(causeway_protocol::Addr::Replica(me), to, msg);
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::envelope::Envelope;
 use crate::metrics::Metrics;
+use crate::peers::Peers;
 use crate::plan::ClusterPlan;
 use causeway_protocol::{Addr, ClientId, DcId, Key, Message, ReplicaId, Value};
 use causeway_transport::DelayLine;
@@ -18,17 +19,12 @@ pub enum ReplicaInput<M> {
     Dump(oneshot::Sender<Vec<(Key, Value)>>),
 }
 
-/// Messages to other nodes. The transport implements it; a node alone in its
-/// cluster has none.
-pub trait Remote<M>: Send + Sync {
-    fn send(&self, node: usize, envelope: Envelope<M>);
-    fn drop_connections(&self);
-}
-
 /// Client ids carry the index of the node that hosts the session in their
 /// top bits, so replies find their way without a directory.
 const NODE_SHIFT: u32 = 24;
 
+/// The id of the `counter`th session of `node` in `dc`. Counters wrap after
+/// 2^24 sessions: [`Router::register_session`] refuses an id still in use.
 pub fn client_id(dc: DcId, node: usize, counter: u32) -> ClientId {
     ClientId { dc, index: ((node as u32) << NODE_SHIFT) | (counter & ((1 << NODE_SHIFT) - 1)) }
 }
@@ -37,14 +33,14 @@ fn node_of_client(id: ClientId) -> usize {
     (id.index >> NODE_SHIFT) as usize
 }
 
-pub struct Router<M> {
+pub struct Router<M: Message> {
     node: usize,
     replicas: FxHashMap<ReplicaId, mpsc::UnboundedSender<ReplicaInput<M>>>,
     replica_host: FxHashMap<ReplicaId, usize>,
     sessions: RwLock<FxHashMap<ClientId, mpsc::UnboundedSender<(Addr, M)>>>,
     /// `wan[from][to]`: the delay line between two DCs of this process.
     wan: Vec<Vec<Option<DelayLine<Envelope<M>>>>>,
-    remote: Option<Arc<dyn Remote<M>>>,
+    peers: Option<Arc<Peers<M>>>,
     metrics: Arc<Metrics>,
 }
 
@@ -53,7 +49,7 @@ impl<M: Message> Router<M> {
         plan: &ClusterPlan,
         node: usize,
         replicas: FxHashMap<ReplicaId, mpsc::UnboundedSender<ReplicaInput<M>>>,
-        remote: Option<Arc<dyn Remote<M>>>,
+        peers: Option<Arc<Peers<M>>>,
         metrics: Arc<Metrics>,
     ) -> Arc<Self> {
         let mut replica_host = FxHashMap::default();
@@ -79,14 +75,20 @@ impl<M: Message> Router<M> {
                         .collect()
                 })
                 .collect();
-            Router { node, replicas, replica_host, sessions: RwLock::new(FxHashMap::default()), wan, remote, metrics }
+            Router { node, replicas, replica_host, sessions: RwLock::new(FxHashMap::default()), wan, peers, metrics }
         })
     }
 
-    pub fn register_session(&self, id: ClientId) -> mpsc::UnboundedReceiver<(Addr, M)> {
+    /// The mailbox of a new session, or `None` if a live session has this
+    /// id already (its counter wrapped around): the caller takes another.
+    pub fn register_session(&self, id: ClientId) -> Option<mpsc::UnboundedReceiver<(Addr, M)>> {
+        let mut sessions = self.sessions.write().unwrap_or_else(|e| e.into_inner());
+        if sessions.contains_key(&id) {
+            return None;
+        }
         let (tx, rx) = mpsc::unbounded_channel();
-        self.sessions.write().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
-        rx
+        sessions.insert(id, tx);
+        Some(rx)
     }
 
     pub fn unregister_session(&self, id: ClientId) {
@@ -102,8 +104,8 @@ impl<M: Message> Router<M> {
     }
 
     pub fn drop_peer_connections(&self) {
-        if let Some(remote) = &self.remote {
-            remote.drop_connections();
+        if let Some(peers) = &self.peers {
+            crate::peers::PeerControl::drop_connections(peers.as_ref());
         }
     }
 
@@ -133,12 +135,26 @@ impl<M: Message> Router<M> {
                     _ => self.deliver_here(envelope),
                 }
             }
-            Some(host) => match &self.remote {
-                Some(remote) => remote.send(host, envelope),
+            Some(host) => match &self.peers {
+                Some(peers) => peers.send(host, envelope),
                 None => tracing::warn!(?to, "no transport to node {host}; message dropped"),
             },
             None => tracing::warn!(?to, "no node hosts this address; message dropped"),
         }
+    }
+
+    /// Takes an envelope that node `sender` sent, as the transport
+    /// authenticated it. An envelope is only as good as its sender: one that
+    /// names an address another node hosts (a replica it does not run, a
+    /// client of another node) is dropped and counted, so one node cannot
+    /// speak for another.
+    pub fn deliver_from_peer(&self, sender: usize, e: Envelope<M>) {
+        if self.host_of(e.from) != Some(sender) {
+            self.metrics.peer_envelopes_refused.inc();
+            tracing::warn!(from = ?e.from, sender, "an envelope from a node that does not host its sender; dropped");
+            return;
+        }
+        self.deliver_here(e);
     }
 
     /// Hands a message addressed to this node to its task. Messages for

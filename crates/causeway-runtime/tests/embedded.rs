@@ -43,7 +43,7 @@ async fn a_write_in_one_dc_becomes_visible_in_another(kind: ProtocolKind) {
             break;
         }
         // Atomic visibility (EC promises none: it may show one of the two).
-        if kind.is_tcc() {
+        if kind.guarantee() != causeway_protocol::Guarantee::Eventual {
             assert_eq!(r, Response::Values(vec![None, None]), "{kind}");
         }
         assert!(tokio::time::Instant::now() < deadline, "{kind}: the write never became visible in DC 1");

@@ -70,7 +70,7 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
     send(WrenMsg::EndTx { tx: ghost });
     send(WrenMsg::PrepareResp { tx: ghost, pt: Timestamp(u64::MAX >> 1) });
     send(WrenMsg::Commit { tx: ghost, ct: Timestamp(5) });
-    send(WrenMsg::SliceResp { tx: ghost, values: vec![(b("k"), Some(b("forged")))] });
+    send(WrenMsg::SliceResp { tx: ghost, round: 0, values: vec![(b("k"), Some(b("forged")))] });
 
     // Both client requests get UnknownTransaction, addressed to us.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);

@@ -2,16 +2,19 @@
 //! transactions the generator plans, and records what it saw.
 
 use causeway_history::{CommitTs, Op, StampElem, Status, TxnRecord};
-use causeway_protocol::engine::SessionOut;
-use causeway_protocol::{CommitStamp, Key, Session, SessionEvent, Value};
+use causeway_protocol::contract::session::{CallResult, SessionEffects};
+use causeway_protocol::{CommitStamp, Key, PhysicalMicros, Session, SessionError, SessionEvent, Value};
 use causeway_workload::{Generator, TxnPlan};
 use rand_chacha::ChaCha8Rng;
 
+/// Where a client is in its transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
+enum Phase {
     Idle,
     Beginning,
     Reading(usize),
+    /// A read-only transaction of one read round, as one call.
+    ReadingOnly,
     Committing,
 }
 
@@ -21,7 +24,7 @@ pub struct WorkloadClient<S> {
     pub dc: u16,
     pub rng: ChaCha8Rng,
     seq: u64,
-    step: Step,
+    phase: Phase,
     plan: Option<TxnPlan>,
     txid: String,
     ops: Vec<Op>,
@@ -45,7 +48,7 @@ impl<S: Session> WorkloadClient<S> {
             dc,
             rng,
             seq: 0,
-            step: Step::Idle,
+            phase: Phase::Idle,
             plan: None,
             txid: String::new(),
             ops: Vec::new(),
@@ -54,33 +57,57 @@ impl<S: Session> WorkloadClient<S> {
     }
 
     pub fn is_idle(&self) -> bool {
-        self.step == Step::Idle
+        self.phase == Phase::Idle
     }
 
-    /// Starts the next transaction. Returns a finished record if the whole
+    /// Starts the next transaction at `elapsed` microseconds of the run
+    /// (`now` is the client's clock). Returns a finished record if the whole
     /// transaction completed without waiting for the network.
-    pub fn start(&mut self, now: u64, gen: &Generator, out: &mut SessionOut<S::Message>) -> Option<TxnRecord> {
+    pub fn start(
+        &mut self,
+        now: PhysicalMicros,
+        elapsed: u64,
+        gen: &Generator,
+        out: &mut SessionEffects<S>,
+    ) -> Option<TxnRecord> {
         debug_assert!(self.is_idle());
-        self.plan = Some(gen.next(&mut self.rng));
+        let plan = gen.next(&mut self.rng);
         self.seq += 1;
         self.txid = format!("{}-{}", self.name, self.seq);
         self.ops.clear();
-        self.start_us = now;
-        self.step = Step::Beginning;
-        let first = self.session.begin(out);
-        self.drive(now, first, out)
+        self.start_us = elapsed;
+        // A read-only transaction of one round is one call.
+        let first = match plan.read_rounds.as_slice() {
+            [keys] if plan.writes.is_empty() && !plan.abort => {
+                self.phase = Phase::ReadingOnly;
+                self.session.read_only(now, keys, out)
+            }
+            _ => {
+                self.phase = Phase::Beginning;
+                self.session.begin(now, out)
+            }
+        };
+        self.plan = Some(plan);
+        self.drive(now, elapsed, first, out)
     }
 
     /// Feeds a session completion; returns the record if the transaction is over.
-    pub fn on_event(&mut self, now: u64, event: SessionEvent, out: &mut SessionOut<S::Message>) -> Option<TxnRecord> {
-        self.drive(now, Ok(Some(event)), out)
+    pub fn on_event(
+        &mut self,
+        now: PhysicalMicros,
+        elapsed: u64,
+        event: SessionEvent,
+        out: &mut SessionEffects<S>,
+    ) -> Option<TxnRecord> {
+        self.drive(now, elapsed, Ok(Some(event)), out)
     }
 
     fn drive(
         &mut self,
-        now: u64,
-        mut next: Result<Option<SessionEvent>, causeway_protocol::SessionError>,
-        out: &mut SessionOut<S::Message>,
+        now: PhysicalMicros,
+        elapsed: u64,
+        mut next: CallResult,
+        out: &mut SessionEffects<S>,
     ) -> Option<TxnRecord> {
         loop {
             let event = match next {
@@ -88,35 +115,41 @@ impl<S: Session> WorkloadClient<S> {
                 Ok(Some(e)) => e,
                 Err(e) => SessionEvent::Failed(e),
             };
-            next = match (self.step, event) {
-                (Step::Beginning, SessionEvent::Started) => self.read_round(0, out),
-                (Step::Reading(round), SessionEvent::Read(values)) => {
-                    for (k, v) in values {
-                        self.ops.push(Op::read(text(&k), v.map(|v| text(&v))));
-                    }
-                    self.read_round(round + 1, out)
+            next = match (self.phase, event) {
+                (Phase::Beginning, SessionEvent::Started) => self.read_round(now, 0, out),
+                (Phase::Reading(round), SessionEvent::Read(values)) => {
+                    self.record_reads(values);
+                    self.read_round(now, round + 1, out)
                 }
-                (Step::Committing, SessionEvent::Committed(stamp)) => {
-                    return Some(self.finish(now, Status::Committed, stamp));
+                (Phase::ReadingOnly, SessionEvent::Read(values)) => {
+                    self.record_reads(values);
+                    return Some(self.finish(elapsed, Status::Committed, None));
                 }
-                (_, SessionEvent::Failed(_)) => return Some(self.finish(now, Status::Aborted, None)),
-                (step, event) => panic!("{}: unexpected {event:?} in step {step:?}", self.txid),
+                (Phase::Committing, SessionEvent::Committed(stamp)) => {
+                    return Some(self.finish(elapsed, Status::Committed, stamp));
+                }
+                (_, SessionEvent::Failed(_) | SessionEvent::Aborted(_)) => {
+                    return Some(self.finish(elapsed, Status::Aborted, None))
+                }
+                (phase, event) => panic!("{}: unexpected {event:?} in phase {phase:?}", self.txid),
             };
+        }
+    }
+
+    fn record_reads(&mut self, values: Vec<(Key, Option<Value>)>) {
+        for (k, v) in values {
+            self.ops.push(Op::read(text(&k), v.map(|v| text(&v))));
         }
     }
 
     /// Issues READ call `round`, or, past the last one, the writes and the
     /// commit (or abort).
-    fn read_round(
-        &mut self,
-        round: usize,
-        out: &mut SessionOut<S::Message>,
-    ) -> Result<Option<SessionEvent>, causeway_protocol::SessionError> {
+    fn read_round(&mut self, now: PhysicalMicros, round: usize, out: &mut SessionEffects<S>) -> CallResult {
         let plan = self.plan.as_ref().expect("a running transaction has a plan");
         if let Some(keys) = plan.read_rounds.get(round) {
-            self.step = Step::Reading(round);
+            self.phase = Phase::Reading(round);
             let keys = keys.clone();
-            return self.session.read(&keys, out);
+            return self.session.read(now, &keys, out);
         }
         let writes = plan.writes.clone();
         let abort = plan.abort;
@@ -133,16 +166,16 @@ impl<S: Session> WorkloadClient<S> {
             self.ops.push(Op::write(text(key), value));
         }
         if abort {
-            self.session.abort(out)?;
-            let why = causeway_protocol::SessionError::InvalidArgument("aborted by the workload".into());
+            self.session.abort(now, out)?;
+            let why = SessionError::InvalidArgument("aborted by the workload".into());
             return Ok(Some(SessionEvent::Failed(why)));
         }
-        self.step = Step::Committing;
-        self.session.commit(out)
+        self.phase = Phase::Committing;
+        self.session.commit(now, out)
     }
 
     fn finish(&mut self, now: u64, status: Status, stamp: Option<CommitStamp>) -> TxnRecord {
-        self.step = Step::Idle;
+        self.phase = Phase::Idle;
         self.plan = None;
         TxnRecord {
             txid: self.txid.clone(),

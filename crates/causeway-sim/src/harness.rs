@@ -6,10 +6,11 @@
 //! It is generic over the protocol, so the same scenario (the paper's
 //! Figure 1, say) can be replayed against every protocol of the engine.
 
-use causeway_protocol::engine::{Outbox, SessionOut};
+use causeway_protocol::contract::replica::ReplicaEffects;
+use causeway_protocol::contract::session::SessionEffects;
 use causeway_protocol::{
-    Addr, ClientId, Key, Message, PhysicalMicros, Protocol, Replica, ReplicaId, Session, SessionError, SessionEvent,
-    Topology, Value,
+    Addr, ClientId, Key, Message, PhysicalMicros, Protocol, ReadWaitProbe, Replica, ReplicaId, Session, SessionError,
+    SessionEvent, SessionSetup, Topology, Value,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,7 +30,8 @@ pub struct Harness<P: Protocol> {
     config: P::Config,
     replicas: BTreeMap<ReplicaId, P::Replica>,
     clocks: BTreeMap<ReplicaId, PhysicalMicros>,
-    sessions: BTreeMap<ClientId, P::Session>,
+    sessions: BTreeMap<ClientId, (P::Session, ReplicaId)>,
+    probes: BTreeMap<ReplicaId, ReadWaitProbe<()>>,
     /// Messages sent and not delivered yet, in send order.
     pub in_flight: Vec<InFlight<P::Message>>,
     /// Completions the sessions reported, in order.
@@ -50,6 +52,7 @@ impl<P: Protocol> Harness<P> {
             replicas: BTreeMap::new(),
             clocks: BTreeMap::new(),
             sessions: BTreeMap::new(),
+            probes: BTreeMap::new(),
             in_flight: Vec::new(),
             events: Vec::new(),
             reads_waited: 0,
@@ -58,10 +61,11 @@ impl<P: Protocol> Harness<P> {
         };
         for id in topology.all_replicas() {
             let mut r = P::replica(id, topology.clone(), &h.config);
-            let mut out = Outbox::default();
+            let mut out = ReplicaEffects::<P::Replica>::default();
             r.start(start_us, &mut out);
             h.replicas.insert(id, r);
             h.clocks.insert(id, start_us);
+            h.probes.insert(id, ReadWaitProbe::default());
             h.absorb(Addr::Replica(id), out);
         }
         h
@@ -76,7 +80,7 @@ impl<P: Protocol> Harness<P> {
     }
 
     pub fn session(&self, id: ClientId) -> &P::Session {
-        &self.sessions[&id]
+        &self.sessions[&id].0
     }
 
     pub fn set_clock(&mut self, id: ReplicaId, now: PhysicalMicros) {
@@ -97,55 +101,59 @@ impl<P: Protocol> Harness<P> {
         }
     }
 
+    /// A session of `coordinator`'s DC; its clock reads its coordinator's.
     pub fn add_session(&mut self, id: ClientId, coordinator: ReplicaId) {
-        let s = P::session(id, coordinator, self.topology.clone(), &self.config);
-        self.sessions.insert(id, s);
+        let setup = SessionSetup { id, coordinator, topology: self.topology.clone() };
+        let s = P::session(setup, &self.config);
+        self.sessions.insert(id, (s, coordinator));
     }
 
-    fn absorb(&mut self, from: Addr, out: Outbox<P::Message, Timer<P>>) {
-        for (to, msg) in out.messages {
+    /// Messages go in flight; timers are for the test to fire.
+    fn absorb<T, R>(&mut self, from: Addr, out: causeway_protocol::Effects<P::Message, T, R>) {
+        for (to, msg) in out.messages.into_iter().chain(out.after_durable) {
             self.in_flight.push(InFlight { from, to, msg });
-        }
-    }
-
-    fn absorb_session(&mut self, from: ClientId, out: SessionOut<P::Message>) {
-        for (to, msg) in out {
-            self.in_flight.push(InFlight { from: Addr::Client(from), to, msg });
         }
     }
 
     fn session_call<T>(
         &mut self,
         id: ClientId,
-        call: impl FnOnce(&mut P::Session, &mut SessionOut<P::Message>) -> T,
+        call: impl FnOnce(&mut P::Session, PhysicalMicros, &mut SessionEffects<P::Session>) -> T,
     ) -> T {
-        let mut out = SessionOut::new();
-        let s = self.sessions.get_mut(&id).expect("known session");
-        let r = call(s, &mut out);
-        self.absorb_session(id, out);
+        let mut out = SessionEffects::<P::Session>::default();
+        let (s, coordinator) = self.sessions.get_mut(&id).expect("known session");
+        let now = self.clocks[coordinator];
+        let r = call(s, now, &mut out);
+        self.absorb(Addr::Client(id), out);
         r
     }
 
     pub fn begin(&mut self, c: ClientId) -> Result<Option<SessionEvent>, SessionError> {
-        self.session_call(c, |s, out| s.begin(out))
+        self.session_call(c, |s, now, out| s.begin(now, out))
     }
 
     pub fn read(&mut self, c: ClientId, keys: &[&str]) -> Result<Option<SessionEvent>, SessionError> {
         let keys: Vec<Key> = keys.iter().map(|k| Key::from(k.to_string())).collect();
-        self.session_call(c, |s, out| s.read(&keys, out))
+        self.session_call(c, |s, now, out| s.read(now, &keys, out))
+    }
+
+    /// A read-only transaction as one call.
+    pub fn read_only(&mut self, c: ClientId, keys: &[&str]) -> Result<Option<SessionEvent>, SessionError> {
+        let keys: Vec<Key> = keys.iter().map(|k| Key::from(k.to_string())).collect();
+        self.session_call(c, |s, now, out| s.read_only(now, &keys, out))
     }
 
     pub fn write(&mut self, c: ClientId, key: &str, value: &str) -> Result<(), SessionError> {
         let (k, v) = (Key::from(key.to_string()), Value::from(value.to_string()));
-        self.session_call(c, |s, _| s.write(k, v))
+        self.session_call(c, |s, _, _| s.write(k, v))
     }
 
     pub fn commit(&mut self, c: ClientId) -> Result<Option<SessionEvent>, SessionError> {
-        self.session_call(c, |s, out| s.commit(out))
+        self.session_call(c, |s, now, out| s.commit(now, out))
     }
 
     pub fn abort(&mut self, c: ClientId) -> Result<(), SessionError> {
-        self.session_call(c, |s, out| s.abort(out))
+        self.session_call(c, |s, now, out| s.abort(now, out))
     }
 
     /// Delivers one in-flight message (by index) and queues what it causes.
@@ -153,23 +161,23 @@ impl<P: Protocol> Harness<P> {
         let InFlight { from, to, msg } = self.in_flight.remove(index);
         match to {
             Addr::Replica(id) => {
-                let tag = msg.read_request_tag();
+                let tag = msg.read_request();
                 let now = self.clocks[&id];
-                let mut out = Outbox::default();
+                let mut out = ReplicaEffects::<P::Replica>::default();
                 self.replicas.get_mut(&id).expect("known replica").on_message(now, from, msg, &mut out);
-                if let Some(tag) = tag {
-                    if out.answers_read(from, tag) {
-                        self.reads_answered_at_once += 1;
-                    } else {
-                        self.reads_waited += 1;
-                    }
+                let probe = self.probes.get_mut(&id).expect("known replica");
+                match probe.after_step(from, tag, &out, ()) {
+                    Some(true) => self.reads_answered_at_once += 1,
+                    Some(false) => self.reads_waited += 1,
+                    None => {}
+                }
+                for (to, msg) in &out.messages {
+                    probe.on_send(*to, msg);
                 }
                 self.absorb(to, out);
             }
             Addr::Client(id) => {
-                let mut out = SessionOut::new();
-                let event = self.sessions.get_mut(&id).expect("known session").on_message(from, msg, &mut out);
-                self.absorb_session(id, out);
+                let event = self.session_call(id, |s, now, out| s.on_message(now, from, msg, out));
                 if let Some(e) = event {
                     self.events.push((id, e));
                 }
@@ -196,8 +204,12 @@ impl<P: Protocol> Harness<P> {
     /// Fires `timer` at one replica.
     pub fn fire(&mut self, id: ReplicaId, timer: Timer<P>) {
         let now = self.clocks[&id];
-        let mut out = Outbox::default();
+        let mut out = ReplicaEffects::<P::Replica>::default();
         self.replicas.get_mut(&id).expect("known replica").on_timer(now, timer, &mut out);
+        let probe = self.probes.get_mut(&id).expect("known replica");
+        for (to, msg) in &out.messages {
+            probe.on_send(*to, msg);
+        }
         self.absorb(Addr::Replica(id), out);
     }
 

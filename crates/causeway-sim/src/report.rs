@@ -1,8 +1,7 @@
 //! What a simulation run reports.
 
-use causeway_history::History;
-use causeway_protocol::engine::ReplicaStats;
-use causeway_protocol::MsgClass;
+use causeway_history::{Guarantee, History};
+use causeway_protocol::{MsgClass, ReplicaCounters};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -36,6 +35,10 @@ impl Percentiles {
 
 pub struct SimReport {
     pub protocol: &'static str,
+    /// What the protocol promises of the history.
+    pub guarantee: Guarantee,
+    /// Whether the protocol promises that no read waits.
+    pub reads_never_wait: bool,
     pub seed: u64,
     pub dcs: u16,
     pub partitions: u32,
@@ -65,7 +68,8 @@ pub struct SimReport {
     /// (from its arrival at the replica until its reply left).
     pub read_wait_us: Percentiles,
     pub txn_latency_us: Percentiles,
-    pub replica_stats: ReplicaStats,
+    /// Every replica's counters, summed.
+    pub counters: ReplicaCounters,
     pub history: History,
 }
 
@@ -156,11 +160,15 @@ impl fmt::Display for SimReport {
         let bytes: Vec<String> =
             self.bytes_by_class.iter().map(|(c, n)| format!("{} {}", c.name(), size(*n))).collect();
         writeln!(f, "  bytes sent     {}", bytes.join(", "))?;
-        let s = &self.replica_stats;
+        let s = &self.counters;
         write!(
             f,
             "  versions       {} stored, {} garbage-collected, {} bytes of metadata each; {} stale contexts expired",
             s.versions, s.versions_collected, self.version_metadata_bytes, s.contexts_expired
-        )
+        )?;
+        if s.inputs_refused > 0 {
+            write!(f, "\n  refused        {} messages no honest peer sends", s.inputs_refused)?;
+        }
+        Ok(())
     }
 }

@@ -8,8 +8,12 @@ use crate::config::{ConfigError, SimConfig};
 use crate::network::{Network, NodeIx};
 use crate::report::{Percentiles, SimReport};
 use causeway_history::{FinalState, History, TxnRecord};
-use causeway_protocol::engine::{Outbox, SessionOut};
-use causeway_protocol::{Addr, ClientId, DcId, Message, Protocol, Replica, ReplicaId, Session, Topology};
+use causeway_protocol::contract::replica::ReplicaEffects;
+use causeway_protocol::contract::session::SessionEffects;
+use causeway_protocol::{
+    Addr, ClientId, DcId, Message, MsgClass, Protocol, ReadWaitProbe, Replica, ReplicaCounters, ReplicaId, Session,
+    SessionSetup, Topology,
+};
 use causeway_workload::{Generator, WorkloadKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -20,10 +24,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 type TimerOf<P> = <<P as Protocol>::Replica as Replica>::Timer;
+type SessionTimerOf<P> = <<P as Protocol>::Session as Session>::Timer;
 
-enum Event<T> {
+enum Event<T, S> {
     Link(u32),
     Timer(NodeIx, T),
+    SessionTimer(NodeIx, S),
     ClientNext(NodeIx),
     CutStart(u16),
     CutEnd(u16),
@@ -32,24 +38,24 @@ enum Event<T> {
     SettleCheck,
 }
 
-struct Scheduled<T> {
+struct Scheduled<T, S> {
     at: u64,
     seq: u64,
-    event: Event<T>,
+    event: Event<T, S>,
 }
 
-impl<T> PartialEq for Scheduled<T> {
+impl<T, S> PartialEq for Scheduled<T, S> {
     fn eq(&self, other: &Self) -> bool {
         (self.at, self.seq) == (other.at, other.seq)
     }
 }
-impl<T> Eq for Scheduled<T> {}
-impl<T> PartialOrd for Scheduled<T> {
+impl<T, S> Eq for Scheduled<T, S> {}
+impl<T, S> PartialOrd for Scheduled<T, S> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<T> Ord for Scheduled<T> {
+impl<T, S> Ord for Scheduled<T, S> {
     fn cmp(&self, other: &Self) -> Ordering {
         (self.at, self.seq).cmp(&(other.at, other.seq))
     }
@@ -62,7 +68,7 @@ pub struct Simulation<P: Protocol> {
     rng: ChaCha8Rng,
     now: u64,
     seq: u64,
-    queue: BinaryHeap<Reverse<Scheduled<TimerOf<P>>>>,
+    queue: BinaryHeap<Reverse<Scheduled<TimerOf<P>, SessionTimerOf<P>>>>,
     network: Network<P::Message>,
     replicas: Vec<P::Replica>,
     clients: Vec<WorkloadClient<P::Session>>,
@@ -71,9 +77,10 @@ pub struct Simulation<P: Protocol> {
     clocks: Vec<NodeClock>,
     addr_node: FxHashMap<Addr, NodeIx>,
     generator: Generator,
-    outbox: Outbox<P::Message, TimerOf<P>>,
-    /// Reused for every session step, like `outbox` for replica steps.
-    session_out: SessionOut<P::Message>,
+    /// Reused for every replica step.
+    outbox: ReplicaEffects<P::Replica>,
+    /// Reused for every session step.
+    session_out: SessionEffects<P::Session>,
     history: Vec<TxnRecord>,
     // Workload progress.
     started_at: u64,
@@ -85,10 +92,11 @@ pub struct Simulation<P: Protocol> {
     foreground_in_flight: u64,
     // Measurements.
     events: u64,
-    messages_by_class: BTreeMap<causeway_protocol::MsgClass, u64>,
+    messages_by_class: BTreeMap<MsgClass, u64>,
     /// Serialized size (postcard, as the runtime's wire sends it) per class.
-    bytes_by_class: BTreeMap<causeway_protocol::MsgClass, u64>,
-    pending_reads: FxHashMap<(NodeIx, NodeIx, u64), u64>,
+    bytes_by_class: BTreeMap<MsgClass, u64>,
+    /// Each replica's read requests that are waiting, with when they came.
+    read_probes: Vec<ReadWaitProbe<u64>>,
     reads: u64,
     reads_waited: u64,
     read_wait_us: Vec<u64>,
@@ -112,6 +120,7 @@ impl<P: Protocol> Simulation<P> {
         let topology =
             Arc::new(Topology::full(cfg.dcs, cfg.partitions).map_err(|e| ConfigError::Invalid(e.to_string()))?);
         P::validate(&topology, protocol_config).map_err(ConfigError::Invalid)?;
+        debug_assert!(causeway_protocol::contract::classes_are_indexed(<P::Message as Message>::CLASSES));
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let generator = Generator::new(cfg.workload.clone(), &topology);
         let mut sim = Simulation {
@@ -127,8 +136,8 @@ impl<P: Protocol> Simulation<P> {
             clocks: Vec::new(),
             addr_node: FxHashMap::default(),
             generator,
-            outbox: Outbox::default(),
-            session_out: SessionOut::new(),
+            outbox: Default::default(),
+            session_out: Default::default(),
             history: Vec::new(),
             started_at: EPOCH_US,
             finished: 0,
@@ -139,7 +148,7 @@ impl<P: Protocol> Simulation<P> {
             events: 0,
             messages_by_class: BTreeMap::new(),
             bytes_by_class: BTreeMap::new(),
-            pending_reads: FxHashMap::default(),
+            read_probes: Vec::new(),
             reads: 0,
             reads_waited: 0,
             read_wait_us: Vec::new(),
@@ -161,13 +170,14 @@ impl<P: Protocol> Simulation<P> {
             sim.node_dc.push(id.dc.0);
             sim.clocks.push(clock(&mut rng));
             sim.replicas.push(P::replica(id, topology.clone(), protocol_config));
+            sim.read_probes.push(ReadWaitProbe::default());
         }
         for dc in topology.dcs() {
             for p in topology.partitions() {
                 for k in 0..sim.cfg.clients_per_partition {
                     let id = ClientId { dc, index: p.0 * sim.cfg.clients_per_partition + k };
-                    let coordinator = ReplicaId { dc, partition: p };
-                    let session = P::session(id, coordinator, topology.clone(), protocol_config);
+                    let setup = SessionSetup { id, coordinator: ReplicaId::at(dc, p), topology: topology.clone() };
+                    let session = P::session(setup, protocol_config);
                     let node = sim.node_addr.len() as NodeIx;
                     sim.addr_node.insert(Addr::Client(id), node);
                     sim.node_addr.push(Addr::Client(id));
@@ -197,7 +207,7 @@ impl<P: Protocol> Simulation<P> {
         &self.replicas[node as usize]
     }
 
-    fn schedule(&mut self, at: u64, event: Event<TimerOf<P>>) {
+    fn schedule(&mut self, at: u64, event: Event<TimerOf<P>, SessionTimerOf<P>>) {
         self.seq += 1;
         self.queue.push(Reverse(Scheduled { at, seq: self.seq, event }));
     }
@@ -206,11 +216,16 @@ impl<P: Protocol> Simulation<P> {
         (self.replicas.len() + i) as NodeIx
     }
 
+    /// The local clock of `node` now.
+    fn clock_of(&self, node: NodeIx) -> u64 {
+        self.clocks[node as usize].read(self.now)
+    }
+
     /// Runs the workload to its end, lets the cluster settle, and reports.
     pub fn run(mut self) -> SimReport {
         let wall = Instant::now();
         for node in 0..self.replicas.len() {
-            let local = self.clocks[node].read(self.now);
+            let local = self.clock_of(node as NodeIx);
             self.replicas[node].start(local, &mut self.outbox);
             // Real servers do not tick in lockstep: give each periodic timer
             // a random phase within its first period.
@@ -242,10 +257,11 @@ impl<P: Protocol> Simulation<P> {
             match event {
                 Event::Link(id) => self.on_link_ready(id),
                 Event::Timer(node, timer) => {
-                    let local = self.clocks[node as usize].read(self.now);
+                    let local = self.clock_of(node);
                     self.replicas[node as usize].on_timer(local, timer, &mut self.outbox);
                     self.flush_outbox(node);
                 }
+                Event::SessionTimer(node, timer) => self.on_session_timer(node, timer),
                 Event::ClientNext(node) => self.start_client_txn(node),
                 Event::CutStart(dc) => self.network.cut(dc),
                 Event::CutEnd(dc) => {
@@ -288,8 +304,21 @@ impl<P: Protocol> Simulation<P> {
             return;
         }
         let i = node as usize - self.replicas.len();
+        let (local, elapsed) = (self.clock_of(node), self.now - EPOCH_US);
         let mut out = std::mem::take(&mut self.session_out);
-        let done = self.clients[i].start(self.now - EPOCH_US, &self.generator, &mut out);
+        let done = self.clients[i].start(local, elapsed, &self.generator, &mut out);
+        self.flush_session(node, out);
+        if let Some(record) = done {
+            self.record(node, record);
+        }
+    }
+
+    fn on_session_timer(&mut self, node: NodeIx, timer: SessionTimerOf<P>) {
+        let i = node as usize - self.replicas.len();
+        let (local, elapsed) = (self.clock_of(node), self.now - EPOCH_US);
+        let mut out = std::mem::take(&mut self.session_out);
+        let event = self.clients[i].session.on_timer(local, timer, &mut out);
+        let done = event.and_then(|e| self.clients[i].on_event(local, elapsed, e, &mut out));
         self.flush_session(node, out);
         if let Some(record) = done {
             self.record(node, record);
@@ -350,25 +379,23 @@ impl<P: Protocol> Simulation<P> {
             self.foreground_in_flight -= 1;
         }
         let from_addr = self.node_addr[from as usize];
+        let local = self.clock_of(to);
         if (to as usize) < self.replicas.len() {
-            let read_tag = msg.read_request_tag();
-            let local = self.clocks[to as usize].read(self.now);
+            let tag = msg.read_request();
             self.replicas[to as usize].on_message(local, from_addr, msg, &mut self.outbox);
-            if let Some(tag) = read_tag {
-                // Measured from outside the protocol: did the reply leave in
-                // the same step as the request arrived?
+            // Measured from outside the protocol: did the reply leave in the
+            // same step as the request arrived?
+            if let Some(at_once) = self.read_probes[to as usize].after_step(from_addr, tag, &self.outbox, self.now) {
                 self.reads += 1;
-                if !self.outbox.answers_read(from_addr, tag) {
-                    self.reads_waited += 1;
-                    self.pending_reads.insert((to, from, tag), self.now);
-                }
+                self.reads_waited += u64::from(!at_once);
             }
             self.flush_outbox(to);
         } else {
             let i = to as usize - self.replicas.len();
+            let elapsed = self.now - EPOCH_US;
             let mut out = std::mem::take(&mut self.session_out);
-            let event = self.clients[i].session.on_message(from_addr, msg, &mut out);
-            let done = event.and_then(|e| self.clients[i].on_event(self.now - EPOCH_US, e, &mut out));
+            let event = self.clients[i].session.on_message(local, from_addr, msg, &mut out);
+            let done = event.and_then(|e| self.clients[i].on_event(local, elapsed, e, &mut out));
             self.flush_session(to, out);
             if let Some(record) = done {
                 self.record(to, record);
@@ -411,13 +438,8 @@ impl<P: Protocol> Simulation<P> {
     fn flush_outbox(&mut self, node: NodeIx) {
         let mut outbox = std::mem::take(&mut self.outbox);
         for (to, msg) in outbox.messages.drain(..) {
-            if !self.pending_reads.is_empty() {
-                if let Some(tag) = msg.read_reply_tag() {
-                    let requester = self.addr_node[&to];
-                    if let Some(since) = self.pending_reads.remove(&(node, requester, tag)) {
-                        self.read_wait_us.push(self.now - since);
-                    }
-                }
+            if let Some((_, since)) = self.read_probes[node as usize].on_send(to, &msg) {
+                self.read_wait_us.push(self.now - since);
             }
             self.send(node, to, msg);
         }
@@ -427,9 +449,12 @@ impl<P: Protocol> Simulation<P> {
         self.outbox = outbox;
     }
 
-    fn flush_session(&mut self, node: NodeIx, mut out: SessionOut<P::Message>) {
-        for (to, msg) in out.drain(..) {
+    fn flush_session(&mut self, node: NodeIx, mut out: SessionEffects<P::Session>) {
+        for (to, msg) in out.messages.drain(..) {
             self.send(node, to, msg);
+        }
+        for (timer, after) in out.timers.drain(..) {
+            self.schedule(self.now + after.max(1), Event::SessionTimer(node, timer));
         }
         self.session_out = out;
     }
@@ -454,17 +479,12 @@ impl<P: Protocol> Simulation<P> {
 
     fn into_report(self, wall: std::time::Duration) -> SimReport {
         let finals = self.final_states();
-        let mut stats = causeway_protocol::engine::ReplicaStats::default();
-        for r in &self.replicas {
-            let s = r.stats();
-            stats.versions += s.versions;
-            stats.versions_collected += s.versions_collected;
-            stats.contexts_expired += s.contexts_expired;
-            stats.transactions_applied += s.transactions_applied;
-        }
+        let counters = self.replicas.iter().fold(ReplicaCounters::default(), |sum, r| sum + r.counters());
         let end = self.workload_end.unwrap_or(self.now);
         SimReport {
             protocol: P::NAME,
+            guarantee: P::GUARANTEE,
+            reads_never_wait: P::READS_NEVER_WAIT,
             seed: self.cfg.seed,
             dcs: self.cfg.dcs,
             partitions: self.cfg.partitions,
@@ -483,7 +503,7 @@ impl<P: Protocol> Simulation<P> {
             reads_waited: self.reads_waited,
             read_wait_us: Percentiles::of(self.read_wait_us),
             txn_latency_us: Percentiles::of(self.latencies_us),
-            replica_stats: stats,
+            counters,
             history: History { txns: self.history, finals },
         }
     }

@@ -87,7 +87,7 @@ fn tick<P: Scenario>(h: &mut Harness<P>, step_us: u64, pick: &dyn Fn(&InFlight<P
     }
 }
 
-const PX: ReplicaId = ReplicaId { dc: DcId(0), partition: PartitionId(0) };
+const PX: ReplicaId = ReplicaId::at(DcId(0), PartitionId(0));
 
 /// What c1 saw on the Figure 1 schedule.
 struct Figure1 {

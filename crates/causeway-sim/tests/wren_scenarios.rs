@@ -92,7 +92,7 @@ struct Figure1 {
     ct: Timestamp,
 }
 
-const PX: ReplicaId = ReplicaId { dc: DcId(0), partition: causeway_protocol::PartitionId(0) };
+const PX: ReplicaId = ReplicaId::at(DcId(0), causeway_protocol::PartitionId(0));
 
 /// Everything except T2's Commit to p_x moves.
 fn commit_to_px_held(m: &causeway_sim::harness::InFlight<WrenMsg>) -> bool {
@@ -182,13 +182,13 @@ fn read_your_writes_through_the_client_cache_while_the_stable_snapshot_lags() {
         Some(SessionEvent::Committed(Some(stamp))) => stamp.ts,
         other => panic!("{other:?}"),
     };
-    assert_eq!(h.session(me).cache_len(), 1);
+    assert_eq!(h.session(me).role().past().cache_len(), 1);
 
     // No apply or stabilization has run: the snapshot is older than ct.
     h.begin(me).unwrap();
     h.deliver_all();
     h.take_event(me);
-    assert!(h.session(me).snapshot().0 < ct);
+    assert!(h.session(me).role().past().snapshot().0 < ct);
     let in_flight_before = h.in_flight.len();
     let values = read_values(h.read(me, &[&x]).unwrap());
     assert_eq!(values, vec![s("mine")], "served from the cache");
@@ -202,7 +202,7 @@ fn read_your_writes_through_the_client_cache_while_the_stable_snapshot_lags() {
     tick(&mut h, 10_000, everything);
     assert_eq!(read_txn(&mut h, other, &[&x], everything), vec![s("mine")]);
     assert_eq!(read_txn(&mut h, me, &[&x], everything), vec![s("mine")]);
-    assert_eq!(h.session(me).cache_len(), 0, "pruned once the snapshot includes it");
+    assert_eq!(h.session(me).role().past().cache_len(), 0, "pruned once the snapshot includes it");
 }
 
 /// A write to two partitions becomes visible in one step, whatever the
@@ -343,7 +343,7 @@ fn gc_keeps_what_running_transactions_can_read_and_expires_vanished_clients() {
     h.advance_clocks(2_000_000);
     h.fire_all(WrenTimer::ExpireContexts);
     assert_eq!(h.replica(ReplicaId::new(0, 1)).open_contexts(), 0);
-    assert!(h.replica(ReplicaId::new(0, 1)).stats().contexts_expired >= 1);
+    assert!(h.replica(ReplicaId::new(0, 1)).counters().contexts_expired >= 1);
     run_txn(&mut h, writer, &[(&x, "v7")]);
     tick(&mut h, 10_000, everything);
     tick(&mut h, 10_000, everything);
@@ -352,7 +352,7 @@ fn gc_keeps_what_running_transactions_can_read_and_expires_vanished_clients() {
     // Chains are pruned when written: v8's insert dropped everything older
     // than v7, the newest version the oldest running snapshot can see.
     assert_eq!(h.replica(p0).chain_len(x.as_bytes()), 2, "v7 and v8 are left");
-    assert_eq!(h.replica(p0).stats().versions_collected, 7, "v0 to v6 are collected");
+    assert_eq!(h.replica(p0).counters().versions_collected, 7, "v0 to v6 are collected");
 
     // The ghost comes back: its transaction is gone.
     h.read(ghost, &[&x]).unwrap();

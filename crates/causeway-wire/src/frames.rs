@@ -3,7 +3,7 @@
 use crate::stats::NodeStats;
 use crate::WireError;
 use bytes::Bytes;
-use causeway_protocol::Limits;
+use causeway_protocol::{AbortReason, Limits};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +73,9 @@ pub enum Response {
     Done,
     Dump(Dump),
     Stats(NodeStats),
+    /// The store aborted the transaction (a conflict under a serializable
+    /// protocol): the request was sound, and the transaction is over.
+    TxnAborted(AbortReason),
     Error(WireError),
 }
 

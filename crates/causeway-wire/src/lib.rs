@@ -27,7 +27,7 @@ pub mod error;
 pub mod frames;
 pub mod stats;
 
-pub use causeway_protocol::{Limits, SessionError};
+pub use causeway_protocol::{AbortReason, Limits, SessionError};
 pub use error::WireError;
 pub use frames::{Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome};
 pub use stats::{ClassCount, NodeStats, ReplicaReading};

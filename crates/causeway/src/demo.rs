@@ -92,7 +92,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     if let Some(path) = &args.history {
         verdict::write_history(&history, path)?;
     }
-    let ok = verdict::judge(&history, spec.protocol)
+    let ok = verdict::judge(&history, spec.protocol.guarantee())
         && outcome.errors.is_empty()
         && outcome.report.visibility.unfinished == 0;
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })

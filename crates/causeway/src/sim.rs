@@ -201,12 +201,12 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     if let Some(path) = &args.history {
         verdict::write_history(&report.history, path)?;
     }
-    let mut ok = verdict::judge(&report.history, args.protocol) && report.settled();
+    let mut ok = verdict::judge(&report.history, report.guarantee) && report.settled();
     if !report.settled() {
         println!("  the cluster did not settle: writes were still unapplied at the settle limit");
     }
-    if report.protocol == "wren" && report.reads_waited > 0 {
-        println!("  Wren reads must never wait, but {} did", report.reads_waited);
+    if report.reads_never_wait && report.reads_waited > 0 {
+        println!("  {} reads must never wait, but {} did", report.protocol, report.reads_waited);
         ok = false;
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })

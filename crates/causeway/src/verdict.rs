@@ -1,8 +1,7 @@
 //! Writing a history file and judging it, as `sim` and `demo` both do.
 
 use anyhow::{Context, Result};
-use causeway_history::{check, History};
-use causeway_protocol::ProtocolKind;
+use causeway_history::{check, Guarantee, History};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -16,27 +15,30 @@ pub fn write_history(history: &History, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Checks the history and prints the verdict; returns whether the run
-/// passes. A protocol that does not promise TCC (EC) is judged all the same,
-/// but its violations are the expected outcome, shown as counts per kind.
-pub fn judge(history: &History, protocol: ProtocolKind) -> bool {
+/// Checks the history and prints the verdict; returns whether the history
+/// keeps the protocol's `guarantee`. A protocol that does not promise TCC
+/// (EC) is judged all the same, but its violations of TCC are the expected
+/// outcome, shown as counts per kind — unless they break its own promise.
+pub fn judge(history: &History, guarantee: Guarantee) -> bool {
     let started = Instant::now();
     let verdict = check(history);
-    let promised = protocol.is_tcc();
+    let kept = verdict.upholds(guarantee);
+    let headline = match (verdict.is_tcc(), kept) {
+        (true, _) => "TCC: no violations".to_string(),
+        (false, true) => {
+            format!("violations found, as expected: this protocol does not promise TCC (it keeps {guarantee})")
+        }
+        (false, false) => format!("VIOLATIONS FOUND: the history breaks {guarantee}"),
+    };
     println!(
-        "  checker        {} ({} transactions in {:.3} s)",
-        match (verdict.is_tcc(), promised) {
-            (true, _) => "TCC: no violations",
-            (false, true) => "VIOLATIONS FOUND",
-            (false, false) => "violations found, as expected: this protocol does not promise TCC",
-        },
+        "  checker        {headline} ({} transactions in {:.3} s)",
         history.txns.len(),
         started.elapsed().as_secs_f64()
     );
     if !verdict.is_tcc() {
         let text = verdict.to_string();
-        let shown = if promised { text.as_str() } else { text.split("\n\n").next().unwrap_or("") };
+        let shown = if kept { text.split("\n\n").next().unwrap_or("") } else { text.as_str() };
         println!("{shown}");
     }
-    verdict.is_tcc() || !promised
+    kept
 }

@@ -25,10 +25,12 @@
 
 mod causal;
 mod finals;
+mod guarantee;
 mod index;
 mod reads;
 mod report;
 
+pub use guarantee::Guarantee;
 pub use report::{CheckStats, Report, Violation, ViolationKind};
 
 use crate::format::{History, OpKind, Status, TxnRecord};

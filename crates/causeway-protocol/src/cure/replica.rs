@@ -1,21 +1,30 @@
-//! The state of a Cure (or H-Cure) partition replica `p_n^m` and the
-//! dispatch of its inputs to the coordinator, cohort, apply and
-//! stabilization roles.
+//! A Cure (or H-Cure) partition replica `p_n^m`: its roles, each owning its
+//! state, and the dispatch of inputs between them.
+//!
+//! * the coordinator ([`Coordinator`]) — snapshot assignment and 2PC;
+//! * the cohort — prepared transactions ([`PreparedSet`]) and the reads
+//!   parked until their snapshot is installed ([`ParkedReads`]);
+//! * replication — the version vector and the local commits waiting to go
+//!   to the other DCs ([`Replicator`]);
+//! * stabilization ([`StableVector`]) — the GSV and the GC bound.
+//!
+//! The hybrid clock and the multi-version store are the replica's.
 
-use super::messages::{CureMsg, TxWrites};
+use super::cohort::{self, ParkedReads, Prepared, SliceRead};
+use super::messages::{CureMsg, Gossip, TxWrites};
+use super::stabilization::StableVector;
 use super::vector::{self, VectorTs};
-use super::{ClockMode, CureConfig};
-use crate::coordination::Contexts;
-use crate::engine::{CommitStamp, Key, Outbox, Replica, ReplicaStats, Value};
+use super::{ClockMode, CureConfig, CureFault};
+use crate::contract::replica::ReplicaEffects;
+use crate::contract::{CommitStamp, Key, NoRecord, Replica, ReplicaCounters, SessionError, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::mvstore::{MvStore, Version};
 use crate::topology::Topology;
-use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::twopc::{Coordinator, PreparedSet, Replicator, TxnMsg};
 use std::sync::Arc;
 
-pub type CureOutbox = Outbox<CureMsg, CureTimer>;
+type Out = ReplicaEffects<CureReplica>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CureTimer {
@@ -30,112 +39,54 @@ pub enum CureTimer {
     WakeReads,
 }
 
-/// A transaction prepared here and waiting for its commit timestamp.
-#[derive(Clone, Debug)]
-pub(crate) struct PreparedTx {
-    pub pt: Timestamp,
-    /// The snapshot it read from: its commit vector, but for the local entry.
-    pub snapshot: VectorTs,
-    pub writes: Vec<(Key, Value)>,
-}
-
-/// A read slice whose snapshot this partition has not installed yet.
-#[derive(Clone, Debug)]
-pub(crate) struct ParkedRead {
-    pub from: Addr,
-    pub tx: TxId,
-    pub keys: Vec<Key>,
-    pub snapshot: VectorTs,
-}
-
 pub struct CureReplica {
-    pub(crate) id: ReplicaId,
-    pub(crate) topology: Arc<Topology>,
-    pub(crate) config: CureConfig,
-    pub(crate) mode: ClockMode,
-    /// The replicas of this partition in the other DCs.
-    pub(crate) peers: Vec<Addr>,
-    /// The other partitions of this DC.
-    pub(crate) partners: Vec<Addr>,
+    id: ReplicaId,
+    topology: Arc<Topology>,
+    config: CureConfig,
+    mode: ClockMode,
     /// Proposals and (H-Cure) snapshots come from this clock; it never runs
     /// behind the physical clock.
-    pub(crate) hlc: Hlc,
+    hlc: Hlc,
+    store: MvStore<VectorTs>,
+    coordinator: Coordinator<VectorTs>,
+    prepared: PreparedSet<Prepared>,
+    parked: ParkedReads,
+    /// Transactions committed and installed here, waiting to be replicated.
+    replication: Replicator<TxWrites>,
     /// The version vector: entry `m` is the local time up to which this
     /// replica has applied and replicated every local commit; entry `i ≠ m`
     /// the latest update or heartbeat received from DC `i`.
-    pub(crate) vv: VectorTs,
+    vv: VectorTs,
     /// The local time up to which this replica is known to have installed
-    /// every commit (`VV[m]`, or more when a parked read proved it).
-    pub(crate) installed_local: Timestamp,
-    /// The global stable vector: every partition of the DC has received
-    /// DC `i`'s updates up to `gsv[i]`.
-    pub(crate) gsv: VectorTs,
-    /// The latest version vector and oldest snapshot reported by each
-    /// partition of the DC, by partition id (this replica's slot unused).
-    pub(crate) reports: Vec<Option<(VectorTs, VectorTs)>>,
-    pub(crate) store: MvStore<VectorTs>,
-    /// Prepared transactions, by proposed time (what reads wait for) and id.
-    pub(crate) prepared_order: BTreeSet<(Timestamp, TxId)>,
-    pub(crate) prepared: FxHashMap<TxId, PreparedTx>,
-    /// Transactions committed here and applied locally, not yet replicated,
-    /// in commit order.
-    pub(crate) committed: BTreeMap<(Timestamp, TxId), TxWrites>,
-    /// Reads waiting for their snapshot, by its local entry (then arrival).
-    pub(crate) parked: BTreeMap<(Timestamp, u64), ParkedRead>,
-    pub(crate) parked_seq: u64,
-    /// When the earliest armed `WakeReads` timer fires (local clock).
-    pub(crate) wake_at: Option<PhysicalMicros>,
-    /// Transactions this replica coordinates.
-    pub(crate) contexts: Contexts<VectorTs>,
-    pub(crate) next_tx: u64,
-    /// The oldest snapshot any running transaction in the DC may read;
-    /// versions older than what it sees are collected.
-    pub(crate) s_old: VectorTs,
-    pub(crate) stats: ReplicaStats,
+    /// every commit (`VV[m]`, or more when a served read proved it).
+    installed_local: Timestamp,
+    stable: StableVector,
+    counters: ReplicaCounters,
 }
 
 impl CureReplica {
     pub fn new(id: ReplicaId, topology: Arc<Topology>, config: CureConfig, mode: ClockMode) -> Self {
-        let peers = topology
-            .replicas_of(id.partition)
-            .iter()
-            .filter(|&&dc| dc != id.dc)
-            .map(|&dc| Addr::Replica(ReplicaId { dc, partition: id.partition }))
-            .collect();
-        let partners = topology.replicas_in(id.dc).into_iter().filter(|r| *r != id).map(Addr::Replica).collect();
         let dcs = topology.dc_count();
         CureReplica {
             id,
-            peers,
-            partners,
             mode,
-            config,
             hlc: Hlc::new(),
+            store: MvStore::default(),
+            coordinator: Coordinator::new(id, config.tx_context_timeout_us),
+            prepared: PreparedSet::default(),
+            parked: ParkedReads::default(),
+            replication: Replicator::new(id, &topology),
             vv: VectorTs::zero(dcs),
             installed_local: Timestamp::ZERO,
-            gsv: VectorTs::zero(dcs),
-            reports: vec![None; topology.partition_count() as usize],
-            store: MvStore::default(),
-            prepared_order: BTreeSet::new(),
-            prepared: FxHashMap::default(),
-            committed: BTreeMap::new(),
-            parked: BTreeMap::new(),
-            parked_seq: 0,
-            wake_at: None,
-            contexts: Contexts::default(),
-            next_tx: 0,
-            s_old: VectorTs::zero(dcs),
-            stats: ReplicaStats::default(),
+            stable: StableVector::new(id, &topology),
+            counters: ReplicaCounters::default(),
+            config,
             topology,
         }
     }
 
     pub fn dc(&self) -> DcId {
         self.id.dc
-    }
-
-    pub fn clock_mode(&self) -> ClockMode {
-        self.mode
     }
 
     /// The version vector `VV`.
@@ -145,12 +96,7 @@ impl CureReplica {
 
     /// The global stable vector as this replica knows it.
     pub fn stable_vector(&self) -> &VectorTs {
-        &self.gsv
-    }
-
-    /// The GC bound this replica has learned.
-    pub fn oldest_snapshot(&self) -> &VectorTs {
-        &self.s_old
+        self.stable.gsv()
     }
 
     pub fn hlc(&self) -> Timestamp {
@@ -169,7 +115,7 @@ impl CureReplica {
 
     /// Number of transactions this replica coordinates right now.
     pub fn open_contexts(&self) -> usize {
-        self.contexts.len()
+        self.coordinator.open_transactions()
     }
 
     /// Number of versions of `key` stored here.
@@ -177,28 +123,159 @@ impl CureReplica {
         self.store.chain(key).map_or(0, |c| c.len())
     }
 
+    fn of_this_cluster(&mut self, snapshot: &VectorTs) -> bool {
+        let ok = snapshot.len() == self.vv.len();
+        self.counters.inputs_refused += u64::from(!ok);
+        ok
+    }
+
     /// The local entry a snapshot assigned now may take from this replica's
     /// clock: the physical clock in Cure, the HLC in H-Cure.
-    pub(crate) fn snapshot_clock(&mut self, now: PhysicalMicros) -> Timestamp {
+    fn snapshot_clock(&mut self, now: PhysicalMicros) -> Timestamp {
         match self.mode {
             ClockMode::Physical => Timestamp::from_physical(now),
             ClockMode::Hybrid => self.hlc.observe(now, Timestamp::ZERO),
         }
     }
 
-    /// The freshest version of `key` visible in `snapshot`.
-    pub(crate) fn read_at(&self, key: &[u8], snapshot: &VectorTs) -> Option<Value> {
-        let chain = self.store.chain(key)?;
-        // A version is stamped with its commit vector's entry for its DC, so
-        // none stamped above the snapshot's largest entry is visible.
-        chain.newest_visible_upto(snapshot.max_entry(), |v| vector::visible(v, snapshot)).map(|v| v.value.clone())
+    /// The snapshot of a transaction starting now for a client that has seen
+    /// `seen`: the local entry is the freshest of the client's and this
+    /// replica's clock — possibly not installed yet anywhere — and the remote
+    /// entries come from the global stable vector (or the client's, if it
+    /// has seen a fresher one; both are stable in this DC).
+    fn start_transaction(&mut self, now: PhysicalMicros, client: Addr, seen: VectorTs, out: &mut Out) {
+        if seen.len() != self.vv.len() {
+            let why = format!("a snapshot of {} entries in a cluster of {} DCs", seen.len(), self.vv.len());
+            out.send(client, TxnMsg::TxError { tx: None, error: SessionError::InvalidArgument(why) });
+            return;
+        }
+        let mut snapshot = self.stable.gsv().clone();
+        snapshot.join(&seen);
+        let clock = self.snapshot_clock(now);
+        snapshot.raise(self.dc(), clock);
+        self.coordinator.start(now, client, snapshot, out);
+    }
+
+    /// The oldest snapshot a transaction coordinated here may still read:
+    /// the oldest running one, or, with none running, a lower bound of the
+    /// snapshot a new one would get.
+    fn oldest_local_snapshot(&self, now: PhysicalMicros) -> VectorTs {
+        let mut newest = self.stable.gsv().clone();
+        let clock = match self.mode {
+            ClockMode::Physical => Timestamp::from_physical(now),
+            ClockMode::Hybrid => self.hlc.current().max(Timestamp::from_physical(now)),
+        };
+        newest.raise(self.dc(), clock);
+        self.coordinator.oldest_snapshot(newest)
+    }
+
+    /// The largest snapshot local entry this replica can serve now.
+    fn serve_bound(&self, now: PhysicalMicros) -> Timestamp {
+        if self.config.fault == CureFault::ServeAhead {
+            return Timestamp::MAX;
+        }
+        let pending = self.prepared.smallest_proposal().map_or(Timestamp::MAX, Timestamp::prev);
+        let clock = match self.mode {
+            ClockMode::Physical => Timestamp::from_physical(now),
+            ClockMode::Hybrid => Timestamp::MAX,
+        };
+        pending.min(clock)
+    }
+
+    fn on_slice(&mut self, now: PhysicalMicros, read: SliceRead, out: &mut Out) {
+        if !self.of_this_cluster(&read.snapshot) {
+            return;
+        }
+        let t = read.snapshot.get(self.dc());
+        if t <= self.serve_bound(now) {
+            self.serve(now, read, out);
+            return;
+        }
+        if self.mode == ClockMode::Hybrid {
+            // H-Cure never waits for its clock: moving the HLC past the
+            // snapshot now makes every later proposal exceed it, so only
+            // transactions already prepared below it can hold the read.
+            self.hlc.observe(now, t);
+        }
+        self.parked.park(t, read);
+        self.arm_wake(now, out);
+    }
+
+    fn serve(&mut self, now: PhysicalMicros, read: SliceRead, out: &mut Out) {
+        let t = read.snapshot.get(self.dc());
+        // From now on every proposal here exceeds `t`: nothing can commit
+        // inside the snapshot this read has seen.
+        self.hlc.observe(now, t);
+        self.installed_local = self.installed_local.max(t);
+        let values: Vec<(Key, Option<Value>)> = read
+            .keys
+            .into_iter()
+            .map(|key| {
+                let value = cohort::read_at(&self.store, &key, &read.snapshot);
+                (key, value)
+            })
+            .collect();
+        out.send(read.from, TxnMsg::SliceResp { tx: read.tx, round: read.round, values });
+    }
+
+    /// Serves the parked reads whose snapshots are installed now, and arms
+    /// the clock timer for the rest if the clock is what they wait for.
+    fn wake_parked(&mut self, now: PhysicalMicros, out: &mut Out) {
+        let bound = self.serve_bound(now);
+        while let Some(read) = self.parked.take_servable(bound) {
+            self.serve(now, read, out);
+        }
+        self.arm_wake(now, out);
+    }
+
+    /// Cure: a timer for the moment the physical clock reaches the smallest
+    /// parked snapshot, unless one that fires earlier is armed.
+    fn arm_wake(&mut self, now: PhysicalMicros, out: &mut Out) {
+        if self.mode != ClockMode::Physical {
+            return;
+        }
+        if let Some(due) = self.parked.wake_due(now) {
+            out.set_timer(CureTimer::WakeReads, due - now);
+        }
+    }
+
+    /// Proposes a commit time above everything the transaction has seen and
+    /// above everything this replica has proposed or served.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &mut self,
+        now: PhysicalMicros,
+        from: Addr,
+        tx: TxId,
+        snapshot: VectorTs,
+        ht: Timestamp,
+        writes: Vec<(Key, Value)>,
+        out: &mut Out,
+    ) {
+        if !self.of_this_cluster(&snapshot) {
+            return;
+        }
+        let floor = ht.max(snapshot.max_entry());
+        self.prepared.prepare(&mut self.hlc, now, from, tx, floor, || Prepared { snapshot, writes }, out);
+    }
+
+    /// Installs the transaction's versions at once, queues it for
+    /// replication, and wakes the reads it was holding back.
+    fn commit(&mut self, now: PhysicalMicros, tx: TxId, ct: Timestamp, out: &mut Out) {
+        let Some(done) = self.prepared.resolve(&mut self.hlc, now, tx, ct) else { return };
+        self.counters.inputs_refused += u64::from(done.raised);
+        let commit_vector = vector::commit_vector(&done.prepared.snapshot, self.dc(), done.ct);
+        let writes = TxWrites { txid: tx, commit_vector, writes: done.prepared.writes };
+        self.install(done.ct, self.dc(), std::slice::from_ref(&writes));
+        self.replication.queue(done.ct, tx, writes);
+        self.wake_parked(now, out);
     }
 
     /// Creates the versions of `txs`, committed at `ct` in DC `source`, then
     /// collects what the oldest snapshot in use no longer needs on their
     /// chains.
-    pub(crate) fn install(&mut self, ct: Timestamp, source: DcId, txs: &[TxWrites]) {
-        let s_old = &self.s_old;
+    fn install(&mut self, ct: Timestamp, source: DcId, txs: &[TxWrites]) {
+        let s_old = self.stable.oldest_snapshot();
         for tx in txs {
             let stamp = CommitStamp { ts: ct, dc: source, txid: tx.txid };
             for (key, value) in &tx.writes {
@@ -206,73 +283,128 @@ impl CureReplica {
                 self.store.insert(key.clone(), version, |v| vector::visible(v, s_old));
             }
         }
-        self.stats.transactions_applied += txs.len() as u64;
+        self.counters.transactions_applied += txs.len() as u64;
+    }
+
+    /// Every Δ_R: replicate, in commit order, the local commits no future
+    /// commit here can precede, grouping those of equal commit time; advance
+    /// the local entry of the version vector; heartbeat when idle.
+    fn replicate_committed(&mut self, now: PhysicalMicros, out: &mut Out) {
+        let ub = self.prepared.stable_bound(&mut self.hlc, now);
+        let replicated = self.replication.release(ub, |_, _| {}, out);
+        let m = self.dc();
+        debug_assert!(ub >= self.vv.get(m), "the version clock went back");
+        self.vv.raise(m, ub);
+        self.installed_local = self.installed_local.max(ub);
+        if !replicated {
+            self.replication.heartbeat(self.vv.get(m), out);
+        }
+    }
+
+    /// FIFO links deliver a replica's groups in commit order, so the
+    /// sender's entry can advance to `ct`.
+    fn on_replicate(&mut self, from: Addr, ct: Timestamp, txs: Vec<TxWrites>) {
+        let Some(source) = self.replication.source_of(from) else {
+            self.counters.inputs_refused += 1;
+            return;
+        };
+        if txs.iter().any(|tx| tx.commit_vector.len() != self.vv.len() || tx.commit_vector.get(source) != ct) {
+            // Not a commit vector of this cluster and this commit.
+            self.counters.inputs_refused += 1;
+            return;
+        }
+        self.install(ct, source, &txs);
+        self.vv.raise(source, ct);
+    }
+
+    fn on_heartbeat(&mut self, from: Addr, t: Timestamp) {
+        match self.replication.source_of(from) {
+            Some(source) => self.vv.raise(source, t),
+            None => self.counters.inputs_refused += 1,
+        }
+    }
+
+    fn on_gossip(&mut self, from: Addr, report: Gossip) {
+        if !self.stable.on_gossip(from, report) {
+            self.counters.inputs_refused += 1;
+        }
     }
 }
 
 impl Replica for CureReplica {
     type Message = CureMsg;
     type Timer = CureTimer;
+    type Record = NoRecord;
 
     fn id(&self) -> ReplicaId {
         self.id
     }
 
-    fn start(&mut self, now: PhysicalMicros, out: &mut CureOutbox) {
+    fn start(&mut self, now: PhysicalMicros, out: &mut Out) {
         self.hlc.observe(now, Timestamp::ZERO);
         out.set_timer(CureTimer::Apply, self.config.apply_interval_us);
         out.set_timer(CureTimer::Stabilize, self.config.stabilization_interval_us);
-        out.set_timer(CureTimer::ExpireContexts, self.config.tx_context_timeout_us / 2 + 1);
+        out.set_timer(CureTimer::ExpireContexts, self.coordinator.expiry_interval_us());
     }
 
-    fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: CureMsg, out: &mut CureOutbox) {
-        use CureMsg::*;
+    fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: CureMsg, out: &mut Out) {
+        use TxnMsg::*;
+        let topology = &self.topology;
         match msg {
-            StartTxReq { seen } => self.on_start_tx(now, from, seen, out),
-            TxReadReq { tx, keys } => self.on_tx_read(now, from, tx, keys, out),
-            CommitReq { tx, hwt, writes } => self.on_commit_req(now, from, tx, hwt, writes, out),
-            EndTx { tx } => self.on_end_tx(tx),
-            SliceReq { tx, keys, snapshot } => self.on_slice(now, from, tx, keys, snapshot, out),
-            SliceResp { tx, values } => self.on_slice_resp(tx, values, out),
-            PrepareReq { tx, snapshot, ht, writes } => self.on_prepare(now, from, tx, snapshot, ht, writes, out),
-            PrepareResp { tx, pt } => self.on_prepare_resp(tx, pt, out),
-            Commit { tx, ct } => self.on_commit(now, tx, ct, out),
+            StartTxReq(seen) => self.start_transaction(now, from, seen, out),
+            TxReadReq { tx, keys } => self.coordinator.on_read(now, from, tx, keys, topology, out),
+            CommitReq { tx, hwt, writes } => {
+                self.coordinator.on_commit_request(now, from, tx, hwt, writes, topology, out)
+            }
+            EndTx { tx } => self.coordinator.end(tx),
+            SliceReq { tx, round, keys, snapshot } => {
+                self.on_slice(now, SliceRead { from, tx, round, keys, snapshot }, out)
+            }
+            SliceResp { tx, round, values } => self.coordinator.on_slice(tx, round, values, out),
+            PrepareReq { tx, snapshot, ht, writes } => self.prepare(now, from, tx, snapshot, ht, writes, out),
+            PrepareResp { tx, pt } => self.coordinator.on_proposal(tx, pt, out),
+            Commit { tx, ct } => self.commit(now, tx, ct, out),
             Replicate { ct, txs } => self.on_replicate(from, ct, txs),
             Heartbeat { t } => self.on_heartbeat(from, t),
-            Gossip { vv, oldest } => self.on_gossip(from, vv, oldest),
+            Stabilization(report) => self.on_gossip(from, report),
+            // Replies meant for clients: a peer speaking out of turn.
             StartTxResp { .. } | TxReadResp { .. } | CommitResp { .. } | TxError { .. } => {
-                // Replies meant for clients: a peer speaking out of turn. Drop.
+                self.counters.inputs_refused += 1;
             }
         }
     }
 
-    fn on_timer(&mut self, now: PhysicalMicros, timer: CureTimer, out: &mut CureOutbox) {
+    fn on_timer(&mut self, now: PhysicalMicros, timer: CureTimer, out: &mut Out) {
         match timer {
             CureTimer::Apply => {
-                self.replicate_committed(now, out);
+                // A slow round: nothing replicated or promised yet.
+                if !out.buggify("cure.apply.skip_round") {
+                    self.replicate_committed(now, out);
+                }
                 self.wake_parked(now, out);
                 out.set_timer(CureTimer::Apply, self.config.apply_interval_us);
             }
             CureTimer::Stabilize => {
-                self.gossip(now, out);
+                // A report that comes one round late.
+                if !out.buggify("cure.gossip.skip_round") {
+                    let oldest = self.oldest_local_snapshot(now);
+                    self.stable.gossip(&self.vv, oldest, out);
+                }
                 out.set_timer(CureTimer::Stabilize, self.config.stabilization_interval_us);
             }
             CureTimer::ExpireContexts => {
-                self.expire_contexts(now);
-                out.set_timer(CureTimer::ExpireContexts, self.config.tx_context_timeout_us / 2 + 1);
+                self.coordinator.expire(now);
+                out.set_timer(CureTimer::ExpireContexts, self.coordinator.expiry_interval_us());
             }
             CureTimer::WakeReads => {
-                // Whichever timer this was, re-check and re-arm from scratch
-                // (a drifting clock may not have reached the mark yet; an
-                // extra timer costs one spurious check).
-                self.wake_at = None;
+                self.parked.woken();
                 self.wake_parked(now, out);
             }
         }
     }
 
     fn is_quiescent(&self) -> bool {
-        self.prepared.is_empty() && self.committed.is_empty() && self.parked.is_empty()
+        self.prepared.is_empty() && self.replication.is_idle() && self.parked.is_empty()
     }
 
     fn latest_values(&self) -> Vec<(Key, Value)> {
@@ -285,7 +417,7 @@ impl Replica for CureReplica {
         if origin == self.id.dc {
             self.installed_local.max(self.vv.get(origin))
         } else {
-            self.gsv.get(origin)
+            self.stable.gsv().get(origin)
         }
     }
 
@@ -294,11 +426,12 @@ impl Replica for CureReplica {
         8 * u64::from(self.topology.dc_count())
     }
 
-    fn stats(&self) -> ReplicaStats {
-        ReplicaStats {
+    fn counters(&self) -> ReplicaCounters {
+        ReplicaCounters {
             versions: self.store.version_count(),
             versions_collected: self.store.collected_count(),
-            ..self.stats
+            contexts_expired: self.coordinator.expired(),
+            ..self.counters
         }
     }
 }

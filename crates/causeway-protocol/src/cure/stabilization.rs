@@ -2,50 +2,94 @@
 //! to every other partition of its DC (all-to-all, N(N−1) messages of M
 //! timestamps per round — the cost Wren's BiST tree cuts down). Each one
 //! computes the global stable vector: entry `i` is the minimum over the DC's
-//! partitions of what they have received from DC `i`.
+//! partitions of what they have received from DC `i`. [`StableVector`] owns
+//! the GSV and the GC bound.
 //!
 //! The same messages carry the oldest snapshot the partition's running
 //! transactions may read; the minimum over the DC bounds garbage collection.
 
-use super::messages::CureMsg;
-use super::replica::{CureOutbox, CureReplica};
+use super::messages::{CureMsg, Gossip};
 use super::vector::VectorTs;
-use crate::hlc::PhysicalMicros;
-use crate::ids::Addr;
+use crate::contract::Effects;
+use crate::ids::{Addr, ReplicaId};
+use crate::topology::Topology;
+use crate::twopc::TxnMsg;
 
-impl CureReplica {
-    /// Every Δ_G: send this replica's report to the other partitions and
-    /// fold it into its own view.
-    pub(crate) fn gossip(&mut self, now: PhysicalMicros, out: &mut CureOutbox) {
-        let oldest = self.oldest_local_snapshot(now);
-        for &partner in &self.partners {
-            out.send(partner, CureMsg::Gossip { vv: self.vv.clone(), oldest: oldest.clone() });
+/// The DC's stable vector as this replica knows it, and what it knows of
+/// each partition.
+#[derive(Clone, Debug)]
+pub struct StableVector {
+    me: ReplicaId,
+    /// The other partitions of this DC.
+    partners: Vec<Addr>,
+    /// The latest version vector and oldest snapshot reported by each
+    /// partition of the DC, by partition id.
+    reports: Vec<Option<(VectorTs, VectorTs)>>,
+    /// The global stable vector: every partition of the DC has received
+    /// DC `i`'s updates up to `gsv[i]`.
+    gsv: VectorTs,
+    /// The oldest snapshot any running transaction in the DC may read;
+    /// versions older than what it sees are collected.
+    s_old: VectorTs,
+}
+
+impl StableVector {
+    pub fn new(me: ReplicaId, topology: &Topology) -> Self {
+        let dcs = topology.dc_count();
+        StableVector {
+            me,
+            partners: topology.replicas_in(me.dc).into_iter().filter(|r| *r != me).map(Addr::Replica).collect(),
+            reports: vec![None; topology.partition_count() as usize],
+            gsv: VectorTs::zero(dcs),
+            s_old: VectorTs::zero(dcs),
         }
-        self.reports[self.id.partition.0 as usize] = Some((self.vv.clone(), oldest));
-        self.recompute_stable();
     }
 
-    pub(crate) fn on_gossip(&mut self, from: Addr, vv: VectorTs, oldest: VectorTs) {
-        let Addr::Replica(partner) = from else { return };
-        if !self.partners.contains(&from) || vv.len() != self.vv.len() || oldest.len() != self.vv.len() {
-            return;
+    /// The global stable vector.
+    pub fn gsv(&self) -> &VectorTs {
+        &self.gsv
+    }
+
+    /// The GC bound.
+    pub fn oldest_snapshot(&self) -> &VectorTs {
+        &self.s_old
+    }
+
+    /// Every Δ_G: this replica's report to the other partitions, and into
+    /// its own view.
+    pub fn gossip<T, R>(&mut self, vv: &VectorTs, oldest: VectorTs, out: &mut Effects<CureMsg, T, R>) {
+        for &partner in &self.partners {
+            out.send(partner, TxnMsg::Stabilization(Gossip { vv: vv.clone(), oldest: oldest.clone() }));
+        }
+        self.reports[self.me.partition.0 as usize] = Some((vv.clone(), oldest));
+        self.recompute();
+    }
+
+    /// A partner's report; `false` if it is not one of this DC's partitions
+    /// or not a report of this cluster's shape.
+    pub fn on_gossip(&mut self, from: Addr, report: Gossip) -> bool {
+        let Addr::Replica(partner) = from else { return false };
+        let dcs = self.gsv.len();
+        if !self.partners.contains(&from) || report.vv.len() != dcs || report.oldest.len() != dcs {
+            return false;
         }
         let slot = &mut self.reports[partner.partition.0 as usize];
         match slot {
             // Both only grow; a message overtaken by a newer one cannot
             // happen on FIFO links, but joining keeps it harmless.
             Some((v, o)) => {
-                v.join(&vv);
-                o.join(&oldest);
+                v.join(&report.vv);
+                o.join(&report.oldest);
             }
-            None => *slot = Some((vv, oldest)),
+            None => *slot = Some((report.vv, report.oldest)),
         }
-        self.recompute_stable();
+        self.recompute();
+        true
     }
 
     /// Once every partition of the DC has reported: the GSV and the GC bound
     /// are the minima of the reports; both only move forward.
-    fn recompute_stable(&mut self) {
+    fn recompute(&mut self) {
         let mut reports = self.reports.iter();
         let Some(Some((first_vv, first_oldest))) = reports.next() else { return };
         let (mut gsv, mut oldest) = (first_vv.clone(), first_oldest.clone());

@@ -1,15 +1,18 @@
 //! Unit tests of single replica steps: snapshot assignment, when a read
 //! waits and what wakes it, proposals, stabilization.
 
-use super::messages::{CureMsg, TxWrites};
-use super::replica::{CureOutbox, CureReplica, CureTimer};
+use super::messages::{CureMsg, Gossip, TxWrites};
+use super::replica::{CureReplica, CureTimer};
+
 use super::vector::VectorTs;
 use super::{ClockMode, CureConfig};
-use crate::engine::{Key, Replica, Value};
+use crate::contract::{Effects, Key, Replica, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
 use std::sync::Arc;
+
+type CureOutbox = Effects<CureMsg, CureTimer>;
 
 const START: u64 = 1_000_000;
 
@@ -34,14 +37,14 @@ fn vector(entries: &[Timestamp]) -> VectorTs {
 
 fn slice(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> CureOutbox {
     let mut out = CureOutbox::default();
-    let msg = CureMsg::SliceReq { tx: TxId(tx), keys: vec![Key::from("k")], snapshot };
+    let msg = CureMsg::SliceReq { tx: TxId(tx), round: 0, keys: vec![Key::from("k")], snapshot };
     r.on_message(now, coordinator(), msg, &mut out);
     out
 }
 
 fn answered(out: &CureOutbox, tx: u64) -> Option<Option<Value>> {
     out.messages.iter().find_map(|(_, m)| match m {
-        CureMsg::SliceResp { tx: t, values } if t.0 == tx => Some(values[0].1.clone()),
+        CureMsg::SliceResp { tx: t, values, .. } if t.0 == tx => Some(values[0].1.clone()),
         _ => None,
     })
 }
@@ -71,11 +74,16 @@ fn commit(r: &mut CureReplica, now: u64, tx: u64, ct: Timestamp) -> CureOutbox {
 #[test]
 fn the_snapshot_takes_the_fresher_of_client_and_clock_locally_and_the_stable_vector_remotely() {
     let mut r = replica(ClockMode::Physical, 3, 1);
-    r.gsv = vector(&[ts(1), ts(500), ts(700)]);
+    // The stable vector learns DC 1 up to 500 and DC 2 up to 700.
+    let peer = |dc| Addr::Replica(ReplicaId::new(dc, 0));
+    r.on_message(START, peer(1), CureMsg::Heartbeat { t: ts(500) }, &mut CureOutbox::default());
+    r.on_message(START, peer(2), CureMsg::Heartbeat { t: ts(700) }, &mut CureOutbox::default());
+    r.on_timer(START, CureTimer::Stabilize, &mut CureOutbox::default());
+    assert_eq!(r.stable_vector().get(DcId(2)), ts(700));
     let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
     let mut out = CureOutbox::default();
     let seen = vector(&[ts(START + 50), ts(600), ts(10)]);
-    r.on_message(START + 20, client, CureMsg::StartTxReq { seen }, &mut out);
+    r.on_message(START + 20, client, CureMsg::StartTxReq(seen), &mut out);
     let snapshot = match &out.messages[..] {
         [(_, CureMsg::StartTxResp { snapshot, .. })] => snapshot.clone(),
         other => panic!("{other:?}"),
@@ -83,7 +91,7 @@ fn the_snapshot_takes_the_fresher_of_client_and_clock_locally_and_the_stable_vec
     assert_eq!(snapshot, vector(&[ts(START + 50), ts(600), ts(700)]));
 
     let mut out = CureOutbox::default();
-    r.on_message(START + 90, client, CureMsg::StartTxReq { seen: VectorTs::zero(3) }, &mut out);
+    r.on_message(START + 90, client, CureMsg::StartTxReq(VectorTs::zero(3)), &mut out);
     match &out.messages[..] {
         [(_, CureMsg::StartTxResp { snapshot, .. })] => assert_eq!(snapshot.get(DcId(0)), ts(START + 90)),
         other => panic!("{other:?}"),
@@ -196,9 +204,9 @@ fn the_stable_vector_is_the_minimum_of_all_partitions_reports() {
     );
     let mut out = CureOutbox::default();
     r.on_timer(START, CureTimer::Stabilize, &mut out);
-    let gossip = out.messages.iter().filter(|(_, m)| matches!(m, CureMsg::Gossip { .. })).count();
+    let gossip = out.messages.iter().filter(|(_, m)| matches!(m, CureMsg::Stabilization(_))).count();
     assert_eq!(gossip, 2, "one report to each other partition of the DC");
-    let report = |vv: &[Timestamp]| CureMsg::Gossip { vv: vector(vv), oldest: VectorTs::zero(2) };
+    let report = |vv: &[Timestamp]| CureMsg::Stabilization(Gossip { vv: vector(vv), oldest: VectorTs::zero(2) });
     r.on_message(START, Addr::Replica(ReplicaId::new(0, 1)), report(&[ts(5), ts(700)]), &mut CureOutbox::default());
     assert_eq!(r.stable_vector().get(DcId(1)), Timestamp::ZERO, "partition 2 has not reported");
     r.on_message(START, Addr::Replica(ReplicaId::new(0, 2)), report(&[ts(5), ts(800)]), &mut CureOutbox::default());

@@ -66,6 +66,18 @@ impl VectorTs {
     }
 }
 
+impl crate::twopc::Snapshot for VectorTs {
+    fn ceiling(&self) -> Timestamp {
+        self.max_entry()
+    }
+
+    fn meet(&self, other: &VectorTs) -> VectorTs {
+        let mut m = self.clone();
+        VectorTs::meet(&mut m, other);
+        m
+    }
+}
+
 /// Cure's visibility rule: a version belongs to a snapshot when its commit
 /// vector — its commit time in its origin DC's entry, the snapshot it was
 /// written from in the others — is covered by the snapshot. Covering the
@@ -87,7 +99,7 @@ pub fn commit_vector(snapshot: &VectorTs, origin: DcId, ct: Timestamp) -> Vector
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{CommitStamp, Value};
+    use crate::contract::{CommitStamp, Value};
     use crate::ids::TxId;
 
     fn v(entries: &[u64]) -> VectorTs {

@@ -1,6 +1,6 @@
 //! Every message EC sends.
 
-use crate::engine::{Key, Message, MsgClass, SessionError, Value};
+use crate::contract::{Key, Message, MsgClass, ReadTag, SessionError, Value};
 use crate::hlc::Timestamp;
 use crate::ids::TxId;
 use serde::{Deserialize, Serialize};
@@ -16,9 +16,9 @@ pub struct EcWrites {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EcMsg {
     // Client ↔ partitions of its DC: reads go straight to the partitions;
-    // `tag` tells a session's reads apart.
-    ReadReq { tag: u64, keys: Vec<Key> },
-    ReadResp { tag: u64, values: Vec<(Key, Option<Value>)> },
+    // `tag` tells a session's read rounds apart.
+    ReadReq { tag: ReadTag, keys: Vec<Key> },
+    ReadResp { tag: ReadTag, values: Vec<(Key, Option<Value>)> },
     // Client ↔ its coordinator.
     CommitReq { hwt: Timestamp, writes: Vec<(Key, Value)> },
     CommitResp { tx: TxId, ct: Timestamp },
@@ -44,14 +44,14 @@ impl Message for EcMsg {
         }
     }
 
-    fn read_request_tag(&self) -> Option<u64> {
+    fn read_request(&self) -> Option<ReadTag> {
         match self {
             EcMsg::ReadReq { tag, .. } => Some(*tag),
             _ => None,
         }
     }
 
-    fn read_reply_tag(&self) -> Option<u64> {
+    fn read_reply(&self) -> Option<ReadTag> {
         match self {
             EcMsg::ReadResp { tag, .. } => Some(*tag),
             _ => None,

@@ -14,14 +14,17 @@ pub mod messages;
 pub mod replica;
 pub mod session;
 
-use crate::engine::{Protocol, Tuning};
-use crate::ids::{ClientId, ReplicaId};
+use crate::contract::protocol::RecordOf;
+use crate::contract::{Protocol, SessionSetup, Tuning};
+use crate::ids::ReplicaId;
+use crate::session_core::SessionCore;
 use crate::topology::Topology;
+use causeway_history::Guarantee;
 use std::sync::Arc;
 
 pub use messages::EcMsg;
 pub use replica::{EcReplica, EcTimer};
-pub use session::{EcSession, EcSessionState};
+pub use session::{EcClient, EcSession, EcSessionState};
 
 /// Tunables of EC.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,12 +32,28 @@ pub struct EcConfig {
     /// Δ_R: how often a replica sends the writes applied here to the other
     /// DCs, in microseconds.
     pub apply_interval_us: u64,
+    /// Deliberate protocol bugs, for tests that prove the checker can see.
+    /// Never set outside tests.
+    #[doc(hidden)]
+    pub fault: EcFault,
 }
 
 impl Default for EcConfig {
     fn default() -> Self {
-        EcConfig { apply_interval_us: 5_000 }
+        EcConfig { apply_interval_us: 5_000, fault: EcFault::None }
     }
+}
+
+/// Bugs that can be switched on to check that tests and checker catch them.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EcFault {
+    #[default]
+    None,
+    /// A replicated write does not replace a key whose newest version was
+    /// written in this DC, whatever their commit times: last-writer-wins
+    /// is broken, and the DCs end apart.
+    LocalWins,
 }
 
 /// The eventually consistent store.
@@ -42,6 +61,8 @@ pub struct Ec;
 
 impl Protocol for Ec {
     const NAME: &'static str = "ec";
+    const GUARANTEE: Guarantee = Guarantee::Eventual;
+    const READS_NEVER_WAIT: bool = true;
     type Config = EcConfig;
     type Message = EcMsg;
     type Replica = EcReplica;
@@ -49,7 +70,7 @@ impl Protocol for Ec {
 
     /// Δ_R applies; EC has no stabilization, so Δ_G is unused.
     fn configure(tuning: &Tuning) -> EcConfig {
-        EcConfig { apply_interval_us: tuning.apply_interval_us }
+        EcConfig { apply_interval_us: tuning.apply_interval_us, ..EcConfig::default() }
     }
 
     fn validate(topology: &Topology, config: &EcConfig) -> Result<(), String> {
@@ -66,7 +87,14 @@ impl Protocol for Ec {
         EcReplica::new(id, topology, config.clone())
     }
 
-    fn session(id: ClientId, coordinator: ReplicaId, topology: Arc<Topology>, _config: &EcConfig) -> EcSession {
-        EcSession::new(id, coordinator, topology)
+    /// Not durable yet: a recovered replica starts empty (crash recovery
+    /// comes with the next issue).
+    fn recover(id: ReplicaId, topology: Arc<Topology>, config: &EcConfig, _: Vec<RecordOf<Ec>>) -> EcReplica {
+        EcReplica::new(id, topology, config.clone())
+    }
+
+    fn session(setup: SessionSetup, _config: &EcConfig) -> EcSession {
+        debug_assert_eq!(setup.id.dc, setup.coordinator.dc, "a session talks to replicas in its own DC");
+        SessionCore::new(setup.id, EcClient::new(setup.id, setup.coordinator, setup.topology))
     }
 }

@@ -2,15 +2,16 @@
 //! moment they arrive, replicates them every Δ_R, keeps one version per key.
 
 use super::messages::{EcMsg, EcWrites};
-use super::EcConfig;
-use crate::engine::{CommitStamp, Key, Outbox, Replica, ReplicaStats, SessionError, Value};
+use super::{EcConfig, EcFault};
+use crate::contract::replica::ReplicaEffects;
+use crate::contract::{CommitStamp, Key, NoRecord, Replica, ReplicaCounters, SessionError, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::mvstore::{MvStore, Version};
 use crate::topology::Topology;
 use std::sync::Arc;
 
-pub type EcOutbox = Outbox<EcMsg, EcTimer>;
+type Out = ReplicaEffects<EcReplica>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EcTimer {
@@ -32,17 +33,12 @@ pub struct EcReplica {
     /// Local writes applied and not yet replicated.
     outgoing: Vec<EcWrites>,
     next_tx: u64,
-    stats: ReplicaStats,
+    counters: ReplicaCounters,
 }
 
 impl EcReplica {
     pub fn new(id: ReplicaId, topology: Arc<Topology>, config: EcConfig) -> Self {
-        let peers = topology
-            .replicas_of(id.partition)
-            .iter()
-            .filter(|&&dc| dc != id.dc)
-            .map(|&dc| Addr::Replica(ReplicaId { dc, partition: id.partition }))
-            .collect();
+        let peers = topology.peers_of(id).into_iter().map(Addr::Replica).collect();
         EcReplica {
             id,
             peers,
@@ -52,7 +48,7 @@ impl EcReplica {
             newest_from: vec![Timestamp::ZERO; topology.dc_count() as usize],
             outgoing: Vec::new(),
             next_tx: 0,
-            stats: ReplicaStats::default(),
+            counters: ReplicaCounters::default(),
             topology,
         }
     }
@@ -68,11 +64,17 @@ impl EcReplica {
         self.hlc.observe(now, tx.ct);
         let stamp = CommitStamp { ts: tx.ct, dc: source, txid: tx.txid };
         for (key, value) in &tx.writes {
+            if self.config.fault == EcFault::LocalWins && source != self.id.dc {
+                let local = self.store.chain(key).and_then(|c| c.newest()).is_some_and(|v| v.stamp.dc == self.id.dc);
+                if local {
+                    continue;
+                }
+            }
             self.store.insert(key.clone(), Version { value: value.clone(), stamp, meta: () }, |_| true);
         }
         let newest = &mut self.newest_from[source.0 as usize];
         *newest = (*newest).max(tx.ct);
-        self.stats.transactions_applied += 1;
+        self.counters.transactions_applied += 1;
     }
 
     fn apply_local(&mut self, now: PhysicalMicros, tx: EcWrites) {
@@ -90,7 +92,7 @@ impl EcReplica {
         client: Addr,
         hwt: Timestamp,
         writes: Vec<(Key, Value)>,
-        out: &mut EcOutbox,
+        out: &mut Out,
     ) {
         if writes.is_empty() {
             let error = SessionError::InvalidArgument("commit with no writes".into());
@@ -106,13 +108,13 @@ impl EcReplica {
             if partition == self.id.partition {
                 self.apply_local(now, w);
             } else {
-                out.send(Addr::Replica(ReplicaId { dc: self.id.dc, partition }), EcMsg::Apply(w));
+                out.send(Addr::Replica(ReplicaId { partition, ..self.id }), EcMsg::Apply(w));
             }
         }
         out.send(client, EcMsg::CommitResp { tx, ct });
     }
 
-    fn on_read(&self, from: Addr, tag: u64, keys: Vec<Key>, out: &mut EcOutbox) {
+    fn on_read(&self, from: Addr, tag: crate::contract::ReadTag, keys: Vec<Key>, out: &mut Out) {
         let values = keys
             .into_iter()
             .map(|k| {
@@ -123,7 +125,7 @@ impl EcReplica {
         out.send(from, EcMsg::ReadResp { tag, values });
     }
 
-    fn replicate(&mut self, out: &mut EcOutbox) {
+    fn replicate(&mut self, out: &mut Out) {
         if self.outgoing.is_empty() {
             return;
         }
@@ -135,23 +137,24 @@ impl EcReplica {
 impl Replica for EcReplica {
     type Message = EcMsg;
     type Timer = EcTimer;
+    type Record = NoRecord;
 
     fn id(&self) -> ReplicaId {
         self.id
     }
 
-    fn start(&mut self, now: PhysicalMicros, out: &mut EcOutbox) {
+    fn start(&mut self, now: PhysicalMicros, out: &mut Out) {
         self.hlc.observe(now, Timestamp::ZERO);
         out.set_timer(EcTimer::Replicate, self.config.apply_interval_us);
     }
 
-    fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: EcMsg, out: &mut EcOutbox) {
+    fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: EcMsg, out: &mut Out) {
         match msg {
             EcMsg::ReadReq { tag, keys } => self.on_read(from, tag, keys, out),
             EcMsg::CommitReq { hwt, writes } => self.on_commit_req(now, from, hwt, writes, out),
             EcMsg::Apply(w) => match from {
                 Addr::Replica(r) if r.dc == self.id.dc => self.apply_local(now, w),
-                _ => {}
+                _ => self.counters.inputs_refused += 1,
             },
             EcMsg::Replicate { txs } => match from {
                 Addr::Replica(r) if r.dc != self.id.dc && self.peers.contains(&from) => {
@@ -159,18 +162,22 @@ impl Replica for EcReplica {
                         self.apply(now, r.dc, tx);
                     }
                 }
-                _ => {}
+                _ => self.counters.inputs_refused += 1,
             },
+            // Replies meant for clients: a peer speaking out of turn.
             EcMsg::ReadResp { .. } | EcMsg::CommitResp { .. } | EcMsg::TxError { .. } => {
-                // Replies meant for clients. Drop.
+                self.counters.inputs_refused += 1;
             }
         }
     }
 
-    fn on_timer(&mut self, _now: PhysicalMicros, timer: EcTimer, out: &mut EcOutbox) {
+    fn on_timer(&mut self, _now: PhysicalMicros, timer: EcTimer, out: &mut Out) {
         match timer {
             EcTimer::Replicate => {
-                self.replicate(out);
+                // A slow round: the writes go with the next one.
+                if !out.buggify("ec.replicate.skip_round") {
+                    self.replicate(out);
+                }
                 out.set_timer(EcTimer::Replicate, self.config.apply_interval_us);
             }
         }
@@ -194,11 +201,11 @@ impl Replica for EcReplica {
         8
     }
 
-    fn stats(&self) -> ReplicaStats {
-        ReplicaStats {
+    fn counters(&self) -> ReplicaCounters {
+        ReplicaCounters {
             versions: self.store.version_count(),
             versions_collected: self.store.collected_count(),
-            ..self.stats
+            ..self.counters
         }
     }
 }

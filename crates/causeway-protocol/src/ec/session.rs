@@ -1,42 +1,46 @@
-//! The EC client session: reads go straight to the partitions of its DC in
-//! one round and return whatever each has applied; writes are buffered and
-//! sent to the coordinator at commit.
+//! The EC client session: the shared session, with EC's side — reads go
+//! straight to the partitions of its DC in one round and return whatever
+//! each has applied; writes are sent to the coordinator at commit.
 
 use super::messages::EcMsg;
-use crate::engine::{CommitStamp, Key, Session, SessionError, SessionEvent, SessionOut, Value};
-use crate::hlc::Timestamp;
+use crate::contract::{CommitStamp, Effects, Key, ReadTag, SessionError, Value};
+use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, ClientId, ReplicaId};
+use crate::session_core::{Awaiting, ClientRole, Reply, SessionCore};
 use crate::topology::Topology;
-use crate::txn::TxnBuffer;
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+use std::convert::Infallible;
 use std::sync::Arc;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum State {
-    Idle,
-    Active,
-    /// Waiting for `waiting` partitions to answer read `tag`.
-    Reading {
-        tag: u64,
-        waiting: usize,
-        keys: Vec<Key>,
-        values: FxHashMap<Key, Option<Value>>,
-    },
-    Committing,
+/// An EC session.
+pub type EcSession = SessionCore<EcClient>;
+
+/// A read round being gathered from the partitions.
+#[derive(Debug)]
+struct Gather {
+    tag: ReadTag,
+    /// Partitions that have not answered yet.
+    waiting: usize,
+    values: Vec<(Key, Option<Value>)>,
 }
 
-pub struct EcSession {
+/// EC's side of a session.
+#[derive(Debug)]
+pub struct EcClient {
     id: ClientId,
     coordinator: ReplicaId,
     topology: Arc<Topology>,
-    state: State,
-    next_tag: u64,
+    /// Transactions begun: with the read round, names a read's tag.
+    txns: u64,
+    reading: Option<Gather>,
     /// Commit time of the last update transaction: the next one is later.
     hwt: Timestamp,
-    /// The write set (EC keeps no read set: every read returns the newest
-    /// version, even of a key read before).
-    txn: TxnBuffer,
+}
+
+impl EcClient {
+    pub fn new(id: ClientId, coordinator: ReplicaId, topology: Arc<Topology>) -> Self {
+        EcClient { id, coordinator, topology, txns: 0, reading: None, hwt: Timestamp::ZERO }
+    }
 }
 
 /// What an EC session token carries: only the time of its last commit.
@@ -45,147 +49,81 @@ pub struct EcSessionState {
     pub hwt: Timestamp,
 }
 
-impl EcSession {
-    pub fn new(id: ClientId, coordinator: ReplicaId, topology: Arc<Topology>) -> Self {
-        assert_eq!(id.dc, coordinator.dc, "a session talks to replicas in its own DC");
-        EcSession {
-            id,
-            coordinator,
-            topology,
-            state: State::Idle,
-            next_tag: 0,
-            hwt: Timestamp::ZERO,
-            txn: TxnBuffer::default(),
-        }
-    }
+type Out = Effects<EcMsg, Infallible>;
 
-    fn active(&self) -> Result<(), SessionError> {
-        match self.state {
-            State::Active => Ok(()),
-            State::Idle => Err(SessionError::NoActiveTransaction),
-            _ => Err(SessionError::OperationInProgress),
-        }
-    }
-
-    fn idle(&self) -> Result<(), SessionError> {
-        match self.state {
-            State::Idle => Ok(()),
-            State::Active => Err(SessionError::TransactionActive),
-            _ => Err(SessionError::OperationInProgress),
-        }
-    }
-
-    fn end_transaction(&mut self) {
-        self.state = State::Idle;
-        self.txn.clear();
-    }
-
-    fn finish_read(&mut self, keys: Vec<Key>, values: FxHashMap<Key, Option<Value>>) -> SessionEvent {
-        match self.txn.finish_read(keys, values, false) {
-            Some(values) => {
-                self.state = State::Active;
-                SessionEvent::Read(values)
-            }
-            None => {
-                self.end_transaction();
-                SessionEvent::Failed(SessionError::InvalidArgument("a reply misses a key".into()))
-            }
-        }
-    }
-}
-
-impl Session for EcSession {
+impl ClientRole for EcClient {
     type Message = EcMsg;
+    type Timer = Infallible;
     type State = EcSessionState;
 
-    fn id(&self) -> ClientId {
-        self.id
-    }
+    /// Every read returns the newest version, even of a key read before.
+    const REPEATABLE_READS: bool = false;
 
     /// No snapshot to fetch: the transaction starts at once.
-    fn begin(&mut self, _out: &mut SessionOut<EcMsg>) -> Result<Option<SessionEvent>, SessionError> {
-        self.idle()?;
-        self.state = State::Active;
-        Ok(Some(SessionEvent::Started))
+    fn start(&mut self, _now: PhysicalMicros, _out: &mut Out) -> bool {
+        self.txns += 1;
+        true
     }
 
-    fn read(&mut self, keys: &[Key], out: &mut SessionOut<EcMsg>) -> Result<Option<SessionEvent>, SessionError> {
-        self.active()?;
-        let (values, remote) = self.txn.plan_read(keys, |k| self.txn.written(k).map(|v| Some(v.clone())))?;
-        if remote.is_empty() {
-            return Ok(Some(self.finish_read(keys.to_vec(), values)));
-        }
-        self.next_tag += 1;
-        let tag = self.next_tag;
-        let slices = self.topology.group_by_partition(remote, |k| k);
+    fn request_read(&mut self, _now: PhysicalMicros, round: u32, keys: Vec<Key>, out: &mut Out) {
+        let tag = ReadTag { tx: self.txns, round };
+        let slices = self.topology.group_by_partition(keys, |k| k);
         let waiting = slices.len();
         for (partition, keys) in slices {
-            out.push((Addr::Replica(ReplicaId { dc: self.id.dc, partition }), EcMsg::ReadReq { tag, keys }));
+            out.send(Addr::Replica(ReplicaId { partition, ..self.coordinator }), EcMsg::ReadReq { tag, keys });
         }
-        self.state = State::Reading { tag, waiting, keys: keys.to_vec(), values };
-        Ok(None)
+        self.reading = Some(Gather { tag, waiting, values: Vec::new() });
     }
 
-    fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
-        self.active()?;
-        self.txn.write(key, value)
+    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Value)], out: &mut Out) {
+        out.send(Addr::Replica(self.coordinator), EcMsg::CommitReq { hwt: self.hwt, writes: writes.to_vec() });
     }
 
-    fn commit(&mut self, out: &mut SessionOut<EcMsg>) -> Result<Option<SessionEvent>, SessionError> {
-        self.active()?;
-        if self.txn.writes().is_empty() {
-            self.end_transaction();
-            return Ok(Some(SessionEvent::Committed(None)));
+    /// Nothing at the cluster to release.
+    fn release(&mut self, _now: PhysicalMicros, _out: &mut Out) {}
+
+    fn on_reply(
+        &mut self,
+        _now: PhysicalMicros,
+        from: Addr,
+        msg: EcMsg,
+        awaiting: Awaiting,
+        _out: &mut Out,
+    ) -> Option<Reply> {
+        let from_my_dc = matches!(from, Addr::Replica(r) if r.dc == self.id.dc);
+        let from_coordinator = from == Addr::Replica(self.coordinator);
+        match (msg, awaiting) {
+            (EcMsg::ReadResp { tag, values }, Awaiting::Read) if from_my_dc => {
+                let gather = self.reading.as_mut().filter(|g| g.tag == tag)?;
+                gather.values.extend(values);
+                gather.waiting -= 1;
+                if gather.waiting > 0 {
+                    return None;
+                }
+                self.reading.take().map(|g| Reply::Values(g.values))
+            }
+            (EcMsg::CommitResp { tx, ct }, Awaiting::Commit) if from_coordinator => {
+                Some(Reply::Committed(CommitStamp { ts: ct, dc: self.id.dc, txid: tx }))
+            }
+            (EcMsg::TxError { error }, Awaiting::Commit) if from_coordinator => Some(Reply::Failed(error)),
+            _ => None,
         }
-        self.state = State::Committing;
-        let writes = self.txn.take_writes();
-        out.push((Addr::Replica(self.coordinator), EcMsg::CommitReq { hwt: self.hwt, writes }));
-        Ok(None)
     }
 
-    fn abort(&mut self, _out: &mut SessionOut<EcMsg>) -> Result<(), SessionError> {
-        self.active()?;
-        self.end_transaction();
-        Ok(())
+    fn committed(&mut self, stamp: &CommitStamp, _writes: Vec<(Key, Value)>) {
+        self.hwt = self.hwt.max(stamp.ts);
     }
 
-    fn export_state(&self) -> Result<EcSessionState, SessionError> {
-        self.idle()?;
-        Ok(EcSessionState { hwt: self.hwt })
+    fn finished(&mut self) {
+        self.reading = None;
+    }
+
+    fn export_state(&self) -> EcSessionState {
+        EcSessionState { hwt: self.hwt }
     }
 
     fn import_state(&mut self, state: EcSessionState) -> Result<(), SessionError> {
-        self.idle()?;
         self.hwt = self.hwt.max(state.hwt);
         Ok(())
-    }
-
-    fn on_message(&mut self, from: Addr, msg: EcMsg, _out: &mut SessionOut<EcMsg>) -> Option<SessionEvent> {
-        let from_my_dc = matches!(from, Addr::Replica(r) if r.dc == self.id.dc);
-        match (msg, &mut self.state) {
-            (EcMsg::ReadResp { tag, values: slice }, State::Reading { tag: want, waiting, values, .. })
-                if from_my_dc && tag == *want =>
-            {
-                values.extend(slice);
-                *waiting -= 1;
-                if *waiting > 0 {
-                    return None;
-                }
-                let State::Reading { keys, values, .. } = std::mem::replace(&mut self.state, State::Active) else {
-                    unreachable!()
-                };
-                Some(self.finish_read(keys, values))
-            }
-            (EcMsg::CommitResp { tx, ct }, State::Committing) if from == Addr::Replica(self.coordinator) => {
-                self.hwt = self.hwt.max(ct);
-                self.end_transaction();
-                Some(SessionEvent::Committed(Some(CommitStamp { ts: ct, dc: self.id.dc, txid: tx })))
-            }
-            (EcMsg::TxError { error }, State::Committing) if from == Addr::Replica(self.coordinator) => {
-                self.end_transaction();
-                Some(SessionEvent::Failed(error))
-            }
-            _ => None,
-        }
     }
 }

@@ -1,54 +1,70 @@
-//! The apply loop, replication and heartbeats (Alg. 4, lines 5–28).
+//! The apply loop's state (Alg. 4, lines 5–28): the version vector `VV`,
+//! and how a group of transactions committed at one time becomes versions.
 
-use super::messages::{TxWrites, WrenMsg};
-use super::replica::{WrenOutbox, WrenReplica};
-use crate::commit_order;
-use crate::hlc::{PhysicalMicros, Timestamp};
-use crate::ids::{Addr, DcId};
+use super::messages::TxWrites;
+use super::snapshot::{self, Snapshot};
+use crate::contract::CommitStamp;
+use crate::hlc::Timestamp;
+use crate::ids::DcId;
+use crate::mvstore::{MvStore, Version};
 
-impl WrenReplica {
-    /// Every Δ_R: apply, in commit order, the committed transactions no
-    /// future commit can precede; replicate each group of equal commit time
-    /// to the other DCs; advance the version clock; heartbeat when idle.
-    pub(crate) fn apply_committed(&mut self, now: PhysicalMicros, out: &mut WrenOutbox) {
-        let ub = commit_order::stable_bound(&self.prepared_order, &mut self.hlc, now);
-        let mut replicated = false;
-        while let Some((ct, group)) = commit_order::take_group(&mut self.committed, ub) {
-            self.install_group(ct, self.dc(), &group);
-            replicated |= !self.peers.is_empty();
-            out.send_all(&self.peers, WrenMsg::Replicate { ct, txs: group });
+/// `VV`: for the local DC the version clock (the local snapshot this replica
+/// has installed); for another DC `i` the latest update or heartbeat
+/// received from the replica of this partition there.
+#[derive(Clone, Debug)]
+pub struct VersionVector {
+    here: DcId,
+    vv: Vec<Timestamp>,
+    /// The DCs that hold a replica of this partition, but this one.
+    remote: Vec<DcId>,
+}
+
+impl VersionVector {
+    pub fn new(here: DcId, dcs: u16, remote: Vec<DcId>) -> Self {
+        VersionVector { here, vv: vec![Timestamp::ZERO; usize::from(dcs)], remote }
+    }
+
+    pub fn get(&self, dc: DcId) -> Timestamp {
+        self.vv[usize::from(dc.0)]
+    }
+
+    pub fn local(&self) -> Timestamp {
+        self.get(self.here)
+    }
+
+    /// Moves entry `dc` up to `t` (never down).
+    pub fn raise(&mut self, dc: DcId, t: Timestamp) {
+        let e = &mut self.vv[usize::from(dc.0)];
+        *e = (*e).max(t);
+    }
+
+    /// The smallest remote entry; a single DC has no remote items.
+    pub fn remote_min(&self) -> Timestamp {
+        self.remote.iter().map(|&dc| self.get(dc)).min().unwrap_or(Timestamp::MAX)
+    }
+
+    pub fn as_slice(&self) -> &[Timestamp] {
+        &self.vv
+    }
+}
+
+/// `UPDATE` of Alg. 4 for every write of a group of transactions that
+/// committed at `ct` in DC `source`: create the versions, then collect what
+/// `s_old` no longer needs on their chains. Returns how many transactions.
+pub fn install(
+    store: &mut MvStore<Timestamp>,
+    here: DcId,
+    s_old: Snapshot,
+    ct: Timestamp,
+    source: DcId,
+    txs: &[TxWrites],
+) -> u64 {
+    for tx in txs {
+        let stamp = CommitStamp { ts: ct, dc: source, txid: tx.txid };
+        for (key, value) in &tx.writes {
+            let version = Version { value: value.clone(), stamp, meta: tx.rdt };
+            store.insert(key.clone(), version, |v| snapshot::visible(here, v, s_old));
         }
-        let m = self.dc().0 as usize;
-        debug_assert!(ub >= self.vv[m], "the version clock went back");
-        self.vv[m] = self.vv[m].max(ub);
-        if !replicated {
-            let t = self.vv[m];
-            out.send_all(&self.peers, WrenMsg::Heartbeat { t });
-        }
     }
-
-    /// Alg. 4, lines 22–26. FIFO links deliver a replica's groups in commit
-    /// order, so the sender's version clock can advance to `ct`.
-    pub(crate) fn on_replicate(&mut self, from: Addr, ct: Timestamp, txs: Vec<TxWrites>) {
-        let Some(source) = self.peer_dc(from) else { return };
-        self.install_group(ct, source, &txs);
-        let i = source.0 as usize;
-        self.vv[i] = self.vv[i].max(ct);
-    }
-
-    /// Alg. 4, lines 27–28.
-    pub(crate) fn on_heartbeat(&mut self, from: Addr, t: Timestamp) {
-        let Some(source) = self.peer_dc(from) else { return };
-        let i = source.0 as usize;
-        self.vv[i] = self.vv[i].max(t);
-    }
-
-    /// The DC of `from` if it is a replica of this partition in another DC;
-    /// anything else has no business replicating to us and is ignored.
-    fn peer_dc(&self, from: Addr) -> Option<DcId> {
-        match from {
-            Addr::Replica(r) if self.peers.contains(&from) => Some(r.dc),
-            _ => None,
-        }
-    }
+    txs.len() as u64
 }

@@ -1,64 +1,53 @@
-//! The cohort role (Alg. 3): serve read slices from the snapshot at once,
-//! propose commit times, queue committed transactions.
+//! The cohort role's reads (Alg. 3, lines 1–12): a slice is served from the
+//! snapshot at once — the snapshot is installed here by construction
+//! (`lt ≤ LST`, `rt ≤ RST`), so reads never wait.
 
-use super::messages::{TxWrites, WrenMsg};
-use super::replica::{PreparedTx, WrenOutbox, WrenReplica};
-use super::snapshot::Snapshot;
-use crate::engine::{Key, Value};
-use crate::hlc::{PhysicalMicros, Timestamp};
-use crate::ids::{Addr, TxId};
+use super::snapshot::{self, Snapshot};
+use super::Fault;
+use crate::contract::{Key, Value};
+use crate::hlc::Timestamp;
+use crate::ids::DcId;
+use crate::mvstore::{MvStore, Version};
 
-impl WrenReplica {
-    /// Alg. 3, lines 1–12. Never waits: the snapshot is installed here by
-    /// construction (`lt ≤ LST`, `rt ≤ RST`).
-    pub(crate) fn on_slice(&mut self, from: Addr, tx: TxId, keys: Vec<Key>, snapshot: Snapshot, out: &mut WrenOutbox) {
-        self.rst = self.rst.max(snapshot.rt);
-        self.lst = self.lst.max(snapshot.lt);
-        let values: Vec<(Key, Option<Value>)> = keys
-            .into_iter()
+/// What a cohort keeps of a prepared transaction.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The snapshot's remote time: the remote dependency time of the
+    /// versions the transaction creates.
+    pub rdt: Timestamp,
+    pub writes: Vec<(Key, Value)>,
+}
+
+/// Reads of one replica's store, under the visibility rule (and the
+/// deliberate bug a test may switch on; GC always uses the true rule).
+pub struct Reader<'a> {
+    pub store: &'a MvStore<Timestamp>,
+    pub here: DcId,
+    pub fault: Fault,
+}
+
+impl Reader<'_> {
+    fn visible(&self, version: &Version<Timestamp>, snapshot: Snapshot) -> bool {
+        match self.fault {
+            Fault::RemoteVisibleAtLocalTime if version.stamp.dc != self.here => version.stamp.ts <= snapshot.lt,
+            _ => snapshot::visible(self.here, version, snapshot),
+        }
+    }
+
+    /// The freshest version of `key` visible in `snapshot` (Alg. 3, 6–11).
+    pub fn read(&self, key: &[u8], snapshot: Snapshot) -> Option<Value> {
+        let chain = self.store.chain(key)?;
+        // Local versions need ut ≤ lt, remote ones ut ≤ rt: none above both.
+        chain.newest_visible_upto(snapshot.lt.max(snapshot.rt), |v| self.visible(v, snapshot)).map(|v| v.value.clone())
+    }
+
+    /// A slice: every key with its value in `snapshot`.
+    pub fn slice(&self, keys: Vec<Key>, snapshot: Snapshot) -> Vec<(Key, Option<Value>)> {
+        keys.into_iter()
             .map(|key| {
-                let value = self.read_at(&key, snapshot);
+                let value = self.read(&key, snapshot);
                 (key, value)
             })
-            .collect();
-        out.send(from, WrenMsg::SliceResp { tx, values });
-    }
-
-    /// Alg. 3, lines 13–19.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn on_prepare(
-        &mut self,
-        now: PhysicalMicros,
-        from: Addr,
-        tx: TxId,
-        snapshot: Snapshot,
-        ht: Timestamp,
-        writes: Vec<(Key, Value)>,
-        out: &mut WrenOutbox,
-    ) {
-        if let Some(existing) = self.prepared.get(&tx) {
-            // A prepare delivered twice: answer again with the same proposal.
-            out.send(from, WrenMsg::PrepareResp { tx, pt: existing.pt });
-            return;
-        }
-        let pt = self.hlc.tick(now, ht);
-        self.lst = self.lst.max(snapshot.lt);
-        self.rst = self.rst.max(snapshot.rt);
-        self.prepared.insert(tx, PreparedTx { pt, rdt: snapshot.rt, writes });
-        self.prepared_order.insert((pt, tx));
-        out.send(from, WrenMsg::PrepareResp { tx, pt });
-    }
-
-    /// Alg. 3, lines 20–24.
-    pub(crate) fn on_commit(&mut self, now: PhysicalMicros, tx: TxId, ct: Timestamp) {
-        self.hlc.observe(now, ct);
-        let Some(prepared) = self.prepared.remove(&tx) else { return };
-        // The coordinator takes the maximum proposal, so `ct ≥ pt` always; a
-        // peer that says otherwise is broken, and a replica must not die of
-        // a peer's message: keep the version above its proposal regardless.
-        debug_assert!(ct >= prepared.pt, "commit time {ct} below the proposal {} of {tx:?}", prepared.pt);
-        let ct = ct.max(prepared.pt);
-        self.prepared_order.remove(&(prepared.pt, tx));
-        self.committed.insert((ct, tx), TxWrites { txid: tx, rdt: prepared.rdt, writes: prepared.writes });
+            .collect()
     }
 }

@@ -1,10 +1,34 @@
-//! Every message Wren sends, named after the paper's listings.
+//! What Wren brings to the family's messages ([`crate::twopc::TxnMsg`]):
+//! a client starts a transaction with the stable times it has seen, a
+//! replicated transaction carries the remote dependency time of its
+//! versions, and BiST's reports go up and down the tree of a DC.
 
 use super::snapshot::Snapshot;
-use crate::engine::{Key, Message, MsgClass, SessionError, Value};
+use crate::contract::{Key, Value};
 use crate::hlc::Timestamp;
 use crate::ids::TxId;
+use crate::twopc::{Family, FamilyMsg};
 use serde::{Deserialize, Serialize};
+
+/// Wren's types in the family.
+pub struct WrenFamily;
+
+impl Family for WrenFamily {
+    type Snapshot = Snapshot;
+    type Start = StartFrom;
+    type Writes = TxWrites;
+    type Gossip = BistMsg;
+}
+
+/// Every message Wren sends.
+pub type WrenMsg = FamilyMsg<WrenFamily>;
+
+/// `StartTxReq` (Alg. 1, line 3): the stable times the client has seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartFrom {
+    pub lst: Timestamp,
+    pub rst: Timestamp,
+}
 
 /// The writes of one transaction to one partition, as replicated.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,127 +50,11 @@ pub struct StableReport {
     pub oldest: Snapshot,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum WrenMsg {
-    // Client → coordinator (Alg. 1).
-    StartTxReq {
-        lst: Timestamp,
-        rst: Timestamp,
-    },
-    TxReadReq {
-        tx: TxId,
-        keys: Vec<Key>,
-    },
-    CommitReq {
-        tx: TxId,
-        hwt: Timestamp,
-        writes: Vec<(Key, Value)>,
-    },
-    /// One-way: a read-only or aborted transaction is over, so the
-    /// coordinator can drop its context (and stop holding back GC).
-    EndTx {
-        tx: TxId,
-    },
-
-    // Coordinator → client.
-    StartTxResp {
-        tx: TxId,
-        snapshot: Snapshot,
-    },
-    TxReadResp {
-        tx: TxId,
-        values: Vec<(Key, Option<Value>)>,
-    },
-    CommitResp {
-        tx: TxId,
-        ct: Timestamp,
-    },
-    TxError {
-        tx: Option<TxId>,
-        error: SessionError,
-    },
-
-    // Coordinator ↔ cohorts (Alg. 2 and 3).
-    SliceReq {
-        tx: TxId,
-        keys: Vec<Key>,
-        snapshot: Snapshot,
-    },
-    SliceResp {
-        tx: TxId,
-        values: Vec<(Key, Option<Value>)>,
-    },
-    PrepareReq {
-        tx: TxId,
-        snapshot: Snapshot,
-        ht: Timestamp,
-        writes: Vec<(Key, Value)>,
-    },
-    PrepareResp {
-        tx: TxId,
-        pt: Timestamp,
-    },
-    Commit {
-        tx: TxId,
-        ct: Timestamp,
-    },
-
-    // Between replicas of a partition in different DCs (Alg. 4).
-    Replicate {
-        ct: Timestamp,
-        txs: Vec<TxWrites>,
-    },
-    Heartbeat {
-        t: Timestamp,
-    },
-
-    // BiST inside a DC.
-    StableUp(StableReport),
-    StableDown {
-        lst: Timestamp,
-        rst: Timestamp,
-        oldest: Snapshot,
-    },
-}
-
-impl Message for WrenMsg {
-    const CLASSES: &'static [MsgClass] =
-        &[MsgClass::CLIENT, MsgClass::TRANSACTION, MsgClass::REPLICATION, MsgClass::STABILIZATION];
-
-    fn class(&self) -> MsgClass {
-        use WrenMsg::*;
-        match self {
-            StartTxReq { .. }
-            | TxReadReq { .. }
-            | CommitReq { .. }
-            | EndTx { .. }
-            | StartTxResp { .. }
-            | TxReadResp { .. }
-            | CommitResp { .. }
-            | TxError { .. } => MsgClass::CLIENT,
-            SliceReq { .. } | SliceResp { .. } | PrepareReq { .. } | PrepareResp { .. } | Commit { .. } => {
-                MsgClass::TRANSACTION
-            }
-            Replicate { .. } | Heartbeat { .. } => MsgClass::REPLICATION,
-            StableUp(_) | StableDown { .. } => MsgClass::STABILIZATION,
-        }
-    }
-
-    fn is_background(&self) -> bool {
-        matches!(self, WrenMsg::Heartbeat { .. } | WrenMsg::StableUp(_) | WrenMsg::StableDown { .. })
-    }
-
-    fn read_request_tag(&self) -> Option<u64> {
-        match self {
-            WrenMsg::SliceReq { tx, .. } => Some(tx.0),
-            _ => None,
-        }
-    }
-
-    fn read_reply_tag(&self) -> Option<u64> {
-        match self {
-            WrenMsg::SliceResp { tx, .. } => Some(tx.0),
-            _ => None,
-        }
-    }
+/// BiST inside a DC (Alg. 4, lines 29–32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BistMsg {
+    /// A subtree's minima, to its parent.
+    Up(StableReport),
+    /// The DC-wide minima, from the root down: the new LST, RST and `S_old`.
+    Down { lst: Timestamp, rst: Timestamp, oldest: Snapshot },
 }

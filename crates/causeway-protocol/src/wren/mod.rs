@@ -1,21 +1,25 @@
 //! Wren (Spirovska, Didona, Zwaenepoel, DSN 2018): nonblocking reads from a
 //! causal snapshot made of the local stable snapshot and a client-side cache.
 //!
-//! The modules follow a transaction's way through the protocol and the
-//! paper's listings:
+//! Wren is a protocol of the two-phase-commit family ([`crate::twopc`]): the
+//! coordinator, the prepared set, replication in commit order and the
+//! session's side are the family's. Its own files hold what makes it Wren,
+//! in the order of a transaction's way and the paper's listings:
 //!
-//! * [`session`] — the client (Algorithm 1): write set, read set, cache.
-//! * [`coordinator`] — Start, Read and 2PC commit at the coordinator (Alg. 2).
-//! * [`cohort`] — read slices, prepare and commit at cohorts (Alg. 3).
-//! * [`apply`] — the apply loop, replication and heartbeats (Alg. 4, 5–28).
+//! * [`session`] — the client's causal past (Alg. 1): snapshot, last
+//!   commit, and the cache of its own writes.
+//! * [`snapshot`] — snapshots `(lt, rt)` and the visibility rule (Alg. 3,
+//!   8–9).
+//! * [`cohort`] — reads from the snapshot, at once (Alg. 3).
+//! * [`apply`] — the version vector and the installation of versions
+//!   (Alg. 4, 5–28).
 //! * [`stabilization`] — BiST over a tree of partitions, and the GC bound
 //!   `S_old` it carries (Alg. 4, 29–32; §IV).
-//! * [`snapshot`] — snapshots and the visibility rule (Alg. 3, 8–9).
-//! * [`replica`] — the replica state and the dispatch of inputs.
+//! * [`messages`] — what Wren brings to the family's messages.
+//! * [`replica`] — the replica's roles and the dispatch of inputs.
 
 pub mod apply;
 pub mod cohort;
-pub mod coordinator;
 pub mod messages;
 pub mod replica;
 pub mod session;
@@ -24,14 +28,18 @@ pub mod stabilization;
 #[cfg(test)]
 mod tests;
 
-use crate::engine::{Protocol, Tuning};
-use crate::ids::{ClientId, ReplicaId};
+use crate::contract::protocol::RecordOf;
+use crate::contract::{Protocol, SessionSetup, Tuning};
+use crate::ids::ReplicaId;
+use crate::session_core::SessionCore;
 use crate::topology::Topology;
+use crate::twopc::CoordinatedClient;
+use causeway_history::Guarantee;
 use std::sync::Arc;
 
 pub use messages::WrenMsg;
 pub use replica::{WrenReplica, WrenTimer};
-pub use session::{WrenSession, WrenSessionState};
+pub use session::{WrenPast, WrenSession, WrenSessionState};
 pub use snapshot::Snapshot;
 
 /// Tunables of Wren. Intervals are in microseconds of the replica's clock.
@@ -88,6 +96,8 @@ pub struct Wren;
 
 impl Protocol for Wren {
     const NAME: &'static str = "wren";
+    const GUARANTEE: Guarantee = Guarantee::Causal;
+    const READS_NEVER_WAIT: bool = true;
     type Config = WrenConfig;
     type Message = WrenMsg;
     type Replica = WrenReplica;
@@ -120,7 +130,14 @@ impl Protocol for Wren {
         WrenReplica::new(id, topology, config.clone())
     }
 
-    fn session(id: ClientId, coordinator: ReplicaId, _topology: Arc<Topology>, config: &WrenConfig) -> WrenSession {
-        WrenSession::new(id, coordinator, config.fault)
+    /// Not durable yet: a recovered replica starts empty (crash recovery
+    /// comes with the next issue).
+    fn recover(id: ReplicaId, topology: Arc<Topology>, config: &WrenConfig, _: Vec<RecordOf<Wren>>) -> WrenReplica {
+        WrenReplica::new(id, topology, config.clone())
+    }
+
+    fn session(setup: SessionSetup, config: &WrenConfig) -> WrenSession {
+        debug_assert_eq!(setup.id.dc, setup.coordinator.dc, "a session talks to a coordinator in its own DC");
+        SessionCore::new(setup.id, CoordinatedClient::new(setup.coordinator, WrenPast::new(config.fault)))
     }
 }

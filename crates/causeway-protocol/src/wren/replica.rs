@@ -1,21 +1,32 @@
-//! The state of a Wren partition replica `p_n^m` and the dispatch of its
-//! inputs to the coordinator, cohort, apply and stabilization roles.
+//! A Wren partition replica `p_n^m`: its roles, each owning its state, and
+//! the dispatch of inputs between them.
+//!
+//! * the coordinator ([`Coordinator`]) — the transactions it runs (Alg. 2);
+//! * the cohort — prepared transactions ([`PreparedSet`]) and reads from the
+//!   store ([`Reader`], Alg. 3);
+//! * the apply loop — the version vector ([`VersionVector`]) and the commits
+//!   waiting to be applied and replicated ([`Replicator`], Alg. 4);
+//! * BiST ([`Bist`]) — the stable times LST, RST and `S_old`.
+//!
+//! The hybrid clock and the multi-version store are the replica's: every
+//! role reads or moves them, through the methods below.
 
-use super::messages::{TxWrites, WrenMsg};
-use super::snapshot::{self, Snapshot};
+use super::apply::{self, VersionVector};
+use super::cohort::{Prepared, Reader};
+use super::messages::{BistMsg, StableReport, StartFrom, TxWrites, WrenMsg};
+use super::snapshot::Snapshot;
 use super::stabilization::Bist;
-use super::WrenConfig;
-use crate::coordination::Contexts;
-use crate::engine::{CommitStamp, Key, Outbox, Replica, ReplicaStats, Value};
+use super::{Fault, WrenConfig};
+use crate::contract::replica::ReplicaEffects;
+use crate::contract::{Key, NoRecord, Replica, ReplicaCounters, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
-use crate::mvstore::{MvStore, Version};
+use crate::mvstore::MvStore;
 use crate::topology::Topology;
-use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::twopc::{Coordinator, PreparedSet, Replicator, TxnMsg};
 use std::sync::Arc;
 
-pub type WrenOutbox = Outbox<WrenMsg, WrenTimer>;
+type Out = ReplicaEffects<WrenReplica>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WrenTimer {
@@ -27,72 +38,41 @@ pub enum WrenTimer {
     ExpireContexts,
 }
 
-/// A transaction prepared here and waiting for its commit timestamp.
-#[derive(Clone, Debug)]
-pub(crate) struct PreparedTx {
-    pub pt: Timestamp,
-    pub rdt: Timestamp,
-    pub writes: Vec<(Key, Value)>,
+pub struct WrenReplica {
+    id: ReplicaId,
+    topology: Arc<Topology>,
+    config: WrenConfig,
+    hlc: Hlc,
+    store: MvStore<Timestamp>,
+    coordinator: Coordinator<Snapshot>,
+    prepared: PreparedSet<Prepared>,
+    replication: Replicator<TxWrites>,
+    vv: VersionVector,
+    bist: Bist,
+    counters: ReplicaCounters,
 }
 
-pub struct WrenReplica {
-    pub(crate) id: ReplicaId,
-    pub(crate) topology: Arc<Topology>,
-    pub(crate) config: WrenConfig,
-    /// The replicas of this partition in the other DCs.
-    pub(crate) peers: Vec<Addr>,
-    pub(crate) hlc: Hlc,
-    /// `VV[i]`: for `i = m` the local version clock (the local snapshot this
-    /// replica has installed); for `i ≠ m` the latest update or heartbeat
-    /// received from the replica of this partition in DC `i`.
-    pub(crate) vv: Vec<Timestamp>,
-    /// Every partition of this DC has installed local items up to `lst`...
-    pub(crate) lst: Timestamp,
-    /// ...and remote items up to `rst`.
-    pub(crate) rst: Timestamp,
-    pub(crate) store: MvStore<Timestamp>,
-    /// Prepared transactions, by proposed time (for the apply bound) and id.
-    pub(crate) prepared_order: BTreeSet<(Timestamp, TxId)>,
-    pub(crate) prepared: FxHashMap<TxId, PreparedTx>,
-    /// Committed transactions not applied yet, in commit order.
-    pub(crate) committed: BTreeMap<(Timestamp, TxId), TxWrites>,
-    /// Transactions this replica coordinates.
-    pub(crate) contexts: Contexts<Snapshot>,
-    pub(crate) next_tx: u64,
-    pub(crate) bist: Bist,
-    /// The oldest snapshot any running transaction in the DC may read
-    /// (`S_old`); versions older than what it sees are collected.
-    pub(crate) s_old: Snapshot,
-    pub(crate) stats: ReplicaStats,
+/// This replica's BiST report: the minima of its version vector, and the
+/// oldest snapshot its running transactions may read.
+fn own_report(vv: &VersionVector, coordinator: &Coordinator<Snapshot>, bist: &Bist) -> StableReport {
+    StableReport { local: vv.local(), remote: vv.remote_min(), oldest: coordinator.oldest_snapshot(bist.snapshot()) }
 }
 
 impl WrenReplica {
     pub fn new(id: ReplicaId, topology: Arc<Topology>, config: WrenConfig) -> Self {
-        let bist = Bist::new(id, &topology, config.tree_fanout);
-        let peers = topology
-            .replicas_of(id.partition)
-            .iter()
-            .filter(|&&dc| dc != id.dc)
-            .map(|&dc| Addr::Replica(ReplicaId { dc, partition: id.partition }))
-            .collect();
+        let remote = topology.peers_of(id).into_iter().map(|r| r.dc).collect();
         WrenReplica {
             id,
-            peers,
-            vv: vec![Timestamp::ZERO; topology.dc_count() as usize],
+            hlc: Hlc::new(),
+            store: MvStore::default(),
+            coordinator: Coordinator::new(id, config.tx_context_timeout_us),
+            prepared: PreparedSet::default(),
+            replication: Replicator::new(id, &topology),
+            vv: VersionVector::new(id.dc, topology.dc_count(), remote),
+            bist: Bist::new(id, &topology, config.tree_fanout),
+            counters: ReplicaCounters::default(),
             topology,
             config,
-            hlc: Hlc::new(),
-            lst: Timestamp::ZERO,
-            rst: Timestamp::ZERO,
-            store: MvStore::default(),
-            prepared_order: BTreeSet::new(),
-            prepared: FxHashMap::default(),
-            committed: BTreeMap::new(),
-            contexts: Contexts::default(),
-            next_tx: 0,
-            bist,
-            s_old: Snapshot::default(),
-            stats: ReplicaStats::default(),
         }
     }
 
@@ -102,26 +82,26 @@ impl WrenReplica {
 
     /// `(lst, rst)` as this replica knows them.
     pub fn stable_times(&self) -> (Timestamp, Timestamp) {
-        (self.lst, self.rst)
+        self.bist.stable_times()
     }
 
     /// The version vector `VV`.
     pub fn version_vector(&self) -> &[Timestamp] {
-        &self.vv
-    }
-
-    /// The GC bound `S_old` this replica has learned.
-    pub fn oldest_snapshot(&self) -> Snapshot {
-        self.s_old
+        self.vv.as_slice()
     }
 
     pub fn hlc(&self) -> Timestamp {
         self.hlc.current()
     }
 
+    /// Transactions prepared here and not committed yet.
+    pub fn pending_transactions(&self) -> usize {
+        self.prepared.len()
+    }
+
     /// Number of transactions this replica coordinates right now.
     pub fn open_contexts(&self) -> usize {
-        self.contexts.len()
+        self.coordinator.open_transactions()
     }
 
     /// Number of versions of `key` stored here.
@@ -129,94 +109,179 @@ impl WrenReplica {
         self.store.chain(key).map_or(0, |c| c.len())
     }
 
-    /// The freshest version of `key` visible in `snapshot` (Alg. 3, 6–11).
-    pub(crate) fn read_at(&self, key: &[u8], snapshot: Snapshot) -> Option<Value> {
-        let chain = self.store.chain(key)?;
-        // Local versions need ut ≤ lt, remote ones ut ≤ rt: none above both.
-        chain.newest_visible_upto(snapshot.lt.max(snapshot.rt), |v| self.visible(v, snapshot)).map(|v| v.value.clone())
+    fn reader(&self) -> Reader<'_> {
+        Reader { store: &self.store, here: self.id.dc, fault: self.config.fault }
     }
 
-    /// The visibility rule of reads, with the deliberate bug a test may
-    /// switch on (GC always uses the true rule).
-    fn visible(&self, version: &Version<Timestamp>, snapshot: Snapshot) -> bool {
-        match self.config.fault {
-            super::Fault::RemoteVisibleAtLocalTime if version.stamp.dc != self.dc() => version.stamp.ts <= snapshot.lt,
-            _ => snapshot::visible(self.dc(), version, snapshot),
-        }
-    }
-
-    /// `UPDATE` of Alg. 4 for every write of a group of transactions that
-    /// committed at `ct` in DC `source`: create the versions, then collect
-    /// what `S_old` no longer needs on their chains.
-    pub(crate) fn install_group(&mut self, ct: Timestamp, source: DcId, txs: &[TxWrites]) {
-        let (here, s_old) = (self.dc(), self.s_old);
-        for tx in txs {
-            let stamp = CommitStamp { ts: ct, dc: source, txid: tx.txid };
-            for (key, value) in &tx.writes {
-                let version = Version { value: value.clone(), stamp, meta: tx.rdt };
-                self.store.insert(key.clone(), version, |v| snapshot::visible(here, v, s_old));
+    /// Alg. 2, lines 1–6: the snapshot of a transaction starting now.
+    fn start_transaction(&mut self, now: PhysicalMicros, client: Addr, seen: StartFrom, out: &mut Out) {
+        self.bist.learn(seen.lst, seen.rst);
+        let snapshot = match self.config.fault {
+            // A fresh clock value rather than a stable one: not installed yet.
+            Fault::SnapshotFromClock => {
+                let (lst, rst) = self.bist.stable_times();
+                let lt = self.hlc.observe(now, lst);
+                Snapshot { lt, rt: rst.min(lt.prev()) }
             }
+            _ => self.bist.snapshot(),
+        };
+        self.coordinator.start(now, client, snapshot, out);
+    }
+
+    /// Alg. 3, lines 1–12: answered at once, from the snapshot.
+    fn serve_slice(&mut self, from: Addr, tx: TxId, round: u32, keys: Vec<Key>, snapshot: Snapshot, out: &mut Out) {
+        self.bist.learn(snapshot.lt, snapshot.rt);
+        let values = self.reader().slice(keys, snapshot);
+        out.send(from, TxnMsg::SliceResp { tx, round, values });
+    }
+
+    /// Alg. 3, lines 13–19.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &mut self,
+        now: PhysicalMicros,
+        from: Addr,
+        tx: TxId,
+        snapshot: Snapshot,
+        ht: Timestamp,
+        writes: Vec<(Key, Value)>,
+        out: &mut Out,
+    ) {
+        let prepared = || Prepared { rdt: snapshot.rt, writes };
+        if self.prepared.prepare(&mut self.hlc, now, from, tx, ht, prepared, out).is_some() {
+            self.bist.learn(snapshot.lt, snapshot.rt);
         }
-        self.stats.transactions_applied += txs.len() as u64;
+    }
+
+    /// Alg. 3, lines 20–24: the transaction waits for the apply loop.
+    fn commit(&mut self, now: PhysicalMicros, tx: TxId, ct: Timestamp) {
+        let Some(done) = self.prepared.resolve(&mut self.hlc, now, tx, ct) else { return };
+        self.counters.inputs_refused += u64::from(done.raised);
+        let writes = TxWrites { txid: tx, rdt: done.prepared.rdt, writes: done.prepared.writes };
+        self.replication.queue(done.ct, tx, writes);
+    }
+
+    /// Every Δ_R (Alg. 4, lines 5–21): apply, in commit order, the committed
+    /// transactions no future commit can precede; replicate each group of
+    /// equal commit time to the other DCs; advance the version clock;
+    /// heartbeat when idle.
+    fn apply_committed(&mut self, now: PhysicalMicros, out: &mut Out) {
+        let ub = self.prepared.stable_bound(&mut self.hlc, now);
+        let (here, s_old) = (self.id.dc, self.bist.oldest_snapshot());
+        let (store, counters) = (&mut self.store, &mut self.counters);
+        let replicated = self.replication.release(
+            ub,
+            |ct, group| counters.transactions_applied += apply::install(store, here, s_old, ct, here, group),
+            out,
+        );
+        debug_assert!(ub >= self.vv.local(), "the version clock went back");
+        self.vv.raise(here, ub);
+        if !replicated {
+            self.replication.heartbeat(self.vv.local(), out);
+        }
+    }
+
+    /// Alg. 4, lines 22–26. FIFO links deliver a replica's groups in commit
+    /// order, so the sender's version clock can advance to `ct`.
+    fn on_replicate(&mut self, from: Addr, ct: Timestamp, txs: Vec<TxWrites>) {
+        let Some(source) = self.replication.source_of(from) else {
+            self.counters.inputs_refused += 1;
+            return;
+        };
+        let (here, s_old) = (self.id.dc, self.bist.oldest_snapshot());
+        self.counters.transactions_applied += apply::install(&mut self.store, here, s_old, ct, source, &txs);
+        self.vv.raise(source, ct);
+    }
+
+    /// Alg. 4, lines 27–28.
+    fn on_heartbeat(&mut self, from: Addr, t: Timestamp) {
+        match self.replication.source_of(from) {
+            Some(source) => self.vv.raise(source, t),
+            None => self.counters.inputs_refused += 1,
+        }
+    }
+
+    fn on_stabilization(&mut self, from: Addr, msg: BistMsg, out: &mut Out) {
+        match msg {
+            BistMsg::Up(report) => {
+                let (vv, coordinator) = (&self.vv, &self.coordinator);
+                self.bist.on_report(from, report, |bist| own_report(vv, coordinator, bist), out);
+            }
+            BistMsg::Down { lst, rst, oldest } if Some(from) == self.bist.parent().map(Addr::Replica) => {
+                self.bist.on_down(lst, rst, oldest, out);
+            }
+            BistMsg::Down { .. } => self.counters.inputs_refused += 1,
+        }
     }
 }
 
 impl Replica for WrenReplica {
     type Message = WrenMsg;
     type Timer = WrenTimer;
+    type Record = NoRecord;
 
     fn id(&self) -> ReplicaId {
         self.id
     }
 
-    fn start(&mut self, now: PhysicalMicros, out: &mut WrenOutbox) {
+    fn start(&mut self, now: PhysicalMicros, out: &mut Out) {
         self.hlc.observe(now, Timestamp::ZERO);
         out.set_timer(WrenTimer::Apply, self.config.apply_interval_us);
         out.set_timer(WrenTimer::Stabilize, self.config.stabilization_interval_us);
-        out.set_timer(WrenTimer::ExpireContexts, self.config.tx_context_timeout_us / 2 + 1);
+        out.set_timer(WrenTimer::ExpireContexts, self.coordinator.expiry_interval_us());
     }
 
-    fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: WrenMsg, out: &mut WrenOutbox) {
-        use WrenMsg::*;
+    fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: WrenMsg, out: &mut Out) {
+        use TxnMsg::*;
+        let topology = &self.topology;
         match msg {
-            StartTxReq { lst, rst } => self.on_start_tx(now, from, lst, rst, out),
-            TxReadReq { tx, keys } => self.on_tx_read(now, from, tx, keys, out),
-            CommitReq { tx, hwt, writes } => self.on_commit_req(now, from, tx, hwt, writes, out),
-            EndTx { tx } => self.on_end_tx(tx),
-            SliceReq { tx, keys, snapshot } => self.on_slice(from, tx, keys, snapshot, out),
-            SliceResp { tx, values } => self.on_slice_resp(tx, values, out),
-            PrepareReq { tx, snapshot, ht, writes } => self.on_prepare(now, from, tx, snapshot, ht, writes, out),
-            PrepareResp { tx, pt } => self.on_prepare_resp(tx, pt, out),
-            Commit { tx, ct } => self.on_commit(now, tx, ct),
+            StartTxReq(seen) => self.start_transaction(now, from, seen, out),
+            TxReadReq { tx, keys } => self.coordinator.on_read(now, from, tx, keys, topology, out),
+            CommitReq { tx, hwt, writes } => {
+                self.coordinator.on_commit_request(now, from, tx, hwt, writes, topology, out)
+            }
+            EndTx { tx } => self.coordinator.end(tx),
+            SliceReq { tx, round, keys, snapshot } => self.serve_slice(from, tx, round, keys, snapshot, out),
+            SliceResp { tx, round, values } => self.coordinator.on_slice(tx, round, values, out),
+            PrepareReq { tx, snapshot, ht, writes } => self.prepare(now, from, tx, snapshot, ht, writes, out),
+            PrepareResp { tx, pt } => self.coordinator.on_proposal(tx, pt, out),
+            Commit { tx, ct } => self.commit(now, tx, ct),
             Replicate { ct, txs } => self.on_replicate(from, ct, txs),
             Heartbeat { t } => self.on_heartbeat(from, t),
-            StableUp(report) => self.on_stable_up(from, report, out),
-            StableDown { lst, rst, oldest } => self.on_stable_down(lst, rst, oldest, out),
+            Stabilization(msg) => self.on_stabilization(from, msg, out),
+            // Replies meant for clients: a peer speaking out of turn.
             StartTxResp { .. } | TxReadResp { .. } | CommitResp { .. } | TxError { .. } => {
-                // Replies meant for clients: a peer speaking out of turn. Drop.
+                self.counters.inputs_refused += 1;
             }
         }
     }
 
-    fn on_timer(&mut self, now: PhysicalMicros, timer: WrenTimer, out: &mut WrenOutbox) {
+    fn on_timer(&mut self, now: PhysicalMicros, timer: WrenTimer, out: &mut Out) {
         match timer {
             WrenTimer::Apply => {
-                self.apply_committed(now, out);
+                // A slow round: nothing applied, replicated or promised yet.
+                if !out.buggify("wren.apply.skip_round") {
+                    self.apply_committed(now, out);
+                }
                 out.set_timer(WrenTimer::Apply, self.config.apply_interval_us);
             }
             WrenTimer::Stabilize => {
-                self.stabilize(out);
+                // A report that comes one round late.
+                if !out.buggify("wren.bist.skip_report") {
+                    let (vv, coordinator) = (&self.vv, &self.coordinator);
+                    self.bist.tick(|bist| own_report(vv, coordinator, bist), out);
+                }
                 out.set_timer(WrenTimer::Stabilize, self.config.stabilization_interval_us);
             }
             WrenTimer::ExpireContexts => {
-                self.expire_contexts(now);
-                out.set_timer(WrenTimer::ExpireContexts, self.config.tx_context_timeout_us / 2 + 1);
+                self.coordinator.expire(now);
+                out.set_timer(WrenTimer::ExpireContexts, self.coordinator.expiry_interval_us());
             }
         }
     }
 
     fn is_quiescent(&self) -> bool {
-        self.prepared.is_empty() && self.committed.is_empty()
+        self.prepared.is_empty() && self.replication.is_idle()
     }
 
     fn latest_values(&self) -> Vec<(Key, Value)> {
@@ -224,10 +289,11 @@ impl Replica for WrenReplica {
     }
 
     fn visible_upto(&self, origin: DcId) -> Timestamp {
+        let (lst, rst) = self.bist.stable_times();
         if origin == self.id.dc {
-            self.lst
+            lst
         } else {
-            self.rst
+            rst
         }
     }
 
@@ -236,11 +302,12 @@ impl Replica for WrenReplica {
         16
     }
 
-    fn stats(&self) -> ReplicaStats {
-        ReplicaStats {
+    fn counters(&self) -> ReplicaCounters {
+        ReplicaCounters {
             versions: self.store.version_count(),
             versions_collected: self.store.collected_count(),
-            ..self.stats
+            contexts_expired: self.coordinator.expired(),
+            ..self.counters
         }
     }
 }

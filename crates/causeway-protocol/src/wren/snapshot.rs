@@ -15,14 +15,19 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Component-wise minimum: a snapshot that sees no more than either.
-    pub fn meet(self, other: Snapshot) -> Snapshot {
-        Snapshot { lt: self.lt.min(other.lt), rt: self.rt.min(other.rt) }
-    }
-
     /// Component-wise maximum.
     pub fn join(self, other: Snapshot) -> Snapshot {
         Snapshot { lt: self.lt.max(other.lt), rt: self.rt.max(other.rt) }
+    }
+}
+
+impl crate::twopc::Snapshot for Snapshot {
+    fn ceiling(&self) -> Timestamp {
+        self.lt.max(self.rt)
+    }
+
+    fn meet(&self, other: &Snapshot) -> Snapshot {
+        Snapshot { lt: self.lt.min(other.lt), rt: self.rt.min(other.rt) }
     }
 }
 
@@ -41,8 +46,9 @@ pub fn visible(local_dc: DcId, version: &Version<Timestamp>, snapshot: Snapshot)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{CommitStamp, Value};
+    use crate::contract::{CommitStamp, Value};
     use crate::ids::TxId;
+    use crate::twopc::Snapshot as _;
 
     fn v(dc: u16, ut: u64, rdt: u64) -> Version<Timestamp> {
         Version {
@@ -74,7 +80,7 @@ mod tests {
 
     #[test]
     fn meet_and_join_are_component_wise() {
-        assert_eq!(snap(10, 3).meet(snap(7, 5)), snap(7, 3));
+        assert_eq!(snap(10, 3).meet(&snap(7, 5)), snap(7, 3));
         assert_eq!(snap(10, 3).join(snap(7, 5)), snap(10, 5));
     }
 }

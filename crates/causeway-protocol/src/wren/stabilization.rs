@@ -1,5 +1,7 @@
 //! BiST (Alg. 4, lines 29–32) over a tree of the partitions of one DC, and
 //! the garbage-collection bound `S_old` (§IV) carried by the same messages.
+//! [`Bist`] owns the stable times: the LST and RST this replica knows, and
+//! `S_old`.
 //!
 //! Every Δ_G the leaves send their report — the minimum local entry and the
 //! minimum remote entry of their version vector, and their oldest running
@@ -8,20 +10,33 @@
 //! last forward; the root then sends the DC-wide minima back down. One round
 //! costs 2(N−1) messages instead of the N(N−1) of all-to-all gossip.
 
-use super::messages::{StableReport, WrenMsg};
-use super::replica::{WrenOutbox, WrenReplica};
+use super::messages::{BistMsg, StableReport, WrenMsg};
 use super::snapshot::Snapshot;
+use crate::contract::Effects;
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ReplicaId};
 use crate::topology::Topology;
+use crate::twopc::{Snapshot as _, TxnMsg};
 
-/// This replica's place in its DC's BiST tree.
+/// This replica's place in its DC's BiST tree, and the stable times it has
+/// learned.
 #[derive(Clone, Debug)]
 pub struct Bist {
-    pub parent: Option<ReplicaId>,
-    pub children: Vec<ReplicaId>,
+    parent: Option<ReplicaId>,
+    children: Vec<ReplicaId>,
     /// Reports received from each child since the last forward.
     fresh: Vec<Option<StableReport>>,
+    /// Every partition of this DC has installed local items up to `lst`...
+    lst: Timestamp,
+    /// ...and remote items up to `rst`.
+    rst: Timestamp,
+    /// The oldest snapshot any running transaction in the DC may read;
+    /// versions older than what it sees are collected.
+    s_old: Snapshot,
+}
+
+fn combine(a: StableReport, b: StableReport) -> StableReport {
+    StableReport { local: a.local.min(b.local), remote: a.remote.min(b.remote), oldest: a.oldest.meet(&b.oldest) }
 }
 
 impl Bist {
@@ -33,52 +48,75 @@ impl Bist {
         let i = members.iter().position(|r| *r == me).expect("a replica is a member of its DC");
         let parent = if i == 0 { None } else { Some(members[(i - 1) / f]) };
         let children: Vec<ReplicaId> = (f * i + 1..=f * i + f).filter_map(|c| members.get(c).copied()).collect();
-        Bist { parent, fresh: vec![None; children.len()], children }
-    }
-
-    pub fn is_root(&self) -> bool {
-        self.parent.is_none()
-    }
-}
-
-fn combine(a: StableReport, b: StableReport) -> StableReport {
-    StableReport { local: a.local.min(b.local), remote: a.remote.min(b.remote), oldest: a.oldest.meet(b.oldest) }
-}
-
-impl WrenReplica {
-    fn own_report(&self) -> StableReport {
-        let m = self.dc().0 as usize;
-        let remote = self
-            .topology
-            .replicas_of(self.id.partition)
-            .iter()
-            .filter(|dc| dc.0 as usize != m)
-            .map(|dc| self.vv[dc.0 as usize])
-            .min()
-            .unwrap_or(Timestamp::MAX); // a single DC has no remote items
-        StableReport { local: self.vv[m], remote, oldest: self.oldest_local_snapshot() }
-    }
-
-    /// Every Δ_G: a leaf starts a round; a lone replica completes one.
-    pub(crate) fn stabilize(&mut self, out: &mut WrenOutbox) {
-        if !self.bist.children.is_empty() {
-            return; // inner nodes forward when their children have reported
+        Bist {
+            parent,
+            fresh: vec![None; children.len()],
+            children,
+            lst: Timestamp::ZERO,
+            rst: Timestamp::ZERO,
+            s_old: Snapshot::default(),
         }
-        let report = self.own_report();
-        self.report_up(report, out);
     }
 
-    pub(crate) fn on_stable_up(&mut self, from: Addr, report: StableReport, out: &mut WrenOutbox) {
+    pub fn parent(&self) -> Option<ReplicaId> {
+        self.parent
+    }
+
+    pub fn children(&self) -> &[ReplicaId] {
+        &self.children
+    }
+
+    /// `(lst, rst)` as this replica knows them.
+    pub fn stable_times(&self) -> (Timestamp, Timestamp) {
+        (self.lst, self.rst)
+    }
+
+    /// The GC bound `S_old`.
+    pub fn oldest_snapshot(&self) -> Snapshot {
+        self.s_old
+    }
+
+    /// Stable times learned from elsewhere (a client's last snapshot, a
+    /// coordinator's): every partition of the DC had installed them.
+    pub fn learn(&mut self, lt: Timestamp, rt: Timestamp) {
+        self.lst = self.lst.max(lt);
+        self.rst = self.rst.max(rt);
+    }
+
+    /// The snapshot a transaction starting here now gets (Alg. 2, line 5):
+    /// the stable times, with the remote one kept below the local one.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot { lt: self.lst, rt: self.rst.min(self.lst.prev()) }
+    }
+
+    /// Every Δ_G: a leaf starts a round with its own report; inner nodes
+    /// forward when their children have reported.
+    pub fn tick<T, R>(&mut self, own: impl FnOnce(&Bist) -> StableReport, out: &mut Effects<WrenMsg, T, R>) {
+        if self.children.is_empty() {
+            let report = own(self);
+            self.report_up(report, out);
+        }
+    }
+
+    /// A child's report; with the last fresh one, the subtree's (with
+    /// `own`, this replica's report) goes up.
+    pub fn on_report<T, R>(
+        &mut self,
+        from: Addr,
+        report: StableReport,
+        own: impl FnOnce(&Bist) -> StableReport,
+        out: &mut Effects<WrenMsg, T, R>,
+    ) {
         let Addr::Replica(child) = from else { return };
-        let Some(slot) = self.bist.children.iter().position(|c| *c == child) else { return };
+        let Some(slot) = self.children.iter().position(|c| *c == child) else { return };
         // A second report from one child before the others arrive replaces
         // the first: both are lower bounds and the newer one is tighter.
-        self.bist.fresh[slot] = Some(report);
-        if self.bist.fresh.iter().any(Option::is_none) {
+        self.fresh[slot] = Some(report);
+        if self.fresh.iter().any(Option::is_none) {
             return;
         }
-        let mut aggregate = self.own_report();
-        for slot in &mut self.bist.fresh {
+        let mut aggregate = own(self);
+        for slot in &mut self.fresh {
             aggregate = combine(aggregate, slot.take().expect("all children fresh"));
         }
         self.report_up(aggregate, out);
@@ -86,19 +124,27 @@ impl WrenReplica {
 
     /// Sends a subtree's report to the parent; at the root, the report is
     /// DC-wide and its minima are the new LST, RST and `S_old`.
-    fn report_up(&mut self, report: StableReport, out: &mut WrenOutbox) {
-        match self.bist.parent {
-            Some(parent) => out.send(Addr::Replica(parent), WrenMsg::StableUp(report)),
-            None => self.on_stable_down(report.local, report.remote, report.oldest, out),
+    fn report_up<T, R>(&mut self, report: StableReport, out: &mut Effects<WrenMsg, T, R>) {
+        match self.parent {
+            Some(parent) => out.send(Addr::Replica(parent), TxnMsg::Stabilization(BistMsg::Up(report))),
+            None => self.on_down(report.local, report.remote, report.oldest, out),
         }
     }
 
-    pub(crate) fn on_stable_down(&mut self, lst: Timestamp, rst: Timestamp, oldest: Snapshot, out: &mut WrenOutbox) {
+    /// The DC-wide minima, from the parent (or this root): adopted, and
+    /// passed down.
+    pub fn on_down<T, R>(
+        &mut self,
+        lst: Timestamp,
+        rst: Timestamp,
+        oldest: Snapshot,
+        out: &mut Effects<WrenMsg, T, R>,
+    ) {
         self.lst = self.lst.max(lst);
         self.rst = self.rst.max(rst);
         self.s_old = self.s_old.join(oldest);
-        for &child in &self.bist.children {
-            out.send(Addr::Replica(child), WrenMsg::StableDown { lst, rst, oldest });
+        for &child in &self.children {
+            out.send(Addr::Replica(child), TxnMsg::Stabilization(BistMsg::Down { lst, rst, oldest }));
         }
     }
 }
@@ -124,7 +170,7 @@ mod tests {
         let parents: Vec<Option<u32>> = shape.iter().map(|(_, p)| p.map(|p| p.0)).collect();
         assert_eq!(parents, vec![None, Some(0), Some(0), Some(1), Some(1), Some(2)]);
         let root = Bist::new(ReplicaId::new(1, 0), &t, 2);
-        assert!(root.is_root());
-        assert_eq!(root.children, vec![ReplicaId::new(1, 1), ReplicaId::new(1, 2)]);
+        assert!(root.parent().is_none());
+        assert_eq!(root.children(), &[ReplicaId::new(1, 1), ReplicaId::new(1, 2)]);
     }
 }

@@ -1,14 +1,17 @@
 //! Unit tests of single replica steps: the edges of the listings.
 
-use super::messages::WrenMsg;
-use super::replica::{WrenOutbox, WrenReplica, WrenTimer};
+use super::messages::{StartFrom, WrenMsg};
+use super::replica::{WrenReplica, WrenTimer};
+
 use super::snapshot::Snapshot;
 use super::WrenConfig;
-use crate::engine::{Key, Replica, Value};
+use crate::contract::{Effects, Key, Replica, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
 use std::sync::Arc;
+
+type WrenOutbox = Effects<WrenMsg, WrenTimer>;
 
 fn replica(dcs: u16, partitions: u32) -> WrenReplica {
     let topology = Arc::new(Topology::full(dcs, partitions).unwrap());
@@ -64,8 +67,7 @@ fn a_prepare_delivered_twice_gets_the_same_proposal_and_one_entry() {
     let first = prepare(&mut r, 2_000, 7, Timestamp::ZERO);
     let again = prepare(&mut r, 3_000, 7, Timestamp::ZERO);
     assert_eq!(first, again);
-    assert_eq!(r.prepared.len(), 1);
-    assert_eq!(r.prepared_order.len(), 1);
+    assert_eq!(r.pending_transactions(), 1);
 }
 
 /// Committed transactions wait for the smallest pending proposal.
@@ -133,7 +135,12 @@ fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
     let mut r = replica(1, 1);
     let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
     let mut out = WrenOutbox::default();
-    r.on_message(1_000, client, WrenMsg::StartTxReq { lst: Timestamp::ZERO, rst: Timestamp::ZERO }, &mut out);
+    r.on_message(
+        1_000,
+        client,
+        WrenMsg::StartTxReq(StartFrom { lst: Timestamp::ZERO, rst: Timestamp::ZERO }),
+        &mut out,
+    );
     let tx = match out.messages.pop() {
         Some((_, WrenMsg::StartTxResp { tx, .. })) => tx,
         other => panic!("{other:?}"),

@@ -1,9 +1,9 @@
-//! What a coordinator keeps of the transactions it runs (the papers'
-//! `TX[id]`), whatever the protocol's snapshot: who the client is, the
-//! snapshot it reads, and the operation in flight — read slices being
-//! gathered, or prepare proposals being maxed into a commit time.
+//! The coordinator's transaction table (the papers' `TX[id]`), whatever the
+//! protocol's snapshot: who the client is, the snapshot it reads, and the
+//! operation in flight — read slices being gathered, or prepare proposals
+//! being maxed into a commit time.
 
-use crate::engine::{Key, SessionError, Value};
+use crate::contract::{Key, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, PartitionId, TxId};
 use rustc_hash::FxHashMap;
@@ -11,20 +11,25 @@ use rustc_hash::FxHashMap;
 /// What a read returns: each key with its value, if it has one.
 pub type Values = Vec<(Key, Option<Value>)>;
 
+/// What the table keeps of one transaction.
 #[derive(Clone, Debug)]
-pub struct TxContext<S> {
+pub struct TxEntry<S> {
     pub client: Addr,
     pub snapshot: S,
     /// Local clock reading of the client's last request.
     last_active: PhysicalMicros,
-    pending: Pending,
+    /// Read rounds started so far.
+    rounds: u32,
+    in_flight: InFlight,
 }
 
+/// The operation of a transaction that waits for cohorts.
 #[derive(Clone, Debug)]
-enum Pending {
+enum InFlight {
     Idle,
-    /// Waiting for read slices from this many partitions.
+    /// Waiting for read slices of `round` from this many partitions.
     Read {
+        round: u32,
         waiting: usize,
         values: Vec<(Key, Option<Value>)>,
     },
@@ -36,15 +41,19 @@ enum Pending {
     },
 }
 
-impl<S> TxContext<S> {
-    /// The read being sent now waits for `slices` answers.
-    pub fn await_slices(&mut self, slices: usize) {
-        self.pending = Pending::Read { waiting: slices, values: Vec::new() };
+impl<S> TxEntry<S> {
+    /// The read round being sent now waits for `slices` answers; returns
+    /// its number.
+    pub fn await_slices(&mut self, slices: usize) -> u32 {
+        let round = self.rounds;
+        self.rounds += 1;
+        self.in_flight = InFlight::Read { round, waiting: slices, values: Vec::new() };
+        round
     }
 
     /// The commit being sent now waits for a proposal from each cohort.
     pub fn await_proposals(&mut self, cohorts: Vec<PartitionId>) {
-        self.pending = Pending::Commit { waiting: cohorts.len(), ct: Timestamp::ZERO, cohorts };
+        self.in_flight = InFlight::Commit { waiting: cohorts.len(), ct: Timestamp::ZERO, cohorts };
     }
 }
 
@@ -55,20 +64,21 @@ pub struct Decided {
     pub cohorts: Vec<PartitionId>,
 }
 
+/// The transactions a coordinator runs.
 #[derive(Debug)]
-pub struct Contexts<S> {
-    map: FxHashMap<TxId, TxContext<S>>,
+pub struct TxTable<S> {
+    map: FxHashMap<TxId, TxEntry<S>>,
 }
 
-impl<S> Default for Contexts<S> {
+impl<S> Default for TxTable<S> {
     fn default() -> Self {
-        Contexts { map: FxHashMap::default() }
+        TxTable { map: FxHashMap::default() }
     }
 }
 
-impl<S> Contexts<S> {
+impl<S> TxTable<S> {
     pub fn open(&mut self, now: PhysicalMicros, tx: TxId, client: Addr, snapshot: S) {
-        self.map.insert(tx, TxContext { client, snapshot, last_active: now, pending: Pending::Idle });
+        self.map.insert(tx, TxEntry { client, snapshot, last_active: now, rounds: 0, in_flight: InFlight::Idle });
     }
 
     /// The context of `tx` for a new operation from `client`, or why there
@@ -78,10 +88,10 @@ impl<S> Contexts<S> {
         now: PhysicalMicros,
         client: Addr,
         tx: TxId,
-    ) -> Result<&mut TxContext<S>, SessionError> {
+    ) -> Result<&mut TxEntry<S>, SessionError> {
         match self.map.get_mut(&tx) {
             Some(ctx) if ctx.client == client => {
-                if !matches!(ctx.pending, Pending::Idle) {
+                if !matches!(ctx.in_flight, InFlight::Idle) {
                     return Err(SessionError::OperationInProgress);
                 }
                 ctx.last_active = now;
@@ -91,17 +101,21 @@ impl<S> Contexts<S> {
         }
     }
 
-    /// A read slice came back; with the last one, the client and all values.
-    pub fn slice_arrived(&mut self, tx: TxId, slice: Values) -> Option<(Addr, Values)> {
+    /// A read slice of `round` came back; with the last one, the client and
+    /// all values. A slice of another round is stale, and ignored.
+    pub fn slice_arrived(&mut self, tx: TxId, round: u32, slice: Values) -> Option<(Addr, Values)> {
         let ctx = self.map.get_mut(&tx)?;
-        let Pending::Read { waiting, values } = &mut ctx.pending else { return None };
+        let InFlight::Read { round: current, waiting, values } = &mut ctx.in_flight else { return None };
+        if *current != round {
+            return None;
+        }
         values.extend(slice);
         *waiting -= 1;
         if *waiting > 0 {
             return None;
         }
         let values = std::mem::take(values);
-        ctx.pending = Pending::Idle;
+        ctx.in_flight = InFlight::Idle;
         Some((ctx.client, values))
     }
 
@@ -109,21 +123,21 @@ impl<S> Contexts<S> {
     /// decided and its context forgotten.
     pub fn proposal_arrived(&mut self, tx: TxId, pt: Timestamp) -> Option<Decided> {
         let ctx = self.map.get_mut(&tx)?;
-        let Pending::Commit { waiting, ct, .. } = &mut ctx.pending else { return None };
+        let InFlight::Commit { waiting, ct, .. } = &mut ctx.in_flight else { return None };
         *ct = (*ct).max(pt);
         *waiting -= 1;
         if *waiting > 0 {
             return None;
         }
         let ctx = self.map.remove(&tx)?;
-        let Pending::Commit { ct, cohorts, .. } = ctx.pending else { return None };
+        let InFlight::Commit { ct, cohorts, .. } = ctx.in_flight else { return None };
         Some(Decided { client: ctx.client, ct, cohorts })
     }
 
     /// A read-only or aborted transaction is over (ignored while an
     /// operation of it is in flight).
     pub fn end(&mut self, tx: TxId) {
-        if matches!(self.map.get(&tx), Some(ctx) if matches!(ctx.pending, Pending::Idle)) {
+        if matches!(self.map.get(&tx), Some(ctx) if matches!(ctx.in_flight, InFlight::Idle)) {
             self.map.remove(&tx);
         }
     }
@@ -132,8 +146,9 @@ impl<S> Contexts<S> {
     /// `timeout_us`; returns how many.
     pub fn expire(&mut self, now: PhysicalMicros, timeout_us: u64) -> u64 {
         let before = self.map.len();
-        self.map
-            .retain(|_, ctx| !matches!(ctx.pending, Pending::Idle) || now.saturating_sub(ctx.last_active) < timeout_us);
+        self.map.retain(|_, ctx| {
+            !matches!(ctx.in_flight, InFlight::Idle) || now.saturating_sub(ctx.last_active) < timeout_us
+        });
         (before - self.map.len()) as u64
     }
 
@@ -162,23 +177,25 @@ mod tests {
 
     #[test]
     fn an_operation_needs_the_clients_own_idle_context() {
-        let mut c: Contexts<u8> = Contexts::default();
+        let mut c: TxTable<u8> = TxTable::default();
         let tx = TxId(1);
         c.open(0, tx, client(1), 7);
         assert_eq!(c.for_operation(1, client(2), tx).err(), Some(SessionError::UnknownTransaction));
         assert_eq!(c.for_operation(1, client(1), TxId(9)).err(), Some(SessionError::UnknownTransaction));
-        c.for_operation(1, client(1), tx).unwrap().await_slices(2);
+        assert_eq!(c.for_operation(1, client(1), tx).unwrap().await_slices(2), 0);
         assert_eq!(c.for_operation(2, client(1), tx).err(), Some(SessionError::OperationInProgress));
-        assert!(c.slice_arrived(tx, vec![]).is_none());
-        let (to, _) = c.slice_arrived(tx, vec![]).expect("the last slice completes the read");
+        assert!(c.slice_arrived(tx, 0, vec![]).is_none());
+        let (to, _) = c.slice_arrived(tx, 0, vec![]).expect("the last slice completes the read");
         assert_eq!(to, client(1));
-        assert!(c.slice_arrived(tx, vec![]).is_none(), "a stray slice is ignored");
-        assert!(c.for_operation(3, client(1), tx).is_ok());
+        assert!(c.slice_arrived(tx, 0, vec![]).is_none(), "a stray slice is ignored");
+        assert_eq!(c.for_operation(3, client(1), tx).unwrap().await_slices(1), 1, "the second round");
+        assert!(c.slice_arrived(tx, 0, vec![]).is_none(), "a slice of the first round is stale");
+        assert!(c.slice_arrived(tx, 1, vec![]).is_some());
     }
 
     #[test]
     fn the_commit_time_is_the_largest_proposal_and_decides_once() {
-        let mut c: Contexts<u8> = Contexts::default();
+        let mut c: TxTable<u8> = TxTable::default();
         let tx = TxId(1);
         c.open(0, tx, client(1), 0);
         c.for_operation(0, client(1), tx).unwrap().await_proposals(vec![PartitionId(0), PartitionId(1)]);
@@ -191,10 +208,10 @@ mod tests {
 
     #[test]
     fn only_idle_silent_contexts_expire() {
-        let mut c: Contexts<u8> = Contexts::default();
+        let mut c: TxTable<u8> = TxTable::default();
         c.open(0, TxId(1), client(1), 0);
         c.open(0, TxId(2), client(2), 0);
-        c.for_operation(0, client(2), TxId(2)).unwrap().await_slices(1);
+        let _ = c.for_operation(0, client(2), TxId(2)).unwrap().await_slices(1);
         c.open(50, TxId(3), client(3), 0);
         assert_eq!(c.expire(100, 60), 1);
         assert_eq!(c.len(), 2);

@@ -2,7 +2,7 @@
 //! library, the server and the protocols' sessions all use: a request over
 //! a limit is refused the same way wherever it is caught first.
 
-use crate::engine::SessionError;
+use super::session::SessionError;
 use serde::{Deserialize, Serialize};
 
 /// Sizes a cluster accepts; larger requests get [`SessionError::TooLarge`].

@@ -1,0 +1,166 @@
+//! The durability effect as drivers carry it out: an in-memory log of a
+//! replica's records (the store the next step puts a disk under), and the
+//! gate that holds a replica's messages until the records they wait for are
+//! durable — keeping every link FIFO, because a message sent after a held one
+//! waits behind it.
+
+use super::effects::Effects;
+use crate::ids::Addr;
+use std::collections::VecDeque;
+
+/// A replica's records, in the order it persisted them: those up to
+/// [`MemoryLog::synced`] are durable, the rest would be lost by a crash.
+#[derive(Debug)]
+pub struct MemoryLog<R> {
+    records: Vec<R>,
+    synced: usize,
+}
+
+impl<R> Default for MemoryLog<R> {
+    fn default() -> Self {
+        MemoryLog { records: Vec::new(), synced: 0 }
+    }
+}
+
+impl<R: Clone> MemoryLog<R> {
+    /// Appends records (not durable yet); returns the log's new length.
+    pub fn append(&mut self, records: impl IntoIterator<Item = R>) -> usize {
+        self.records.extend(records);
+        self.records.len()
+    }
+
+    /// Everything before position `upto` is durable now.
+    pub fn sync_to(&mut self, upto: usize) {
+        self.synced = self.synced.max(upto.min(self.records.len()));
+    }
+
+    /// Everything appended so far is durable now.
+    pub fn sync_all(&mut self) {
+        self.synced = self.records.len();
+    }
+
+    /// How many records are durable.
+    pub fn synced(&self) -> usize {
+        self.synced
+    }
+
+    /// How many records were appended.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// A crash: what was not synced is gone.
+    pub fn crash(&mut self) {
+        self.records.truncate(self.synced);
+    }
+
+    /// The durable records, to rebuild the replica from.
+    pub fn durable(&self) -> Vec<R> {
+        self.records[..self.synced].to_vec()
+    }
+}
+
+/// A replica's outgoing messages that wait for durability, with the log
+/// length each waits for.
+#[derive(Debug)]
+pub struct SendGate<M> {
+    held: VecDeque<(usize, Addr, M)>,
+}
+
+impl<M> Default for SendGate<M> {
+    fn default() -> Self {
+        SendGate { held: VecDeque::new() }
+    }
+}
+
+impl<M> SendGate<M> {
+    /// Takes a step's records into `log` and its messages into the gate;
+    /// returns, in order, the messages that may leave now. A step's
+    /// `messages` leave at once unless earlier ones are held (they queue
+    /// behind them); its `after_durable` ones wait until the log is synced
+    /// up to its length after this step.
+    pub fn take<T, R: Clone>(&mut self, out: &mut Effects<M, T, R>, log: &mut MemoryLog<R>) -> Vec<(Addr, M)> {
+        let mut now = Vec::new();
+        for (to, msg) in out.messages.drain(..) {
+            if self.held.is_empty() {
+                now.push((to, msg));
+            } else {
+                self.held.push_back((0, to, msg));
+            }
+        }
+        let needs = log.append(out.records.drain(..));
+        for (to, msg) in out.after_durable.drain(..) {
+            self.held.push_back((needs, to, msg));
+        }
+        now.extend(self.release(log.synced()));
+        now
+    }
+
+    /// The held messages that may leave once `synced` records are durable,
+    /// in order.
+    pub fn release(&mut self, synced: usize) -> Vec<(Addr, M)> {
+        let mut out = Vec::new();
+        while let Some(&(needs, ..)) = self.held.front() {
+            if needs > synced {
+                break;
+            }
+            let (_, to, msg) = self.held.pop_front().expect("a front");
+            out.push((to, msg));
+        }
+        out
+    }
+
+    /// Messages held now.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// A crash: what was held never leaves.
+    pub fn crash(&mut self) {
+        self.held.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::ReplicaId;
+
+    #[test]
+    fn a_message_waits_for_its_records_and_later_ones_wait_behind_it() {
+        let to = Addr::Replica(ReplicaId::new(0, 1));
+        let (mut log, mut gate) = (MemoryLog::<u32>::default(), SendGate::<&str>::default());
+        let mut out = Effects::<&str, (), u32>::default();
+        out.send(to, "first");
+        out.persist(7);
+        out.send_after_durable(to, "after 7");
+        let now = gate.take(&mut out, &mut log);
+        assert_eq!(now, vec![(to, "first")]);
+        out.send(to, "later");
+        assert!(gate.take(&mut out, &mut log).is_empty(), "FIFO: behind the held one");
+        assert_eq!(gate.held(), 2);
+        log.sync_all();
+        assert_eq!(gate.release(log.synced()), vec![(to, "after 7"), (to, "later")]);
+    }
+
+    #[test]
+    fn a_crash_loses_what_was_not_synced_and_what_waited_for_it() {
+        let to = Addr::Replica(ReplicaId::new(0, 1));
+        let (mut log, mut gate) = (MemoryLog::<u32>::default(), SendGate::<&str>::default());
+        let mut out = Effects::<&str, (), u32>::default();
+        out.persist(1);
+        gate.take(&mut out, &mut log);
+        log.sync_all();
+        out.persist(2);
+        out.send_after_durable(to, "after 2");
+        gate.take(&mut out, &mut log);
+        log.crash();
+        gate.crash();
+        assert_eq!(log.durable(), vec![1]);
+        assert!(gate.release(usize::MAX).is_empty());
+    }
+}

@@ -1,0 +1,66 @@
+//! A protocol of the engine: its types, its promise, its construction.
+
+use super::message::Message;
+use super::replica::Replica;
+use super::session::{Session, SessionSetup};
+use crate::ids::ReplicaId;
+use crate::topology::Topology;
+use causeway_history::Guarantee;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// Settings every protocol understands, so drivers can configure whichever
+/// protocol a user picked from one set of flags or config keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Δ_R: how often replicas apply committed transactions and replicate
+    /// them (or send a heartbeat), in microseconds.
+    pub apply_interval_us: u64,
+    /// Δ_G: how often stable times are gossiped inside a DC, in microseconds.
+    pub stabilization_interval_us: u64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { apply_interval_us: 5_000, stabilization_interval_us: 5_000 }
+    }
+}
+
+/// The records a protocol's replica makes durable.
+pub type RecordOf<P> = <<P as Protocol>::Replica as Replica>::Record;
+
+/// A protocol of the engine: its replica, its session and its messages.
+pub trait Protocol: 'static {
+    const NAME: &'static str;
+    /// What every history of this protocol must uphold: drivers and tests
+    /// judge its histories against it, and know no protocol by name.
+    const GUARANTEE: Guarantee;
+    /// Whether a replica answers every read in the step that receives it
+    /// (Wren's nonblocking reads): drivers count a read that waited as a
+    /// failure of such a protocol.
+    const READS_NEVER_WAIT: bool;
+    type Config: Clone + Debug + Default + Send + Sync + 'static;
+    type Message: Message;
+    type Replica: Replica<Message = Self::Message> + Send + 'static;
+    type Session: Session<Message = Self::Message> + Send + 'static;
+
+    /// This protocol's configuration with the shared settings applied.
+    fn configure(tuning: &Tuning) -> Self::Config;
+
+    /// Says why this protocol cannot run on this topology, if it cannot.
+    fn validate(topology: &Topology, config: &Self::Config) -> Result<(), String>;
+
+    fn replica(id: ReplicaId, topology: Arc<Topology>, config: &Self::Config) -> Self::Replica;
+
+    /// A replica rebuilt after a crash from the records it had made
+    /// durable, in the order it persisted them (the synced ones only).
+    fn recover(
+        id: ReplicaId,
+        topology: Arc<Topology>,
+        config: &Self::Config,
+        records: Vec<RecordOf<Self>>,
+    ) -> Self::Replica;
+
+    /// A session of a client of `setup.coordinator`'s DC.
+    fn session(setup: SessionSetup, config: &Self::Config) -> Self::Session;
+}

@@ -1,0 +1,86 @@
+//! A partition replica: one member of the group that holds a partition.
+
+use super::data::{Key, Value};
+use super::effects::Effects;
+use super::message::Message;
+use crate::hlc::{PhysicalMicros, Timestamp};
+use crate::ids::{Addr, DcId, ReplicaId};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
+
+/// Counters every replica keeps, whatever its protocol.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaCounters {
+    /// Versions currently stored, over all keys.
+    pub versions: u64,
+    /// Versions removed by garbage collection so far.
+    pub versions_collected: u64,
+    /// Coordinator contexts dropped because their client went silent.
+    pub contexts_expired: u64,
+    /// Transactions this replica has applied (local and replicated).
+    pub transactions_applied: u64,
+    /// Messages refused as impossible from an honest peer: replication from
+    /// a replica that is not a peer, a commit time below the proposal, a
+    /// snapshot of another cluster's shape, a reply meant for a client.
+    /// Zero in every honest run.
+    pub inputs_refused: u64,
+}
+
+impl std::ops::Add for ReplicaCounters {
+    type Output = ReplicaCounters;
+
+    /// The sum of two replicas' counters.
+    fn add(self, other: ReplicaCounters) -> ReplicaCounters {
+        ReplicaCounters {
+            versions: self.versions + other.versions,
+            versions_collected: self.versions_collected + other.versions_collected,
+            contexts_expired: self.contexts_expired + other.contexts_expired,
+            transactions_applied: self.transactions_applied + other.transactions_applied,
+            inputs_refused: self.inputs_refused + other.inputs_refused,
+        }
+    }
+}
+
+/// The effects of one replica step.
+pub type ReplicaEffects<R> = Effects<<R as Replica>::Message, <R as Replica>::Timer, <R as Replica>::Record>;
+
+pub trait Replica {
+    type Message: Message;
+    type Timer: Copy + Debug + Eq + Send;
+    /// What this replica makes durable ([`Effects::persist`]), and is
+    /// rebuilt from after a crash.
+    type Record: Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static;
+
+    fn id(&self) -> ReplicaId;
+
+    /// Called once before any other input (and once after a recovery);
+    /// arms the periodic timers.
+    fn start(&mut self, now: PhysicalMicros, out: &mut ReplicaEffects<Self>);
+
+    fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: Self::Message, out: &mut ReplicaEffects<Self>);
+
+    fn on_timer(&mut self, now: PhysicalMicros, timer: Self::Timer, out: &mut ReplicaEffects<Self>);
+
+    /// True when no transaction is between prepare and apply here.
+    fn is_quiescent(&self) -> bool;
+
+    /// The newest applied value of every key this replica stores, by
+    /// last-writer-wins; what the history's `final` lines list.
+    fn latest_values(&self) -> Vec<(Key, Value)>;
+
+    fn counters(&self) -> ReplicaCounters;
+
+    /// The timestamp up to which writes that originate in DC `origin` are
+    /// visible to transactions starting here now (Wren: LST for the local DC,
+    /// RST for the others; Cure: the entry of the stable vector; EC: the last
+    /// write applied from that DC). Drivers sample it to measure how long an
+    /// update takes to become visible, locally and remotely.
+    fn visible_upto(&self, origin: DcId) -> Timestamp;
+
+    /// Bytes of protocol metadata every version carries besides its key,
+    /// value and last-writer-wins tie-breakers: the timestamps that decide
+    /// its visibility (Wren: `ut` and `rdt`, 16; Cure: one per DC, 8·M; EC:
+    /// its commit time, 8). Drivers report it next to the message bytes.
+    fn version_metadata_bytes(&self) -> u64;
+}

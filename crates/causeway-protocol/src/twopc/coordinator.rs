@@ -1,0 +1,183 @@
+//! The coordinator role (the papers' Alg. 2): open a transaction on the
+//! snapshot its protocol assigns, fan reads out to the partitions involved,
+//! run two-phase commit, and forget transactions whose clients went silent.
+
+use super::messages::TxnMsg;
+use super::tx_table::{TxEntry, TxTable};
+use super::Snapshot;
+use crate::contract::{Effects, Key, SessionError, Value};
+use crate::hlc::{PhysicalMicros, Timestamp};
+use crate::ids::{Addr, PartitionId, ReplicaId, TxId};
+use crate::topology::Topology;
+
+/// The effects of a step of a family protocol.
+type Out<S, Q, W, G, T, R> = Effects<TxnMsg<S, Q, W, G>, T, R>;
+
+/// A replica's coordinator: the transactions it runs.
+#[derive(Debug)]
+pub struct Coordinator<S> {
+    me: ReplicaId,
+    table: TxTable<S>,
+    next_tx: u64,
+    /// A transaction whose client has been silent this long is forgotten,
+    /// so that a vanished client cannot hold back garbage collection.
+    timeout_us: u64,
+    expired: u64,
+}
+
+impl<S: Snapshot> Coordinator<S> {
+    pub fn new(me: ReplicaId, timeout_us: u64) -> Self {
+        Coordinator { me, table: TxTable::default(), next_tx: 0, timeout_us, expired: 0 }
+    }
+
+    fn cohort(&self, partition: PartitionId) -> Addr {
+        Addr::Replica(ReplicaId { dc: self.me.dc, partition, member: self.me.member })
+    }
+
+    fn refuse<Q, W, G, T, R>(to: Addr, tx: Option<TxId>, error: SessionError, out: &mut Out<S, Q, W, G, T, R>) {
+        out.send(to, TxnMsg::TxError { tx, error });
+    }
+
+    /// Alg. 2, lines 1–6: a transaction for `client` on `snapshot` (which the
+    /// protocol chose), answered at once.
+    pub fn start<Q, W, G, T, R>(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        snapshot: S,
+        out: &mut Out<S, Q, W, G, T, R>,
+    ) {
+        let tx = TxId::new(self.me.partition, self.next_tx);
+        self.next_tx += 1;
+        self.table.open(now, tx, client, snapshot.clone());
+        out.send(client, TxnMsg::StartTxResp { tx, snapshot });
+    }
+
+    /// The entry of `tx` for a new operation from `client`, or the reason
+    /// there is none, told to the client.
+    fn entry<Q, W, G, T, R>(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        tx: TxId,
+        out: &mut Out<S, Q, W, G, T, R>,
+    ) -> Option<&mut TxEntry<S>> {
+        match self.table.for_operation(now, client, tx) {
+            Ok(entry) => Some(entry),
+            Err(e) => {
+                Self::refuse(client, Some(tx), e, out);
+                None
+            }
+        }
+    }
+
+    /// Alg. 2, lines 7–16: one slice per partition, all in parallel.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_read<Q, W, G, T, R>(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        tx: TxId,
+        keys: Vec<Key>,
+        topology: &Topology,
+        out: &mut Out<S, Q, W, G, T, R>,
+    ) {
+        let slices = topology.group_by_partition(keys, |k| k);
+        let Some(entry) = self.entry(now, client, tx, out) else { return };
+        if slices.is_empty() {
+            out.send(client, TxnMsg::TxReadResp { tx, values: Vec::new() });
+            return;
+        }
+        let snapshot = entry.snapshot.clone();
+        let round = entry.await_slices(slices.len());
+        for (partition, keys) in slices {
+            out.send(self.cohort(partition), TxnMsg::SliceReq { tx, round, keys, snapshot: snapshot.clone() });
+        }
+    }
+
+    /// A cohort's slice; the last one of the round completes the read.
+    pub fn on_slice<Q, W, G, T, R>(
+        &mut self,
+        tx: TxId,
+        round: u32,
+        slice: Vec<(Key, Option<Value>)>,
+        out: &mut Out<S, Q, W, G, T, R>,
+    ) {
+        if let Some((client, values)) = self.table.slice_arrived(tx, round, slice) {
+            out.send(client, TxnMsg::TxReadResp { tx, values });
+        }
+    }
+
+    /// Alg. 2, lines 17–24: prepare at every partition written. The
+    /// proposals must exceed everything the transaction has seen: its
+    /// snapshot and the client's last commit `hwt`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_commit_request<Q, W, G, T, R>(
+        &mut self,
+        now: PhysicalMicros,
+        client: Addr,
+        tx: TxId,
+        hwt: Timestamp,
+        writes: Vec<(Key, Value)>,
+        topology: &Topology,
+        out: &mut Out<S, Q, W, G, T, R>,
+    ) {
+        if writes.is_empty() {
+            Self::refuse(client, Some(tx), SessionError::InvalidArgument("commit with no writes".into()), out);
+            return;
+        }
+        // A session sends each key once, but a coordinator takes no client's
+        // word for it: one version per key and transaction.
+        let last_writes = crate::txn::last_write_per_key(writes);
+        let per_partition = topology.group_by_partition(last_writes, |(k, _)| k);
+        let Some(entry) = self.entry(now, client, tx, out) else { return };
+        let snapshot = entry.snapshot.clone();
+        let ht = snapshot.ceiling().max(hwt);
+        entry.await_proposals(per_partition.keys().copied().collect());
+        for (partition, writes) in per_partition {
+            out.send(self.cohort(partition), TxnMsg::PrepareReq { tx, snapshot: snapshot.clone(), ht, writes });
+        }
+    }
+
+    /// Alg. 2, lines 25–28: the commit time is the maximum proposal.
+    pub fn on_proposal<Q, W, G, T, R>(&mut self, tx: TxId, pt: Timestamp, out: &mut Out<S, Q, W, G, T, R>) {
+        let Some(decided) = self.table.proposal_arrived(tx, pt) else { return };
+        let ct = decided.ct;
+        for partition in decided.cohorts {
+            out.send(self.cohort(partition), TxnMsg::Commit { tx, ct });
+        }
+        out.send(decided.client, TxnMsg::CommitResp { tx, ct });
+    }
+
+    /// A read-only or aborted transaction is over.
+    pub fn end(&mut self, tx: TxId) {
+        self.table.end(tx);
+    }
+
+    /// Forgets idle transactions whose client has been silent longer than
+    /// the timeout; a later request for one is answered `UnknownTransaction`.
+    pub fn expire(&mut self, now: PhysicalMicros) {
+        self.expired += self.table.expire(now, self.timeout_us);
+    }
+
+    /// How often [`Coordinator::expire`] should run.
+    pub fn expiry_interval_us(&self) -> u64 {
+        self.timeout_us / 2 + 1
+    }
+
+    /// The oldest snapshot a transaction coordinated here may still read,
+    /// starting from `newest` (what a transaction starting now would get).
+    pub fn oldest_snapshot(&self, newest: S) -> S {
+        self.table.snapshots().fold(newest, |oldest, s| oldest.meet(s))
+    }
+
+    /// Transactions this coordinator runs right now.
+    pub fn open_transactions(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Transactions forgotten because their client went silent.
+    pub fn expired(&self) -> u64 {
+        self.expired
+    }
+}

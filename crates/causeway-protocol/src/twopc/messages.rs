@@ -1,0 +1,144 @@
+//! Every message of the family, named after the papers' listings.
+
+use super::Family;
+use crate::contract::{Key, Message, MsgClass, ReadTag, SessionError, Value};
+use crate::hlc::Timestamp;
+use crate::ids::TxId;
+use serde::{Deserialize, Serialize};
+
+/// The messages of a protocol of the family: `S` its snapshot, `Q` what a
+/// client starts a transaction with, `W` a replicated transaction, `G` its
+/// stabilization messages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TxnMsg<S, Q, W, G> {
+    // Client → coordinator (Alg. 1).
+    StartTxReq(Q),
+    TxReadReq {
+        tx: TxId,
+        keys: Vec<Key>,
+    },
+    CommitReq {
+        tx: TxId,
+        /// The commit time of the client's last update: the proposal
+        /// exceeds it.
+        hwt: Timestamp,
+        writes: Vec<(Key, Value)>,
+    },
+    /// One-way: a read-only or aborted transaction is over, so the
+    /// coordinator can drop its context (and stop holding back GC).
+    EndTx {
+        tx: TxId,
+    },
+
+    // Coordinator → client.
+    StartTxResp {
+        tx: TxId,
+        snapshot: S,
+    },
+    TxReadResp {
+        tx: TxId,
+        values: Vec<(Key, Option<Value>)>,
+    },
+    CommitResp {
+        tx: TxId,
+        ct: Timestamp,
+    },
+    TxError {
+        tx: Option<TxId>,
+        error: SessionError,
+    },
+
+    // Coordinator ↔ cohorts (Alg. 2 and 3).
+    SliceReq {
+        tx: TxId,
+        /// The transaction's read round, repeated in the answer.
+        round: u32,
+        keys: Vec<Key>,
+        snapshot: S,
+    },
+    SliceResp {
+        tx: TxId,
+        round: u32,
+        values: Vec<(Key, Option<Value>)>,
+    },
+    /// `ht`: the proposal must exceed it (the snapshot and the client's
+    /// last commit).
+    PrepareReq {
+        tx: TxId,
+        snapshot: S,
+        ht: Timestamp,
+        writes: Vec<(Key, Value)>,
+    },
+    PrepareResp {
+        tx: TxId,
+        pt: Timestamp,
+    },
+    Commit {
+        tx: TxId,
+        ct: Timestamp,
+    },
+
+    // Between replicas of a partition in different DCs (Alg. 4).
+    Replicate {
+        ct: Timestamp,
+        txs: Vec<W>,
+    },
+    Heartbeat {
+        t: Timestamp,
+    },
+
+    // Inside a DC.
+    Stabilization(G),
+}
+
+/// The messages of family `F`.
+pub type FamilyMsg<F> =
+    TxnMsg<<F as Family>::Snapshot, <F as Family>::Start, <F as Family>::Writes, <F as Family>::Gossip>;
+
+impl<S, Q, W, G> Message for TxnMsg<S, Q, W, G>
+where
+    S: super::Payload,
+    Q: super::Payload,
+    W: super::Payload,
+    G: super::Payload,
+{
+    const CLASSES: &'static [MsgClass] =
+        &[MsgClass::CLIENT, MsgClass::TRANSACTION, MsgClass::REPLICATION, MsgClass::STABILIZATION];
+
+    fn class(&self) -> MsgClass {
+        use TxnMsg::*;
+        match self {
+            StartTxReq(_)
+            | TxReadReq { .. }
+            | CommitReq { .. }
+            | EndTx { .. }
+            | StartTxResp { .. }
+            | TxReadResp { .. }
+            | CommitResp { .. }
+            | TxError { .. } => MsgClass::CLIENT,
+            SliceReq { .. } | SliceResp { .. } | PrepareReq { .. } | PrepareResp { .. } | Commit { .. } => {
+                MsgClass::TRANSACTION
+            }
+            Replicate { .. } | Heartbeat { .. } => MsgClass::REPLICATION,
+            Stabilization(_) => MsgClass::STABILIZATION,
+        }
+    }
+
+    fn is_background(&self) -> bool {
+        matches!(self, TxnMsg::Heartbeat { .. } | TxnMsg::Stabilization(_))
+    }
+
+    fn read_request(&self) -> Option<ReadTag> {
+        match self {
+            TxnMsg::SliceReq { tx, round, .. } => Some(ReadTag { tx: tx.0, round: *round }),
+            _ => None,
+        }
+    }
+
+    fn read_reply(&self) -> Option<ReadTag> {
+        match self {
+            TxnMsg::SliceResp { tx, round, .. } => Some(ReadTag { tx: tx.0, round: *round }),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! What the protocols that run a transaction through a coordinator and
+//! two-phase commit over a snapshot share (Wren, Cure, H-Cure; PaRiS next):
+//! the messages, the coordinator, the cohort's prepared transactions, the
+//! replication of commits in commit order, and the client's side.
+//!
+//! A protocol of the family brings its snapshot type ([`Snapshot`]: Wren's
+//! pair, Cure's vector, PaRiS's single timestamp), what a client sends to
+//! start a transaction, what a replicated transaction carries, and its
+//! stabilization messages ([`Family`]); it keeps its own files for the rules
+//! that make it what it is — which snapshot a transaction gets, when a
+//! version is visible, how stable times are agreed on.
+//!
+//! * [`messages`] — [`TxnMsg`], every message of the family.
+//! * [`tx_table`] — what a coordinator keeps of its running transactions.
+//! * [`coordinator`] — read fan-out and two-phase commit (the papers' Alg. 2).
+//! * [`prepared`] — a cohort's prepared transactions and their proposals.
+//! * [`replication`] — commits in commit order to the other DCs, heartbeats.
+//! * [`client`] — the session's side ([`CoordinatedClient`]).
+
+pub mod client;
+pub mod coordinator;
+pub mod messages;
+pub mod prepared;
+pub mod replication;
+pub mod tx_table;
+
+pub use client::{CausalPast, CoordinatedClient};
+pub use coordinator::Coordinator;
+pub use messages::{FamilyMsg, TxnMsg};
+pub use prepared::PreparedSet;
+pub use replication::Replicator;
+pub use tx_table::TxTable;
+
+use crate::hlc::Timestamp;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
+
+/// What a message of the family may carry.
+pub trait Payload: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static {}
+impl<T: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static> Payload for T {}
+
+/// A transaction's snapshot: what it may read.
+pub trait Snapshot: Payload {
+    /// The largest timestamp the snapshot holds: a transaction that read
+    /// from it commits above it.
+    fn ceiling(&self) -> Timestamp;
+
+    /// Component-wise minimum: a snapshot that sees no more than either.
+    fn meet(&self, other: &Self) -> Self;
+}
+
+/// The types a protocol of the family brings to the shared messages.
+pub trait Family: 'static {
+    type Snapshot: Snapshot;
+    /// What a client sends to start a transaction (what it has seen).
+    type Start: Payload;
+    /// One transaction's writes to one partition, as replicated.
+    type Writes: Payload;
+    /// The protocol's stabilization messages inside a DC.
+    type Gossip: Payload;
+}

@@ -1,0 +1,117 @@
+//! Replication of a partition's commits to its replicas in the other DCs
+//! (the papers' Alg. 4): every Δ_R, the commits no future commit here can
+//! precede go out in commit order, those of one commit time together in one
+//! `Replicate`; when none goes out, a heartbeat says how far this replica
+//! has got. Links are FIFO, so what a replica receives from a peer in DC `i`
+//! is a promise: nothing older from `i` is still coming.
+
+use super::messages::TxnMsg;
+use crate::contract::Effects;
+use crate::hlc::Timestamp;
+use crate::ids::{Addr, DcId, ReplicaId, TxId};
+use crate::topology::Topology;
+use std::collections::BTreeMap;
+
+/// The replicas of a partition in the other DCs, and the commits waiting to
+/// go to them.
+#[derive(Debug)]
+pub struct Replicator<W> {
+    peers: Vec<Addr>,
+    /// Committed transactions not replicated yet, in commit order.
+    committed: BTreeMap<(Timestamp, TxId), W>,
+}
+
+impl<W> Replicator<W> {
+    pub fn new(me: ReplicaId, topology: &Topology) -> Self {
+        Replicator { peers: topology.peers_of(me).into_iter().map(Addr::Replica).collect(), committed: BTreeMap::new() }
+    }
+
+    /// `tx` committed here at `ct`.
+    pub fn queue(&mut self, ct: Timestamp, tx: TxId, writes: W) {
+        self.committed.insert((ct, tx), writes);
+    }
+
+    /// Nothing committed waits to go out.
+    pub fn is_idle(&self) -> bool {
+        self.committed.is_empty()
+    }
+
+    /// Takes the oldest group of commits with one commit time, if it is at
+    /// or below `ub`.
+    fn take_group(&mut self, ub: Timestamp) -> Option<(Timestamp, Vec<W>)> {
+        let ct = self.committed.first_key_value()?.0 .0;
+        if ct > ub {
+            return None;
+        }
+        let mut group = Vec::new();
+        while let Some(entry) = self.committed.first_entry() {
+            if entry.key().0 != ct {
+                break;
+            }
+            group.push(entry.remove());
+        }
+        Some((ct, group))
+    }
+
+    /// Sends every group of commits at or below `ub`, in commit order,
+    /// after handing each to `apply` (the protocols that install at apply
+    /// time do it there). Returns whether any group went to a peer.
+    pub fn release<S, Q, G, T, R>(
+        &mut self,
+        ub: Timestamp,
+        mut apply: impl FnMut(Timestamp, &[W]),
+        out: &mut Effects<TxnMsg<S, Q, W, G>, T, R>,
+    ) -> bool
+    where
+        W: Clone,
+        TxnMsg<S, Q, W, G>: Clone,
+    {
+        let mut replicated = false;
+        while let Some((ct, group)) = self.take_group(ub) {
+            apply(ct, &group);
+            replicated |= !self.peers.is_empty();
+            out.send_all(&self.peers, TxnMsg::Replicate { ct, txs: group });
+        }
+        replicated
+    }
+
+    /// Tells the peers that nothing up to `t` is still coming from here.
+    pub fn heartbeat<S, Q, G, T, R>(&self, t: Timestamp, out: &mut Effects<TxnMsg<S, Q, W, G>, T, R>)
+    where
+        TxnMsg<S, Q, W, G>: Clone,
+    {
+        out.send_all(&self.peers, TxnMsg::Heartbeat { t });
+    }
+
+    /// The DC of `from` if it is a replica of this partition in another DC;
+    /// anything else has no business replicating to us.
+    pub fn source_of(&self, from: Addr) -> Option<DcId> {
+        match from {
+            Addr::Replica(r) if self.peers.contains(&from) => Some(r.dc),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Out = Effects<TxnMsg<(), (), &'static str, ()>, (), ()>;
+
+    #[test]
+    fn groups_go_out_in_commit_order_and_only_below_the_bound() {
+        let topology = Topology::full(2, 1).unwrap();
+        let mut r = Replicator::new(ReplicaId::new(0, 0), &topology);
+        for (ct, tx, name) in [(5, 2, "b"), (5, 1, "a"), (3, 9, "first"), (8, 1, "late")] {
+            r.queue(Timestamp(ct), TxId(tx), name);
+        }
+        let (mut out, mut applied) = (Out::default(), Vec::new());
+        assert!(r.release(Timestamp(7), |ct, g| applied.push((ct, g.to_vec())), &mut out));
+        assert_eq!(applied, vec![(Timestamp(3), vec!["first"]), (Timestamp(5), vec!["a", "b"])]);
+        assert_eq!(out.messages.len(), 2, "one Replicate per group, to the one peer");
+        assert!(!r.is_idle(), "8 is above the bound");
+        assert_eq!(r.source_of(Addr::Replica(ReplicaId::new(1, 0))), Some(DcId(1)));
+        assert_eq!(r.source_of(Addr::Replica(ReplicaId::new(0, 0))), None);
+    }
+}

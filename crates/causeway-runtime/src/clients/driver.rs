@@ -1,0 +1,270 @@
+//! What a request does to the session of its connection: the calls into
+//! the protocol's session, the completions the cluster sends back, read-only
+//! transactions in one request, session tokens and the admin hooks.
+
+use super::admin::{self, DumpParts};
+use super::host::ClientHost;
+use crate::clock::now_micros;
+use crate::token;
+use causeway_protocol::contract::session::{CallResult, SessionEffects};
+use causeway_protocol::{
+    Addr, ClientId, CommitStamp, DcId, PhysicalMicros, Protocol, ReplicaId, Session, SessionEvent, SessionSetup,
+};
+use causeway_wire::{Request, Response, Stamp, WireError};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// What serving one request produced.
+pub enum Served {
+    Reply(Response),
+    /// The answer comes later, from the cluster (the operation waits in the
+    /// driver).
+    Wait,
+    /// Reply, then close the connection.
+    Close(Response),
+}
+
+/// An operation that waits for the cluster.
+enum Operation {
+    Begin,
+    Read,
+    Commit,
+    ReadOnly,
+    Dump,
+}
+
+impl Operation {
+    /// Its name in `operation_latency_seconds`.
+    fn name(&self) -> &'static str {
+        match self {
+            Operation::Begin => "begin",
+            Operation::Read => "read",
+            Operation::Commit => "commit",
+            Operation::ReadOnly => "read_only",
+            Operation::Dump => "dump",
+        }
+    }
+}
+
+/// The operation in flight: the request it answers, and since when.
+struct Waiting {
+    id: u64,
+    op: Operation,
+    since: Instant,
+}
+
+fn stamp(s: CommitStamp) -> Stamp {
+    Stamp { ts: s.ts.0, dc: s.dc.0, txid: s.txid.0 }
+}
+
+/// One connection's session and the operation it waits for.
+pub struct SessionDriver<'h, P: Protocol> {
+    host: &'h ClientHost<P>,
+    client: ClientId,
+    dc: DcId,
+    session: P::Session,
+    waiting: Option<Waiting>,
+    /// Writes buffered in the running transaction, against the limit.
+    writes: u32,
+    out: SessionEffects<P::Session>,
+    /// Timers the session armed, by when they are due (then arming order).
+    timers: BTreeMap<(Instant, u64), <P::Session as Session>::Timer>,
+    armed: u64,
+}
+
+impl<'h, P: Protocol> SessionDriver<'h, P> {
+    pub fn new(host: &'h ClientHost<P>, client: ClientId, dc: DcId, coordinator: ReplicaId) -> Self {
+        let setup = SessionSetup { id: client, coordinator, topology: host.topology.clone() };
+        let session = P::session(setup, &host.config);
+        SessionDriver {
+            host,
+            client,
+            dc,
+            session,
+            waiting: None,
+            writes: 0,
+            out: SessionEffects::<P::Session>::default(),
+            timers: BTreeMap::new(),
+            armed: 0,
+        }
+    }
+
+    pub fn host(&self) -> &'h ClientHost<P> {
+        self.host
+    }
+
+    pub fn dc(&self) -> DcId {
+        self.dc
+    }
+
+    /// An operation waits for the cluster: no other request is served.
+    pub fn is_waiting(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// Sends what the session asked to send, and arms its timers.
+    pub fn flush(&mut self) {
+        for (to, msg) in self.out.messages.drain(..) {
+            self.host.router.send(Addr::Client(self.client), to, msg);
+        }
+        for (timer, after_us) in self.out.timers.drain(..) {
+            self.armed += 1;
+            self.timers.insert((Instant::now() + Duration::from_micros(after_us), self.armed), timer);
+        }
+    }
+
+    /// When the session's next timer is due.
+    pub fn next_timer(&self) -> Option<tokio::time::Instant> {
+        self.timers.keys().next().map(|&(at, _)| tokio::time::Instant::from_std(at))
+    }
+
+    /// Fires the session's due timers; the answer to the waiting request if
+    /// one completes it.
+    pub fn on_timers(&mut self) -> Option<(u64, Response)> {
+        let now = Instant::now();
+        while let Some(entry) = self.timers.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let timer = entry.remove();
+            if let Some(event) = self.session.on_timer(now_micros(), timer, &mut self.out) {
+                if let Some(id) = self.waiting.as_ref().map(|w| w.id) {
+                    return Some((id, self.complete(event)));
+                }
+            }
+        }
+        None
+    }
+
+    /// Serves one request: answers it now, or starts what the cluster answers.
+    pub fn serve(&mut self, id: u64, request: Request, dumps: &mpsc::UnboundedSender<DumpParts>) -> Served {
+        let limits = self.host.limits;
+        let result = match request {
+            Request::Hello { .. } => Err(WireError::invalid("Hello was already received")),
+            Request::Begin => self.call(id, Operation::Begin, |s, now, out| s.begin(now, out)),
+            Request::Read { keys } => match limits.check_read(&keys) {
+                Ok(()) => self.call(id, Operation::Read, |s, now, out| s.read(now, &keys, out)),
+                Err(e) => Err(e.into()),
+            },
+            Request::Write { key, value } => self.write(key, value).map(|()| Served::Reply(Response::Written)),
+            Request::Commit => self.call(id, Operation::Commit, |s, now, out| s.commit(now, out)),
+            Request::Abort => match self.session.abort(now_micros(), &mut self.out) {
+                Ok(()) => {
+                    self.writes = 0;
+                    self.host.metrics.txns_aborted.inc();
+                    Ok(Served::Reply(Response::Aborted))
+                }
+                Err(e) => Err(e.into()),
+            },
+            Request::ReadOnly { keys } => match limits.check_read(&keys) {
+                Ok(()) => self.call(id, Operation::ReadOnly, |s, now, out| s.read_only(now, &keys, out)),
+                Err(e) => Err(e.into()),
+            },
+            Request::ExportSession => self
+                .session
+                .export_state()
+                .map_err(WireError::from)
+                .and_then(|state| token::encode::<P>(&self.host.token_key, self.dc, &state))
+                .map(|t| Served::Reply(Response::Token(t))),
+            Request::ResumeSession { token } => token::decode::<P>(&self.host.token_key, self.dc, &token)
+                .and_then(|state| self.session.import_state(state).map_err(WireError::from))
+                .map(|()| Served::Reply(Response::Resumed)),
+            Request::DropPeerConnections => Ok(Served::Reply(admin::drop_peer_connections(self.host))),
+            Request::Stats { waited_txns } => Ok(Served::Reply(admin::stats(self.host, waited_txns))),
+            Request::Dump => {
+                admin::start_dump(self.host, self.dc, dumps.clone());
+                self.waiting = Some(Waiting { id, op: Operation::Dump, since: Instant::now() });
+                Ok(Served::Wait)
+            }
+        };
+        result.unwrap_or_else(|e| Served::Reply(Response::Error(e)))
+    }
+
+    fn write(&mut self, key: bytes::Bytes, value: bytes::Bytes) -> Result<(), WireError> {
+        self.host.limits.check_write(&key, &value, u64::from(self.writes))?;
+        self.session.write(key, value)?;
+        self.writes += 1;
+        Ok(())
+    }
+
+    /// Calls the session; an immediate completion is answered at once.
+    fn call(
+        &mut self,
+        id: u64,
+        op: Operation,
+        f: impl FnOnce(&mut P::Session, PhysicalMicros, &mut SessionEffects<P::Session>) -> CallResult,
+    ) -> Result<Served, WireError> {
+        let event = f(&mut self.session, now_micros(), &mut self.out)?;
+        self.waiting = Some(Waiting { id, op, since: Instant::now() });
+        match event.map(|ev| self.complete(ev)) {
+            // Answered without the cluster (a read of the client's own
+            // writes, a commit without writes).
+            Some(reply) => Ok(Served::Reply(reply)),
+            None => Ok(Served::Wait),
+        }
+    }
+
+    /// A message from the cluster for this session; the answer to the
+    /// waiting request when it completes it.
+    pub fn on_message(&mut self, from: Addr, msg: P::Message) -> Option<(u64, Response)> {
+        let event = self.session.on_message(now_micros(), from, msg, &mut self.out)?;
+        let id = self.waiting.as_ref()?.id;
+        Some((id, self.complete(event)))
+    }
+
+    /// The waiting operation is over with `response`: its request id and
+    /// the response, timed.
+    pub fn finish(&mut self, response: Response) -> Option<(u64, Response)> {
+        let waiting = self.waiting.take()?;
+        self.host.metrics.observe_op(waiting.op.name(), waiting.since.elapsed().as_secs_f64());
+        Some((waiting.id, response))
+    }
+
+    /// The reply a session completion makes of the waiting operation;
+    /// ends it.
+    fn complete(&mut self, event: SessionEvent) -> Response {
+        let metrics = &self.host.metrics;
+        let op = self.waiting.as_ref().map(|w| &w.op);
+        let response = match (op, event) {
+            (_, SessionEvent::Failed(e)) => {
+                self.writes = 0;
+                Response::Error(e.into())
+            }
+            (_, SessionEvent::Aborted(why)) => {
+                self.writes = 0;
+                metrics.txns_aborted.inc();
+                Response::TxnAborted(why)
+            }
+            (Some(Operation::Begin), SessionEvent::Started) => {
+                metrics.txns_started.inc();
+                Response::Started
+            }
+            (Some(Operation::Read), SessionEvent::Read(values)) => {
+                Response::Values(values.into_iter().map(|(_, v)| v).collect())
+            }
+            (Some(Operation::Commit), SessionEvent::Committed(s)) => {
+                self.writes = 0;
+                metrics.txns_committed.inc();
+                Response::Committed(s.map(stamp))
+            }
+            (Some(Operation::ReadOnly), SessionEvent::Read(values)) => {
+                metrics.txns_started.inc();
+                metrics.txns_committed.inc();
+                Response::Values(values.into_iter().map(|(_, v)| v).collect())
+            }
+            (_, ev) => {
+                tracing::warn!(client = ?self.client, ?ev, "unexpected session event");
+                Response::Error(WireError::Unavailable(format!("the session answered {ev:?} out of turn")))
+            }
+        };
+        self.finish(response.clone()).map_or(response, |(_, r)| r)
+    }
+
+    /// The client went away: end its transaction so the coordinator can
+    /// forget it at once.
+    pub fn close(&mut self) {
+        let _ = self.session.abort(now_micros(), &mut self.out);
+        self.flush();
+    }
+}

@@ -1,0 +1,116 @@
+//! What every client connection of a node shares, and the accept loop.
+
+use super::connection;
+use crate::metrics::Metrics;
+use crate::replica_task::ReplicaGauges;
+use crate::router::{client_id, Router};
+use causeway_protocol::{Addr, ClientId, DcId, Limits, Protocol, ReplicaId, Topology};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// What every client connection of a node shares.
+pub struct ClientHost<P: Protocol> {
+    pub node: usize,
+    pub node_name: String,
+    pub topology: Arc<Topology>,
+    pub config: P::Config,
+    pub limits: Limits,
+    pub max_frame_bytes: usize,
+    /// Authenticates session tokens ([`crate::token`]).
+    pub token_key: Vec<u8>,
+    pub router: Arc<Router<P::Message>>,
+    pub metrics: Arc<Metrics>,
+    /// This node's replicas' published state, for the `Stats` hook.
+    pub replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
+    next_client: AtomicU32,
+    next_coordinator: AtomicUsize,
+}
+
+/// What a node gives its client host.
+pub struct HostSetup<P: Protocol> {
+    pub node: usize,
+    pub node_name: String,
+    pub topology: Arc<Topology>,
+    pub config: P::Config,
+    pub limits: Limits,
+    pub token_key: Vec<u8>,
+    pub router: Arc<Router<P::Message>>,
+    pub metrics: Arc<Metrics>,
+    pub replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
+}
+
+/// A session's mailbox: what the cluster sends it.
+pub type Mailbox<P> = mpsc::UnboundedReceiver<(Addr, <P as Protocol>::Message)>;
+
+impl<P: Protocol> ClientHost<P> {
+    pub fn new(setup: HostSetup<P>) -> Self {
+        let HostSetup { node, node_name, topology, config, limits, token_key, router, metrics, replicas } = setup;
+        ClientHost {
+            node,
+            node_name,
+            topology,
+            config,
+            limits,
+            max_frame_bytes: causeway_wire::DEFAULT_MAX_FRAME_BYTES,
+            token_key,
+            router,
+            metrics,
+            replicas,
+            next_client: AtomicU32::new(0),
+            next_coordinator: AtomicUsize::new(0),
+        }
+    }
+
+    /// Starts the client counter at `counter`, as after that many sessions:
+    /// lets a test reach the wrap-around of client ids.
+    #[doc(hidden)]
+    pub fn with_client_counter(self, counter: u32) -> Self {
+        self.next_client.store(counter, Ordering::Relaxed);
+        self
+    }
+
+    /// Accepts the clients of DC `dc` until the task is aborted.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener, dc: DcId) {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let host = self.clone();
+                    tokio::spawn(async move { connection::serve(host, stream, dc).await });
+                }
+                // Out of file descriptors, typically: wait rather than spin.
+                Err(e) => {
+                    tracing::warn!("accepting a client failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    /// The coordinators a session of `dc` may use: this node's replicas there.
+    pub fn coordinators(&self, dc: DcId) -> Vec<ReplicaId> {
+        let mut local: Vec<_> = self.router.local_replicas().filter(|r| r.dc == dc).collect();
+        local.sort();
+        local
+    }
+
+    /// A coordinator for the next session, round-robin over `coordinators`.
+    pub fn next_coordinator(&self, coordinators: &[ReplicaId]) -> ReplicaId {
+        coordinators[self.next_coordinator.fetch_add(1, Ordering::Relaxed) % coordinators.len()]
+    }
+
+    /// A client id no live session of this node has, and its mailbox.
+    /// Counters wrap after 2^24 sessions; ids still in use are skipped.
+    pub fn register_session(&self, dc: DcId) -> Option<(ClientId, Mailbox<P>)> {
+        // Every live session holds one id; the node cannot hold 2^24 of them.
+        for _ in 0..1 << 20 {
+            let id = client_id(dc, self.node, self.next_client.fetch_add(1, Ordering::Relaxed));
+            if let Some(mailbox) = self.router.register_session(id) {
+                return Some((id, mailbox));
+            }
+        }
+        None
+    }
+}

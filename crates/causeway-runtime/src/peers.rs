@@ -1,0 +1,139 @@
+//! The node's links to the other nodes of its cluster, over the transport:
+//! envelopes go out batched on one TCP connection per peer, FIFO and exactly
+//! once across reconnects; a WAN delay stage sits on links to other DCs when
+//! emulation is on.
+
+use crate::envelope::Envelope;
+use crate::error::StartError;
+use crate::metrics::Metrics;
+use crate::plan::ClusterPlan;
+use causeway_protocol::Message;
+use causeway_transport::{Peer, Transport, TransportConfig, WireMessage};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+
+impl<M: Message> WireMessage for Envelope<M> {
+    fn class_index(&self) -> usize {
+        self.msg.class().index()
+    }
+}
+
+/// Frames between servers: room for replication groups of several
+/// transactions at the largest size the limits allow.
+pub const MAX_PEER_FRAME_BYTES: usize = 64 << 20;
+
+/// Where arriving envelopes go, with the index of the node the transport
+/// authenticated as their sender.
+pub type Sink<M> = Arc<dyn Fn(usize, Envelope<M>) + Send + Sync>;
+
+/// What the node does with its peer links without knowing the message type.
+pub trait PeerControl: Send + Sync {
+    fn local_addr(&self) -> SocketAddr;
+    /// Breaks every connection to other nodes (they reconnect by themselves).
+    fn drop_connections(&self);
+    fn refresh_metrics(&self, metrics: &Metrics);
+}
+
+/// Peers may speak before the node is ready to take their messages (the
+/// transport must listen first): those envelopes wait here, in order.
+struct Inbound<M> {
+    sink: OnceLock<Sink<M>>,
+    early: Mutex<Vec<(usize, Envelope<M>)>>,
+}
+
+impl<M: Message> Inbound<M> {
+    fn deliver(&self, from: usize, e: Envelope<M>) {
+        if let Some(sink) = self.sink.get() {
+            return sink(from, e);
+        }
+        let mut early = self.early.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked again under the lock: `attach` drains and sets under it.
+        match self.sink.get() {
+            Some(sink) => sink(from, e),
+            None => early.push((from, e)),
+        }
+    }
+}
+
+/// The links to every other node.
+pub struct Peers<M: Message> {
+    transport: Transport<Envelope<M>>,
+    inbound: Arc<Inbound<M>>,
+    names: Vec<String>,
+}
+
+impl<M: Message> Peers<M> {
+    /// Listens for the other nodes and dials them.
+    pub async fn start(plan: &ClusterPlan, node: usize) -> Result<Arc<Peers<M>>, StartError> {
+        let me = &plan.nodes[node];
+        let listen = me.peer.ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", me.name)))?;
+        let my_dc = plan.dc_of_node(node);
+        let mut peers = Vec::new();
+        for (i, other) in plan.nodes.iter().enumerate().filter(|(i, _)| *i != node) {
+            let addr =
+                other.peer.ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", other.name)))?;
+            let mut peer = Peer::new(i as u32, addr);
+            if let (Some(wan), Some(a), Some(b)) = (&plan.wan, my_dc, plan.dc_of_node(i)) {
+                if let Some(spec) = wan.spec(a, b) {
+                    peer = peer.with_delay(spec);
+                }
+            }
+            peers.push(peer);
+        }
+        let mut config = TransportConfig::new(node as u32, plan.name.clone(), listen, peers);
+        // The limits keep one transaction's writes or one read answer under
+        // 12 MiB; a replication group may carry several transactions.
+        config.max_frame_bytes = MAX_PEER_FRAME_BYTES;
+        let inbound = Arc::new(Inbound { sink: OnceLock::new(), early: Mutex::new(Vec::new()) });
+        let to_inbound = inbound.clone();
+        let transport =
+            Transport::start(config, Arc::new(move |from, e: Envelope<M>| to_inbound.deliver(from as usize, e)))
+                .await
+                .map_err(|source| StartError::Bind { what: "peers", addr: listen, source })?;
+        let names = plan.nodes.iter().map(|n| n.name.clone()).collect();
+        Ok(Arc::new(Peers { transport, inbound, names }))
+    }
+
+    /// Arriving envelopes go to `sink` from now on (and those that came
+    /// early, first).
+    pub fn attach(&self, sink: Sink<M>) {
+        let mut early = self.inbound.early.lock().unwrap_or_else(|e| e.into_inner());
+        for (from, e) in early.drain(..) {
+            sink(from, e);
+        }
+        let _ = self.inbound.sink.set(sink);
+    }
+
+    pub fn send(&self, node: usize, envelope: Envelope<M>) {
+        if let Err(e) = self.transport.send(node as u32, envelope) {
+            // Unreachable within the limits; if it happens, the protocol
+            // above has lost a message on a FIFO link and must be told loudly.
+            tracing::error!(
+                "message to node {} dropped: {e}; this replica's protocol state is now suspect",
+                self.names.get(node).map_or("?", |s| s.as_str())
+            );
+        }
+    }
+}
+
+impl<M: Message> PeerControl for Peers<M> {
+    fn local_addr(&self) -> SocketAddr {
+        self.transport.local_addr()
+    }
+
+    fn drop_connections(&self) {
+        self.transport.drop_connections();
+    }
+
+    fn refresh_metrics(&self, metrics: &Metrics) {
+        for p in self.transport.stats().peers {
+            let peer = self.names.get(p.node as usize).cloned().unwrap_or_else(|| p.node.to_string());
+            metrics
+                .queue_length
+                .get_or_create(&vec![("queue", "peer_unacked".into()), ("peer", peer.clone())])
+                .set(p.unacked as i64);
+            metrics.peer_connected.get_or_create(&vec![("peer", peer.clone())]).set(i64::from(p.connected));
+            metrics.peer_reconnects.get_or_create(&vec![("peer", peer)]).set(p.reconnects as i64);
+        }
+    }
+}
