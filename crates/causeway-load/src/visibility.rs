@@ -34,7 +34,8 @@ pub struct Visibility {
     pub unfinished: u64,
 }
 
-struct Pending {
+/// A commit not yet visible in every DC.
+struct Unseen {
     commit: Commit,
     /// DCs where it is not yet visible.
     missing: Vec<DcId>,
@@ -70,7 +71,7 @@ pub async fn track(
     let mut gauges: BTreeMap<(DcId, u32), Vec<u64>> = BTreeMap::new();
     let mut local = histogram();
     let mut remote = histogram();
-    let mut pending: Vec<Pending> = Vec::new();
+    let mut pending: Vec<Unseen> = Vec::new();
     let mut closed_at: Option<Instant> = None;
     let mut tick = tokio::time::interval(interval.max(Duration::from_micros(100)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -80,7 +81,7 @@ pub async fn track(
             match commits.try_recv() {
                 Ok(c) => {
                     let missing = (0..dcs).map(DcId).collect();
-                    pending.push(Pending { commit: c, missing });
+                    pending.push(Unseen { commit: c, missing });
                 }
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => {

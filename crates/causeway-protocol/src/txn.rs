@@ -2,6 +2,7 @@
 //! protocol: the write set, buffered until commit, and the read set, so a
 //! key read twice reads the same value (and a key written reads its write).
 
+use crate::contract::limits::check_not_empty;
 use crate::contract::{Key, SessionError, Value};
 use rustc_hash::FxHashMap;
 
@@ -20,9 +21,7 @@ pub type ReadPlan = (FxHashMap<Key, Option<Value>>, Vec<Key>);
 
 impl TxnBuffer {
     pub fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
-        if key.is_empty() {
-            return Err(SessionError::InvalidArgument("empty key".into()));
-        }
+        check_not_empty(&key)?;
         match self.ws_index.get(&key) {
             Some(&i) => self.ws[i].1 = value,
             None => {
@@ -63,9 +62,7 @@ impl TxnBuffer {
         keys: &[Key],
         local: impl Fn(&Key) -> Option<Option<Value>>,
     ) -> Result<ReadPlan, SessionError> {
-        if keys.iter().any(|k| k.is_empty()) {
-            return Err(SessionError::InvalidArgument("empty key".into()));
-        }
+        keys.iter().try_for_each(|k| check_not_empty(k))?;
         let mut known = FxHashMap::default();
         let mut asked = rustc_hash::FxHashSet::default();
         let mut ask: Vec<Key> = Vec::new();

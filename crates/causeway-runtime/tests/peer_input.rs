@@ -91,6 +91,21 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
+    // Every envelope above named an address node 2 hosts (a client id with
+    // its index): none was refused.
+    assert_eq!(n0.metrics.peer_envelopes_refused.get(), 0);
+    // One that names a replica of node n1 — whose connection this is not —
+    // is dropped and counted: a node cannot speak for another.
+    let impostor =
+        Envelope { from: Addr::Replica(ReplicaId::new(0, 1)), to: coordinator, msg: WrenMsg::EndTx { tx: ghost } };
+    fake.send(0, impostor).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while n0.metrics.peer_envelopes_refused.get() == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the forged envelope was not refused");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(n0.metrics.peer_envelopes_refused.get(), 1);
+
     // Clients are served as before, and nothing forged became visible.
     let (mut c, _) = Raw::hello(n0.client_addr(DcId(0)).unwrap()).await;
     assert_eq!(c.call(Request::ReadOnly { keys: vec![b("k")] }).await, Some(Response::Values(vec![None])));

@@ -1,14 +1,19 @@
 //! A checker that never fails proves nothing. Each test here switches on a
-//! deliberate bug in Wren and requires the simulator and checker together to
-//! catch it within a few seeds — the proof that the property tests can see.
+//! deliberate bug — one per protocol at least, each breaking one safety rule
+//! of that protocol — and requires the simulator and checker together to
+//! catch it within a few seeds, judged against the protocol's own guarantee:
+//! the proof that the property tests can see.
 
 mod common;
 
 use causeway_history::ViolationKind;
-use causeway_protocol::wren::{Fault, WrenConfig};
+use causeway_protocol::cure::{Cure, CureConfig, CureFault, HCure};
+use causeway_protocol::ec::{Ec, EcConfig, EcFault};
+use causeway_protocol::wren::{Fault, Wren, WrenConfig};
+use causeway_protocol::Protocol;
 use causeway_sim::SimConfig;
 use causeway_workload::WorkloadKind;
-use common::{hot_keys, run_wren};
+use common::{hot_keys, run};
 
 /// Every update overwrites a whole group of keys, one per partition; most
 /// transactions read a whole group. Long enough (0.6 s) and with few enough
@@ -23,29 +28,63 @@ fn groups(seed: u64) -> SimConfig {
     }
 }
 
-/// Runs seeds until the checker rejects a history; returns the kinds found.
-fn caught(fault: Fault, workload: fn(u64) -> SimConfig) -> Vec<ViolationKind> {
-    let config = WrenConfig { fault, ..WrenConfig::default() };
+/// Runs seeds of protocol `P` configured with a fault until the checker
+/// finds the history breaks `P`'s guarantee; returns the kinds that do.
+fn caught_in<P: Protocol>(config: &P::Config, workload: fn(u64) -> SimConfig) -> Vec<ViolationKind> {
     for seed in 0..10 {
-        let (_, verdict) = run_wren(workload(seed), &config);
-        if !verdict.is_tcc() {
-            let mut kinds: Vec<ViolationKind> = verdict.violations.iter().map(|v| v.kind).collect();
+        let (_, verdict) = run::<P>(workload(seed), config);
+        let mut kinds: Vec<ViolationKind> = verdict.breaches(P::GUARANTEE).map(|v| v.kind).collect();
+        if !kinds.is_empty() {
             kinds.sort();
             kinds.dedup();
             return kinds;
         }
     }
-    panic!("the checker did not notice {fault:?} in 10 seeds");
+    panic!("the checker did not notice {} with {config:?} in 10 seeds", P::NAME);
+}
+
+fn caught(fault: Fault, workload: fn(u64) -> SimConfig) -> Vec<ViolationKind> {
+    caught_in::<Wren>(&WrenConfig { fault, ..WrenConfig::default() }, workload)
+}
+
+/// The control: without a fault, the same workloads keep every protocol's
+/// guarantee.
+#[test]
+fn the_same_workload_is_clean_without_a_fault() {
+    fn clean<P: Protocol>(seed: u64) {
+        for config in [hot_keys(seed), groups(seed)] {
+            let (_, verdict) = run::<P>(config, &P::Config::default());
+            assert!(verdict.upholds(P::GUARANTEE), "{} seed {seed}: {verdict}", P::NAME);
+        }
+    }
+    for seed in 0..3 {
+        clean::<Wren>(seed);
+        clean::<Cure>(seed);
+        clean::<HCure>(seed);
+        clean::<Ec>(seed);
+    }
 }
 
 #[test]
-fn the_same_workload_is_clean_without_a_fault() {
-    for seed in 0..3 {
-        for config in [hot_keys(seed), groups(seed)] {
-            let (_, verdict) = run_wren(config, &WrenConfig::default());
-            assert!(verdict.is_tcc(), "seed {seed}: {verdict}");
-        }
-    }
+fn cure_serving_a_snapshot_it_has_not_installed_is_caught() {
+    let config = CureConfig { fault: CureFault::ServeAhead, ..CureConfig::default() };
+    let kinds = caught_in::<Cure>(&config, groups);
+    assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
+}
+
+#[test]
+fn h_cure_serving_past_pending_transactions_is_caught() {
+    let config = CureConfig { fault: CureFault::ServeAhead, ..CureConfig::default() };
+    let kinds = caught_in::<HCure>(&config, groups);
+    assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
+}
+
+/// EC promises little, but convergence by last-writer-wins it does promise.
+#[test]
+fn ec_preferring_local_writes_to_later_remote_ones_is_caught() {
+    let config = EcConfig { fault: EcFault::LocalWins, ..EcConfig::default() };
+    let kinds = caught_in::<Ec>(&config, hot_keys);
+    assert!(kinds.iter().any(|k| matches!(k, ViolationKind::Divergence | ViolationKind::FinalNotLww)), "{kinds:?}");
 }
 
 #[test]

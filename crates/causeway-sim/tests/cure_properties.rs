@@ -35,6 +35,9 @@ fn sweep<P: Protocol>(n: u64) -> (Vec<String>, u64, u64) {
         if !report.settled() {
             problems.push("did not settle".into());
         }
+        if report.counters.inputs_refused > 0 {
+            problems.push(format!("{} inputs refused in an honest run", report.counters.inputs_refused));
+        }
         // A floor that catches a stuck run, as low as Wren's: small
         // clusters with one slow client commit few transactions in 600
         // simulated ms, and Cure's reads also wait out the clock skew (up

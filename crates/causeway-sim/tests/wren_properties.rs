@@ -30,6 +30,9 @@ fn wren_is_tcc_and_never_waits_over_many_seeds() {
         if !report.settled() {
             problems.push("did not settle".into());
         }
+        if report.counters.inputs_refused > 0 {
+            problems.push(format!("{} inputs refused in an honest run", report.counters.inputs_refused));
+        }
         // A floor that catches a stuck run: a single client with 30 ms of
         // think time and latency spikes commits only 16 transactions in
         // 600 simulated ms (seed 1607), so the floor stays well below that.

@@ -12,14 +12,14 @@ use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
 use std::sync::Arc;
 
-type CureOutbox = Effects<CureMsg, CureTimer>;
+type Out = Effects<CureMsg, CureTimer>;
 
 const START: u64 = 1_000_000;
 
 fn replica(mode: ClockMode, dcs: u16, partitions: u32) -> CureReplica {
     let topology = Arc::new(Topology::full(dcs, partitions).unwrap());
     let mut r = CureReplica::new(ReplicaId::new(0, 0), topology, CureConfig::default(), mode);
-    r.start(START, &mut CureOutbox::default());
+    r.start(START, &mut Out::default());
     r
 }
 
@@ -35,14 +35,14 @@ fn vector(entries: &[Timestamp]) -> VectorTs {
     VectorTs(entries.to_vec())
 }
 
-fn slice(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> CureOutbox {
-    let mut out = CureOutbox::default();
+fn slice(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> Out {
+    let mut out = Out::default();
     let msg = CureMsg::SliceReq { tx: TxId(tx), round: 0, keys: vec![Key::from("k")], snapshot };
     r.on_message(now, coordinator(), msg, &mut out);
     out
 }
 
-fn answered(out: &CureOutbox, tx: u64) -> Option<Option<Value>> {
+fn answered(out: &Out, tx: u64) -> Option<Option<Value>> {
     out.messages.iter().find_map(|(_, m)| match m {
         CureMsg::SliceResp { tx: t, values, .. } if t.0 == tx => Some(values[0].1.clone()),
         _ => None,
@@ -50,7 +50,7 @@ fn answered(out: &CureOutbox, tx: u64) -> Option<Option<Value>> {
 }
 
 fn prepare(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> Timestamp {
-    let mut out = CureOutbox::default();
+    let mut out = Out::default();
     let ht = snapshot.max_entry();
     let msg = CureMsg::PrepareReq {
         tx: TxId(tx),
@@ -65,8 +65,8 @@ fn prepare(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> Timest
     }
 }
 
-fn commit(r: &mut CureReplica, now: u64, tx: u64, ct: Timestamp) -> CureOutbox {
-    let mut out = CureOutbox::default();
+fn commit(r: &mut CureReplica, now: u64, tx: u64, ct: Timestamp) -> Out {
+    let mut out = Out::default();
     r.on_message(now, coordinator(), CureMsg::Commit { tx: TxId(tx), ct }, &mut out);
     out
 }
@@ -76,12 +76,12 @@ fn the_snapshot_takes_the_fresher_of_client_and_clock_locally_and_the_stable_vec
     let mut r = replica(ClockMode::Physical, 3, 1);
     // The stable vector learns DC 1 up to 500 and DC 2 up to 700.
     let peer = |dc| Addr::Replica(ReplicaId::new(dc, 0));
-    r.on_message(START, peer(1), CureMsg::Heartbeat { t: ts(500) }, &mut CureOutbox::default());
-    r.on_message(START, peer(2), CureMsg::Heartbeat { t: ts(700) }, &mut CureOutbox::default());
-    r.on_timer(START, CureTimer::Stabilize, &mut CureOutbox::default());
+    r.on_message(START, peer(1), CureMsg::Heartbeat { t: ts(500) }, &mut Out::default());
+    r.on_message(START, peer(2), CureMsg::Heartbeat { t: ts(700) }, &mut Out::default());
+    r.on_timer(START, CureTimer::Stabilize, &mut Out::default());
     assert_eq!(r.stable_vector().get(DcId(2)), ts(700));
     let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
-    let mut out = CureOutbox::default();
+    let mut out = Out::default();
     let seen = vector(&[ts(START + 50), ts(600), ts(10)]);
     r.on_message(START + 20, client, CureMsg::StartTxReq(seen), &mut out);
     let snapshot = match &out.messages[..] {
@@ -90,7 +90,7 @@ fn the_snapshot_takes_the_fresher_of_client_and_clock_locally_and_the_stable_vec
     };
     assert_eq!(snapshot, vector(&[ts(START + 50), ts(600), ts(700)]));
 
-    let mut out = CureOutbox::default();
+    let mut out = Out::default();
     r.on_message(START + 90, client, CureMsg::StartTxReq(VectorTs::zero(3)), &mut out);
     match &out.messages[..] {
         [(_, CureMsg::StartTxResp { snapshot, .. })] => assert_eq!(snapshot.get(DcId(0)), ts(START + 90)),
@@ -111,7 +111,7 @@ fn cure_parks_a_read_ahead_of_the_clock_and_wakes_it_when_the_clock_gets_there()
     let out = slice(&mut r, START + 150, 2, vector(&[ts(START + 400)]));
     assert!(out.timers.is_empty());
 
-    let mut out = CureOutbox::default();
+    let mut out = Out::default();
     r.on_timer(START + 300, CureTimer::WakeReads, &mut out);
     assert_eq!(answered(&out, 1), Some(None), "served when the clock reaches it");
     assert_eq!(answered(&out, 2), None);
@@ -183,7 +183,7 @@ fn a_replicated_version_is_visible_only_in_snapshots_covering_its_commit_vector(
     let from_dc1 = Addr::Replica(ReplicaId::new(1, 0));
     let cv = vector(&[ts(START - 10), ts(START + 100), ts(START + 40)]);
     let txs = vec![TxWrites { txid: TxId(3), commit_vector: cv, writes: vec![(Key::from("k"), Value::from("r"))] }];
-    r.on_message(START, from_dc1, CureMsg::Replicate { ct: ts(START + 100), txs }, &mut CureOutbox::default());
+    r.on_message(START, from_dc1, CureMsg::Replicate { ct: ts(START + 100), txs }, &mut Out::default());
     assert_eq!(r.version_vector().get(DcId(1)), ts(START + 100));
 
     let seen = |dc2: Timestamp| vector(&[ts(START), ts(START + 100), dc2]);
@@ -196,23 +196,18 @@ fn a_replicated_version_is_visible_only_in_snapshots_covering_its_commit_vector(
 #[test]
 fn the_stable_vector_is_the_minimum_of_all_partitions_reports() {
     let mut r = replica(ClockMode::Physical, 2, 3);
-    r.on_message(
-        START,
-        Addr::Replica(ReplicaId::new(1, 0)),
-        CureMsg::Heartbeat { t: ts(900) },
-        &mut CureOutbox::default(),
-    );
-    let mut out = CureOutbox::default();
+    r.on_message(START, Addr::Replica(ReplicaId::new(1, 0)), CureMsg::Heartbeat { t: ts(900) }, &mut Out::default());
+    let mut out = Out::default();
     r.on_timer(START, CureTimer::Stabilize, &mut out);
     let gossip = out.messages.iter().filter(|(_, m)| matches!(m, CureMsg::Stabilization(_))).count();
     assert_eq!(gossip, 2, "one report to each other partition of the DC");
     let report = |vv: &[Timestamp]| CureMsg::Stabilization(Gossip { vv: vector(vv), oldest: VectorTs::zero(2) });
-    r.on_message(START, Addr::Replica(ReplicaId::new(0, 1)), report(&[ts(5), ts(700)]), &mut CureOutbox::default());
+    r.on_message(START, Addr::Replica(ReplicaId::new(0, 1)), report(&[ts(5), ts(700)]), &mut Out::default());
     assert_eq!(r.stable_vector().get(DcId(1)), Timestamp::ZERO, "partition 2 has not reported");
-    r.on_message(START, Addr::Replica(ReplicaId::new(0, 2)), report(&[ts(5), ts(800)]), &mut CureOutbox::default());
+    r.on_message(START, Addr::Replica(ReplicaId::new(0, 2)), report(&[ts(5), ts(800)]), &mut Out::default());
     assert_eq!(r.stable_vector().get(DcId(1)), ts(700));
     // A report from outside the DC is ignored.
-    r.on_message(START, Addr::Replica(ReplicaId::new(1, 2)), report(&[ts(5), ts(1)]), &mut CureOutbox::default());
+    r.on_message(START, Addr::Replica(ReplicaId::new(1, 2)), report(&[ts(5), ts(1)]), &mut Out::default());
     assert_eq!(r.stable_vector().get(DcId(1)), ts(700));
     assert_eq!(r.visible_upto(DcId(1)), ts(700));
 }
@@ -223,12 +218,12 @@ fn replication_goes_in_commit_order_below_the_smallest_pending_proposal() {
     let p1 = prepare(&mut r, START + 10, 1, VectorTs::zero(2));
     let p2 = prepare(&mut r, START + 10, 2, VectorTs::zero(2));
     commit(&mut r, START + 20, 2, p2);
-    let mut out = CureOutbox::default();
+    let mut out = Out::default();
     r.on_timer(START + 30, CureTimer::Apply, &mut out);
     assert!(!out.messages.iter().any(|(_, m)| matches!(m, CureMsg::Replicate { .. })), "T1 may still commit first");
     assert_eq!(r.version_vector().get(DcId(0)), p1.prev());
     commit(&mut r, START + 40, 1, p2.next());
-    let mut out = CureOutbox::default();
+    let mut out = Out::default();
     r.on_timer(START + 50, CureTimer::Apply, &mut out);
     let cts: Vec<Timestamp> = out
         .messages
@@ -240,4 +235,34 @@ fn replication_goes_in_commit_order_below_the_smallest_pending_proposal() {
         .collect();
     assert_eq!(cts, vec![p2, p2.next()]);
     assert!(r.is_quiescent());
+}
+
+/// Hostile input from a peer: a commit time below the replica's own
+/// proposal, which no honest coordinator sends. The replica does not die of
+/// it: the version takes the proposal, and the input counts as refused.
+#[test]
+fn a_commit_time_below_the_proposal_is_refused_not_fatal() {
+    for mode in [ClockMode::Physical, ClockMode::Hybrid] {
+        let mut r = replica(mode, 1, 1);
+        let pt = prepare(&mut r, START + 10, 1, VectorTs::zero(1));
+        commit(&mut r, START + 20, 1, Timestamp(1));
+        assert_eq!(r.counters().inputs_refused, 1, "{mode:?}");
+        assert_eq!(r.chain_len(b"k"), 1, "{mode:?}: installed, at the proposal");
+        let read = slice(&mut r, START + 30, 2, vector(&[pt]));
+        assert_eq!(answered(&read, 2), Some(Some(Value::from("v1"))), "{mode:?}");
+    }
+}
+
+/// A forged far-future commit time for a transaction nobody prepared must
+/// not move the clock: every later timestamp would follow it.
+#[test]
+fn a_commit_for_an_unknown_transaction_moves_no_clock() {
+    for mode in [ClockMode::Physical, ClockMode::Hybrid] {
+        let mut r = replica(mode, 1, 1);
+        let before = r.hlc();
+        commit(&mut r, START, 77, Timestamp::MAX.prev());
+        assert_eq!(r.hlc(), before, "{mode:?}");
+        let pt = prepare(&mut r, START + 10, 1, VectorTs::zero(1));
+        assert!(pt.physical() < START + 1_000, "{mode:?}: proposals follow the real clock, got {pt}");
+    }
 }

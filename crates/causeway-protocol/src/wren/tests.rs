@@ -11,12 +11,12 @@ use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
 use std::sync::Arc;
 
-type WrenOutbox = Effects<WrenMsg, WrenTimer>;
+type Out = Effects<WrenMsg, WrenTimer>;
 
 fn replica(dcs: u16, partitions: u32) -> WrenReplica {
     let topology = Arc::new(Topology::full(dcs, partitions).unwrap());
     let mut r = WrenReplica::new(ReplicaId::new(0, 0), topology, WrenConfig::default());
-    r.start(1_000, &mut WrenOutbox::default());
+    r.start(1_000, &mut Out::default());
     r
 }
 
@@ -25,7 +25,7 @@ fn coordinator_addr() -> Addr {
 }
 
 fn prepare(r: &mut WrenReplica, now: u64, tx: u64, ht: Timestamp) -> Timestamp {
-    let mut out = WrenOutbox::default();
+    let mut out = Out::default();
     let msg = WrenMsg::PrepareReq {
         tx: TxId(tx),
         snapshot: Snapshot::default(),
@@ -45,7 +45,7 @@ fn prepare(r: &mut WrenReplica, now: u64, tx: u64, ht: Timestamp) -> Timestamp {
 #[test]
 fn a_proposal_in_the_same_microsecond_exceeds_the_published_version_clock() {
     let mut r = replica(1, 1);
-    r.on_timer(5_000, WrenTimer::Apply, &mut WrenOutbox::default());
+    r.on_timer(5_000, WrenTimer::Apply, &mut Out::default());
     let published = r.version_vector()[0];
     assert_eq!(published, Timestamp::from_physical(5_000));
     let pt = prepare(&mut r, 5_000, 1, Timestamp::ZERO);
@@ -77,12 +77,12 @@ fn apply_waits_below_the_smallest_pending_proposal_then_goes_in_commit_order() {
     let p1 = prepare(&mut r, 2_000, 1, Timestamp::ZERO);
     let p2 = prepare(&mut r, 2_000, 2, Timestamp::ZERO);
     // Transaction 2 commits first; 1 is still pending at a smaller proposal.
-    r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(2), ct: p2 }, &mut WrenOutbox::default());
-    r.on_timer(2_200, WrenTimer::Apply, &mut WrenOutbox::default());
+    r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(2), ct: p2 }, &mut Out::default());
+    r.on_timer(2_200, WrenTimer::Apply, &mut Out::default());
     assert_eq!(r.chain_len(b"k"), 0, "2 may not apply while 1 could still commit below it");
     assert_eq!(r.version_vector()[0], p1.prev());
-    r.on_message(2_300, coordinator_addr(), WrenMsg::Commit { tx: TxId(1), ct: p2.next() }, &mut WrenOutbox::default());
-    r.on_timer(2_400, WrenTimer::Apply, &mut WrenOutbox::default());
+    r.on_message(2_300, coordinator_addr(), WrenMsg::Commit { tx: TxId(1), ct: p2.next() }, &mut Out::default());
+    r.on_timer(2_400, WrenTimer::Apply, &mut Out::default());
     assert_eq!(r.chain_len(b"k"), 2);
     assert_eq!(r.latest_values(), vec![(Key::from("k"), Value::from("v1"))], "1 committed last, at the larger time");
     assert!(r.is_quiescent());
@@ -95,9 +95,9 @@ fn apply_groups_equal_commit_times_into_one_replication_message_and_heartbeats_w
     let p2 = prepare(&mut r, 2_000, 2, Timestamp::ZERO);
     let ct = p1.max(p2);
     for tx in [1, 2] {
-        r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(tx), ct }, &mut WrenOutbox::default());
+        r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(tx), ct }, &mut Out::default());
     }
-    let mut out = WrenOutbox::default();
+    let mut out = Out::default();
     r.on_timer(3_000, WrenTimer::Apply, &mut out);
     let replicates: Vec<_> = out
         .messages
@@ -111,7 +111,7 @@ fn apply_groups_equal_commit_times_into_one_replication_message_and_heartbeats_w
     assert!(replicates.iter().all(|&(_, c, n)| c == ct && n == 2));
     assert!(!out.messages.iter().any(|(_, m)| matches!(m, WrenMsg::Heartbeat { .. })));
 
-    let mut idle = WrenOutbox::default();
+    let mut idle = Out::default();
     r.on_timer(4_000, WrenTimer::Apply, &mut idle);
     let beats = idle.messages.iter().filter(|(_, m)| matches!(m, WrenMsg::Heartbeat { .. })).count();
     assert_eq!(beats, 2, "idle replicas heartbeat every other DC");
@@ -123,10 +123,10 @@ fn replicate_and_heartbeat_advance_the_senders_entry_only_from_a_true_peer() {
     let peer = Addr::Replica(ReplicaId::new(2, 0));
     let wrong_partition = Addr::Replica(ReplicaId::new(1, 1));
     let t = Timestamp::from_physical(50_000);
-    r.on_message(1_000, peer, WrenMsg::Heartbeat { t }, &mut WrenOutbox::default());
-    r.on_message(1_000, wrong_partition, WrenMsg::Heartbeat { t }, &mut WrenOutbox::default());
+    r.on_message(1_000, peer, WrenMsg::Heartbeat { t }, &mut Out::default());
+    r.on_message(1_000, wrong_partition, WrenMsg::Heartbeat { t }, &mut Out::default());
     let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
-    r.on_message(1_000, client, WrenMsg::Heartbeat { t }, &mut WrenOutbox::default());
+    r.on_message(1_000, client, WrenMsg::Heartbeat { t }, &mut Out::default());
     assert_eq!(r.version_vector(), &[Timestamp::ZERO, Timestamp::ZERO, t]);
 }
 
@@ -134,7 +134,7 @@ fn replicate_and_heartbeat_advance_the_senders_entry_only_from_a_true_peer() {
 fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
     let mut r = replica(1, 1);
     let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
-    let mut out = WrenOutbox::default();
+    let mut out = Out::default();
     r.on_message(
         1_000,
         client,
@@ -153,4 +153,21 @@ fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
         }
         other => panic!("expected one prepare, got {other:?}"),
     }
+}
+
+/// A forged far-future commit time for a transaction nobody prepared must
+/// not move the clock; one below the proposal is raised to it and refused.
+#[test]
+fn commits_no_honest_coordinator_sends_move_no_clock_and_are_refused() {
+    let mut r = replica(1, 1);
+    let before = r.hlc();
+    let forged = WrenMsg::Commit { tx: TxId(77), ct: Timestamp::MAX.prev() };
+    r.on_message(1_000, coordinator_addr(), forged, &mut Out::default());
+    assert_eq!(r.hlc(), before);
+    let pt = prepare(&mut r, 2_000, 1, Timestamp::ZERO);
+    assert!(pt.physical() < 10_000, "proposals follow the real clock, got {pt}");
+    r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(1), ct: Timestamp(1) }, &mut Out::default());
+    assert_eq!(r.counters().inputs_refused, 1);
+    r.on_timer(3_000, WrenTimer::Apply, &mut Out::default());
+    assert_eq!(r.chain_len(b"k"), 1, "installed, at the proposal");
 }

@@ -114,3 +114,42 @@ impl<P: Protocol> ClientHost<P> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::ClusterPlan;
+    use causeway_protocol::wren::{Wren, WrenConfig};
+    use causeway_protocol::{Message, ProtocolKind};
+
+    #[test]
+    fn client_ids_skip_live_sessions_when_the_counter_wraps() {
+        let plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, 0).unwrap();
+        let metrics = Arc::new(Metrics::new(<<Wren as Protocol>::Message as Message>::CLASSES));
+        let router = Router::new(&plan, 0, Default::default(), None, metrics.clone());
+        let host = ClientHost::<Wren>::new(HostSetup {
+            node: 0,
+            node_name: "n".into(),
+            topology: plan.topology.clone(),
+            config: WrenConfig::default(),
+            limits: plan.limits,
+            token_key: vec![1; 16],
+            router: router.clone(),
+            metrics,
+            replicas: Vec::new(),
+        })
+        .with_client_counter((1 << 24) - 1);
+        let dc = DcId(0);
+        // The very first session of the node is still connected.
+        let first = client_id(dc, 0, 0);
+        let _live = router.register_session(first).expect("a fresh id");
+        let (last_before_wrap, _a) = host.register_session(dc).unwrap();
+        assert_eq!(last_before_wrap, client_id(dc, 0, (1 << 24) - 1));
+        let (after_wrap, _b) = host.register_session(dc).unwrap();
+        assert_ne!(after_wrap, first, "the counter wrapped onto a live session");
+        assert_eq!(after_wrap, client_id(dc, 0, 1));
+        // Once the first session is gone, its id is free again.
+        router.unregister_session(first);
+        assert!(router.register_session(first).is_some());
+    }
+}
