@@ -60,6 +60,19 @@ impl<S: Session> WorkloadClient<S> {
         self.phase == Phase::Idle
     }
 
+    /// The number of the client's current (or last) transaction.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Gives up the running transaction and goes on with `session`.
+    pub fn abandon(&mut self, session: S) {
+        self.session = session;
+        self.phase = Phase::Idle;
+        self.plan = None;
+        self.ops.clear();
+    }
+
     /// Starts the next transaction at `elapsed` microseconds of the run
     /// (`now` is the client's clock). Returns a finished record if the whole
     /// transaction completed without waiting for the network.

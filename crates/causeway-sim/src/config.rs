@@ -1,5 +1,6 @@
 //! What a simulation runs: cluster shape, WAN, clocks, faults and workload.
 
+use crate::faults::Faults;
 use causeway_workload::{WanError, WanModel, WorkloadConfig, WorkloadKind};
 use thiserror::Error;
 
@@ -58,6 +59,8 @@ pub struct SimConfig {
     /// After the workload, how long the cluster may take to settle (apply
     /// and replicate everything) before the run counts as stuck.
     pub settle_limit_us: u64,
+    /// Crashes, transport faults below the FIFO links, fault points.
+    pub faults: Faults,
 }
 
 impl Default for SimConfig {
@@ -76,6 +79,7 @@ impl Default for SimConfig {
             spikes: None,
             workload: WorkloadKind::Random(WorkloadConfig::default()),
             settle_limit_us: 120_000_000,
+            faults: Faults::default(),
         }
     }
 }
@@ -109,6 +113,7 @@ impl SimConfig {
             }
         }
         self.workload.validate().map_err(ConfigError::Invalid)?;
+        self.faults.validate(self.dcs, self.partitions).map_err(ConfigError::Invalid)?;
         Ok(())
     }
 }

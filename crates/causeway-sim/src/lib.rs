@@ -11,11 +11,13 @@
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod faults;
 pub mod harness;
 pub mod network;
 pub mod report;
 pub mod simulation;
 
 pub use config::{Cut, LatencySpikes, SimConfig};
+pub use faults::{random_crashes, Crash, CrashTarget, DiskModel, Faults, TransportFaults};
 pub use report::SimReport;
 pub use simulation::{Progress, Simulation};

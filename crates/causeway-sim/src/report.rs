@@ -1,5 +1,6 @@
 //! What a simulation run reports.
 
+use crate::network::TransportCounts;
 use causeway_history::{Guarantee, History};
 use causeway_protocol::{MsgClass, ReplicaCounters};
 use std::collections::BTreeMap;
@@ -31,6 +32,22 @@ impl Percentiles {
             max: *values.last().unwrap(),
         }
     }
+}
+
+/// What the injected faults did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultReport {
+    pub crashes: u64,
+    pub restarts: u64,
+    /// Records appended but not synced when their replica crashed.
+    pub records_lost: u64,
+    /// Messages that waited for those records, never sent.
+    pub messages_lost: u64,
+    /// Transactions their clients gave up (no answer after a crash).
+    pub transactions_abandoned: u64,
+    /// Times a protocol's fault point fired.
+    pub fault_points_fired: u64,
+    pub transport: TransportCounts,
 }
 
 pub struct SimReport {
@@ -70,6 +87,7 @@ pub struct SimReport {
     pub txn_latency_us: Percentiles,
     /// Every replica's counters, summed.
     pub counters: ReplicaCounters,
+    pub faults: FaultReport,
     pub history: History,
 }
 
@@ -166,6 +184,25 @@ impl fmt::Display for SimReport {
             "  versions       {} stored, {} garbage-collected, {} bytes of metadata each; {} stale contexts expired",
             s.versions, s.versions_collected, self.version_metadata_bytes, s.contexts_expired
         )?;
+        let x = &self.faults;
+        if x.crashes > 0 {
+            write!(
+                f,
+                "\n  crashes        {} crashes, {} restarts; {} unsynced records and {} held messages lost; {} transactions given up",
+                x.crashes, x.restarts, x.records_lost, x.messages_lost, x.transactions_abandoned
+            )?;
+        }
+        if x.transport.packets > 0 {
+            let t = &x.transport;
+            write!(
+                f,
+                "\n  transport      {} packets: {} duplicates dropped, {} arrived early and waited, {} resent",
+                t.packets, t.duplicates_dropped, t.arrived_early, t.resent
+            )?;
+        }
+        if x.fault_points_fired > 0 {
+            write!(f, "\n  fault points   fired {} times", x.fault_points_fired)?;
+        }
         if s.inputs_refused > 0 {
             write!(f, "\n  refused        {} messages no honest peer sends", s.inputs_refused)?;
         }

@@ -5,14 +5,17 @@
 use crate::client::WorkloadClient;
 use crate::clock::{NodeClock, EPOCH_US};
 use crate::config::{ConfigError, SimConfig};
+use crate::faults::CrashTarget;
 use crate::network::{Network, NodeIx};
-use crate::report::{Percentiles, SimReport};
+use crate::report::{FaultReport, Percentiles, SimReport};
 use causeway_history::{FinalState, History, TxnRecord};
+use causeway_protocol::contract::protocol::RecordOf;
 use causeway_protocol::contract::replica::ReplicaEffects;
 use causeway_protocol::contract::session::SessionEffects;
+use causeway_protocol::contract::{MemoryLog, SendGate};
 use causeway_protocol::{
-    Addr, ClientId, DcId, Message, MsgClass, Protocol, ReadWaitProbe, Replica, ReplicaCounters, ReplicaId, Session,
-    SessionSetup, Topology,
+    Addr, ClientId, DcId, FaultPoints, Message, MsgClass, Protocol, ReadWaitProbe, Replica, ReplicaCounters, ReplicaId,
+    Session, SessionSetup, Topology,
 };
 use causeway_workload::{Generator, WorkloadKind};
 use rand::{Rng, SeedableRng};
@@ -28,9 +31,18 @@ type SessionTimerOf<P> = <<P as Protocol>::Session as Session>::Timer;
 
 enum Event<T, S> {
     Link(u32),
-    Timer(NodeIx, T),
+    /// A replica's timer, armed by the incarnation it names (a crash
+    /// forgets the timers of the incarnation that died).
+    Timer(NodeIx, u32, T),
     SessionTimer(NodeIx, S),
     ClientNext(NodeIx),
+    /// A client gives up a transaction that has not finished since it
+    /// began (its `seq`): its coordinator may have crashed with its request.
+    ClientTimeout(NodeIx, u64),
+    /// A replica's disk has made its first `upto` records durable.
+    Sync(NodeIx, u32, usize),
+    Crash(NodeIx),
+    Restart(NodeIx),
     CutStart(u16),
     CutEnd(u16),
     /// The workload's duration is up: clients start no new transactions.
@@ -70,7 +82,17 @@ pub struct Simulation<P: Protocol> {
     seq: u64,
     queue: BinaryHeap<Reverse<Scheduled<TimerOf<P>, SessionTimerOf<P>>>>,
     network: Network<P::Message>,
+    protocol_config: P::Config,
     replicas: Vec<P::Replica>,
+    /// Each replica's life: its incarnation, whether it is down, its records
+    /// and the messages that wait for them to be durable.
+    lives: Vec<Life<P>>,
+    /// Draws for the faults (disk, fault points, restarts), apart from the
+    /// main source so that turning faults off changes nothing else.
+    fault_rng: ChaCha8Rng,
+    /// The word that arms this run's fault points, when they are on.
+    buggify_run: Option<u64>,
+    fault_report: FaultReport,
     clients: Vec<WorkloadClient<P::Session>>,
     node_addr: Vec<Addr>,
     node_dc: Vec<u16>,
@@ -104,6 +126,16 @@ pub struct Simulation<P: Protocol> {
     progress: Option<Box<dyn FnMut(Progress)>>,
 }
 
+/// One replica's life across crashes.
+struct Life<P: Protocol> {
+    incarnation: u32,
+    down: bool,
+    log: MemoryLog<RecordOf<P>>,
+    gate: SendGate<P::Message>,
+    /// A sync of the log is on its way.
+    syncing: bool,
+}
+
 /// Where a run is, for a progress display.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
@@ -123,8 +155,14 @@ impl<P: Protocol> Simulation<P> {
         debug_assert!(causeway_protocol::contract::classes_are_indexed(<P::Message as Message>::CLASSES));
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let generator = Generator::new(cfg.workload.clone(), &topology);
+        let buggify_run = cfg.faults.buggify.then(|| ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xb0661f7).random());
         let mut sim = Simulation {
-            network: Network::new(cfg.wan.clone(), cfg.spikes, cfg.dcs),
+            network: Network::new(cfg.wan.clone(), cfg.spikes, cfg.faults.transport, cfg.dcs),
+            protocol_config: protocol_config.clone(),
+            lives: Vec::new(),
+            fault_rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xfa17_5eed),
+            buggify_run,
+            fault_report: FaultReport::default(),
             topology: topology.clone(),
             now: EPOCH_US,
             seq: 0,
@@ -171,6 +209,13 @@ impl<P: Protocol> Simulation<P> {
             sim.clocks.push(clock(&mut rng));
             sim.replicas.push(P::replica(id, topology.clone(), protocol_config));
             sim.read_probes.push(ReadWaitProbe::default());
+            sim.lives.push(Life {
+                incarnation: 0,
+                down: false,
+                log: MemoryLog::default(),
+                gate: SendGate::default(),
+                syncing: false,
+            });
         }
         for dc in topology.dcs() {
             for p in topology.partitions() {
@@ -226,6 +271,7 @@ impl<P: Protocol> Simulation<P> {
         let wall = Instant::now();
         for node in 0..self.replicas.len() {
             let local = self.clock_of(node as NodeIx);
+            self.arm_faults();
             self.replicas[node].start(local, &mut self.outbox);
             // Real servers do not tick in lockstep: give each periodic timer
             // a random phase within its first period.
@@ -233,6 +279,12 @@ impl<P: Protocol> Simulation<P> {
                 *after += self.rng.random_range(0..=*after);
             }
             self.flush_outbox(node as NodeIx);
+        }
+        for crash in self.cfg.faults.crashes.clone() {
+            for node in self.crashed_nodes(crash.target) {
+                self.schedule(self.started_at + crash.at_us, Event::Crash(node));
+                self.schedule(self.started_at + crash.at_us + crash.down_us, Event::Restart(node));
+            }
         }
         for i in 0..self.clients.len() {
             // Spread the first transactions over the first millisecond.
@@ -256,13 +308,24 @@ impl<P: Protocol> Simulation<P> {
             }
             match event {
                 Event::Link(id) => self.on_link_ready(id),
-                Event::Timer(node, timer) => {
-                    let local = self.clock_of(node);
-                    self.replicas[node as usize].on_timer(local, timer, &mut self.outbox);
-                    self.flush_outbox(node);
+                Event::Timer(node, incarnation, timer) => {
+                    if self.alive(node, incarnation) {
+                        let local = self.clock_of(node);
+                        self.arm_faults();
+                        self.replicas[node as usize].on_timer(local, timer, &mut self.outbox);
+                        self.flush_outbox(node);
+                    }
                 }
                 Event::SessionTimer(node, timer) => self.on_session_timer(node, timer),
                 Event::ClientNext(node) => self.start_client_txn(node),
+                Event::ClientTimeout(node, seq) => self.on_client_timeout(node, seq),
+                Event::Sync(node, incarnation, upto) => {
+                    if self.alive(node, incarnation) {
+                        self.on_sync(node, upto);
+                    }
+                }
+                Event::Crash(node) => self.crash(node),
+                Event::Restart(node) => self.restart(node),
                 Event::CutStart(dc) => self.network.cut(dc),
                 Event::CutEnd(dc) => {
                     for (id, at) in self.network.heal(self.now, dc) {
@@ -278,6 +341,110 @@ impl<P: Protocol> Simulation<P> {
             }
         }
         self.into_report(wall.elapsed())
+    }
+
+    /// Whether `node`'s incarnation `incarnation` is the one running.
+    fn alive(&self, node: NodeIx, incarnation: u32) -> bool {
+        let life = &self.lives[node as usize];
+        !life.down && life.incarnation == incarnation
+    }
+
+    /// The replica nodes a crash takes down.
+    fn crashed_nodes(&self, target: CrashTarget) -> Vec<NodeIx> {
+        let ids: Vec<ReplicaId> = match target {
+            CrashTarget::Replica { dc, partition } => vec![ReplicaId::new(dc, partition)],
+            CrashTarget::Dc(dc) => self.topology.replicas_in(DcId(dc)),
+        };
+        ids.into_iter().filter_map(|id| self.addr_node.get(&Addr::Replica(id)).copied()).collect()
+    }
+
+    /// Arms the fault points of the next step, when the run has them on.
+    fn arm_faults(&mut self) {
+        if let Some(run) = self.buggify_run {
+            let step = self.fault_rng.random();
+            self.outbox.set_faults(FaultPoints::armed(run, step));
+            self.session_out.set_faults(FaultPoints::armed(run, step));
+        }
+    }
+
+    /// `node` crashes: it loses its memory, the records it had not synced
+    /// and the messages that waited for them; what is sent to it waits until
+    /// it restarts. A second crash of a replica that is down changes nothing.
+    fn crash(&mut self, node: NodeIx) {
+        let life = &mut self.lives[node as usize];
+        if life.down {
+            return;
+        }
+        self.fault_report.crashes += 1;
+        self.fault_report.records_lost += (life.log.len() - life.log.synced()) as u64;
+        self.fault_report.messages_lost += life.gate.held() as u64;
+        life.down = true;
+        life.incarnation += 1;
+        life.syncing = false;
+        life.log.crash();
+        life.gate.crash();
+        self.read_probes[node as usize].clear();
+        self.network.node_down(node);
+    }
+
+    /// `node` restarts: the protocol rebuilds it from its durable records.
+    fn restart(&mut self, node: NodeIx) {
+        let i = node as usize;
+        if !self.lives[i].down {
+            return;
+        }
+        self.fault_report.restarts += 1;
+        self.lives[i].down = false;
+        let id = self.replicas[i].id();
+        let records = self.lives[i].log.durable();
+        self.replicas[i] = P::recover(id, self.topology.clone(), &self.protocol_config, records);
+        let local = self.clock_of(node);
+        self.arm_faults();
+        self.replicas[i].start(local, &mut self.outbox);
+        for (_, after) in self.outbox.timers.iter_mut() {
+            *after += self.fault_rng.random_range(0..=*after);
+        }
+        self.flush_outbox(node);
+        for (id, at) in self.network.node_up(self.now, node) {
+            self.schedule(at, Event::Link(id));
+        }
+    }
+
+    /// The disk of `node` has synced its first `upto` records: the messages
+    /// that waited for them leave.
+    fn on_sync(&mut self, node: NodeIx, upto: usize) {
+        let life = &mut self.lives[node as usize];
+        life.syncing = false;
+        life.log.sync_to(upto);
+        let released = life.gate.release(life.log.synced());
+        for (to, msg) in released {
+            self.send_from_replica(node, to, msg);
+        }
+        self.sync_later(node);
+    }
+
+    /// Starts a sync of what `node` appended and has not synced, unless one
+    /// is on its way: at the end of this step with a zero-latency disk,
+    /// after the disk's sync time otherwise.
+    fn sync_later(&mut self, node: NodeIx) {
+        let (lo, hi) = self.cfg.faults.disk.sync_us;
+        let life = &mut self.lives[node as usize];
+        if life.syncing || life.log.synced() == life.log.len() {
+            return;
+        }
+        let upto = life.log.len();
+        if hi == 0 {
+            life.log.sync_to(upto);
+            let released = life.gate.release(life.log.synced());
+            for (to, msg) in released {
+                self.send_from_replica(node, to, msg);
+            }
+            return;
+        }
+        life.syncing = true;
+        let incarnation = life.incarnation;
+        let after = self.fault_rng.random_range(lo..=hi).max(1);
+        self.schedule(self.now + after, Event::Sync(node, incarnation, upto));
     }
 
     fn report_progress(&mut self) {
@@ -305,17 +472,47 @@ impl<P: Protocol> Simulation<P> {
         }
         let i = node as usize - self.replicas.len();
         let (local, elapsed) = (self.clock_of(node), self.now - EPOCH_US);
+        self.arm_faults();
         let mut out = std::mem::take(&mut self.session_out);
         let done = self.clients[i].start(local, elapsed, &self.generator, &mut out);
         self.flush_session(node, out);
-        if let Some(record) = done {
-            self.record(node, record);
+        match done {
+            Some(record) => self.record(node, record),
+            None if self.cfg.faults.can_lose_requests() => {
+                let seq = self.clients[i].seq();
+                self.schedule(self.now + self.cfg.faults.client_timeout_us, Event::ClientTimeout(node, seq));
+            }
+            None => {}
+        }
+    }
+
+    /// The client's transaction `seq` has not finished: it gives it up and
+    /// starts over on a new session, as a client whose connection died
+    /// would. What became of the transaction is unknown, so the history
+    /// does not list it.
+    fn on_client_timeout(&mut self, node: NodeIx, seq: u64) {
+        let i = node as usize - self.replicas.len();
+        let client = &mut self.clients[i];
+        if client.is_idle() || client.seq() != seq {
+            return;
+        }
+        let id = client.session.id();
+        let coordinator =
+            ReplicaId::at(id.dc, causeway_protocol::PartitionId(id.index / self.cfg.clients_per_partition));
+        let setup = SessionSetup { id, coordinator, topology: self.topology.clone() };
+        client.abandon(P::session(setup, &self.protocol_config));
+        self.fault_report.transactions_abandoned += 1;
+        if self.workload_over() {
+            self.begin_stopping();
+        } else {
+            self.schedule(self.now, Event::ClientNext(node));
         }
     }
 
     fn on_session_timer(&mut self, node: NodeIx, timer: SessionTimerOf<P>) {
         let i = node as usize - self.replicas.len();
         let (local, elapsed) = (self.clock_of(node), self.now - EPOCH_US);
+        self.arm_faults();
         let mut out = std::mem::take(&mut self.session_out);
         let event = self.clients[i].session.on_timer(local, timer, &mut out);
         let done = event.and_then(|e| self.clients[i].on_event(local, elapsed, e, &mut out));
@@ -364,8 +561,17 @@ impl<P: Protocol> Simulation<P> {
             let l = self.network.link(id);
             (l.from, l.to)
         };
-        while let Some(msg) = self.network.link_mut(id).pop_ready(self.now) {
+        while let Some(msg) = self.network.pop_ready(id, self.now) {
             self.deliver(from, to, msg);
+            if self.network.is_held(id) {
+                // The step crashed nothing, but a link may be held now.
+                break;
+            }
+        }
+        if self.network.has_packets() {
+            // Every packet's arrival has its own event.
+            self.network.link_mut(id).scheduled = true;
+            return;
         }
         let link = self.network.link_mut(id);
         match link.head_ready() {
@@ -381,7 +587,9 @@ impl<P: Protocol> Simulation<P> {
         let from_addr = self.node_addr[from as usize];
         let local = self.clock_of(to);
         if (to as usize) < self.replicas.len() {
+            debug_assert!(!self.lives[to as usize].down, "a message delivered to a replica that is down");
             let tag = msg.read_request();
+            self.arm_faults();
             self.replicas[to as usize].on_message(local, from_addr, msg, &mut self.outbox);
             // Measured from outside the protocol: did the reply leave in the
             // same step as the request arrived?
@@ -393,6 +601,7 @@ impl<P: Protocol> Simulation<P> {
         } else {
             let i = to as usize - self.replicas.len();
             let elapsed = self.now - EPOCH_US;
+            self.arm_faults();
             let mut out = std::mem::take(&mut self.session_out);
             let event = self.clients[i].session.on_message(local, from_addr, msg, &mut out);
             let done = event.and_then(|e| self.clients[i].on_event(local, elapsed, e, &mut out));
@@ -430,26 +639,40 @@ impl<P: Protocol> Simulation<P> {
             self.foreground_in_flight += 1;
         }
         let (a, b) = (self.node_dc[from as usize], self.node_dc[to as usize]);
-        if let Some((link, at)) = self.network.send(&mut self.rng, self.now, from, to, a, b, msg) {
+        for (link, at) in self.network.send(&mut self.rng, self.now, from, to, a, b, msg) {
             self.schedule(at, Event::Link(link));
         }
     }
 
+    /// A replica's message leaves: the read probe sees whether it answers a
+    /// read that waited.
+    fn send_from_replica(&mut self, node: NodeIx, to: Addr, msg: P::Message) {
+        if let Some((_, since)) = self.read_probes[node as usize].on_send(to, &msg) {
+            self.read_wait_us.push(self.now - since);
+        }
+        self.send(node, to, msg);
+    }
+
     fn flush_outbox(&mut self, node: NodeIx) {
         let mut outbox = std::mem::take(&mut self.outbox);
-        for (to, msg) in outbox.messages.drain(..) {
-            if let Some((_, since)) = self.read_probes[node as usize].on_send(to, &msg) {
-                self.read_wait_us.push(self.now - since);
-            }
-            self.send(node, to, msg);
+        self.fault_report.fault_points_fired += u64::from(outbox.faults_fired());
+        outbox.set_faults(FaultPoints::OFF);
+        let life = &mut self.lives[node as usize];
+        let now = life.gate.take(&mut outbox, &mut life.log);
+        for (to, msg) in now {
+            self.send_from_replica(node, to, msg);
         }
+        self.sync_later(node);
+        let incarnation = self.lives[node as usize].incarnation;
         for (timer, after) in outbox.timers.drain(..) {
-            self.schedule(self.now + after.max(1), Event::Timer(node, timer));
+            self.schedule(self.now + after.max(1), Event::Timer(node, incarnation, timer));
         }
         self.outbox = outbox;
     }
 
     fn flush_session(&mut self, node: NodeIx, mut out: SessionEffects<P::Session>) {
+        self.fault_report.fault_points_fired += u64::from(out.faults_fired());
+        out.set_faults(FaultPoints::OFF);
         for (to, msg) in out.messages.drain(..) {
             self.send(node, to, msg);
         }
@@ -504,6 +727,7 @@ impl<P: Protocol> Simulation<P> {
             read_wait_us: Percentiles::of(self.read_wait_us),
             txn_latency_us: Percentiles::of(self.latencies_us),
             counters,
+            faults: FaultReport { transport: self.network.counts, ..self.fault_report },
             history: History { txns: self.history, finals },
         }
     }

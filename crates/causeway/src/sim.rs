@@ -3,7 +3,9 @@
 use crate::verdict;
 use anyhow::{bail, Result};
 use causeway_protocol::{Protocol, ProtocolKind, ProtocolVisitor, Tuning};
-use causeway_sim::{Cut, LatencySpikes, Progress, SimConfig, Simulation};
+use causeway_sim::{
+    random_crashes, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation, TransportFaults,
+};
 use causeway_workload::{WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
@@ -17,6 +19,36 @@ pub enum WorkloadName {
     Random,
     /// Atomicity invariant: each update writes one value to a whole group of keys.
     Groups,
+}
+
+/// A crash and its restart: `DC:PARTITION:START_MS-END_MS`, or
+/// `DC:*:START_MS-END_MS` for a whole DC.
+#[derive(Clone, Copy, Debug)]
+pub struct CrashArg(Crash);
+
+impl FromStr for CrashArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = || format!("expected DC:PARTITION:START_MS-END_MS or DC:*:START_MS-END_MS, got {s:?}");
+        let mut parts = s.splitn(3, ':');
+        let (dc, partition, span) = match (parts.next(), parts.next(), parts.next()) {
+            (Some(d), Some(p), Some(span)) => (d, p, span),
+            _ => return Err(usage()),
+        };
+        let dc: u16 = dc.trim_start_matches("dc").parse().map_err(|_| usage())?;
+        let target = match partition {
+            "*" => CrashTarget::Dc(dc),
+            p => CrashTarget::Replica { dc, partition: p.trim_start_matches('p').parse().map_err(|_| usage())? },
+        };
+        let (start, end) = span.split_once('-').ok_or_else(usage)?;
+        let start: f64 = start.parse().map_err(|_| usage())?;
+        let end: f64 = end.parse().map_err(|_| usage())?;
+        if !(start >= 0.0 && end > start) {
+            return Err(format!("the replica must restart after it crashes: {s:?}"));
+        }
+        let at_us = (start * 1000.0) as u64;
+        Ok(CrashArg(Crash { target, at_us, down_us: (end * 1000.0) as u64 - at_us }))
+    }
 }
 
 /// A DC cut off from the others for an interval: `DC:START_MS-END_MS`.
@@ -71,6 +103,28 @@ pub struct SimArgs {
     /// Cut a DC off from the others: DC:START_MS-END_MS of simulated time (repeatable).
     #[arg(long = "cut", value_name = "DC:START_MS-END_MS")]
     cuts: Vec<CutArg>,
+    /// Crash a replica (or a whole DC with `*`) and restart it:
+    /// DC:PARTITION:START_MS-END_MS (repeatable). Protocols are not durable
+    /// yet: a restarted replica comes back empty.
+    #[arg(long = "crash", value_name = "DC:PARTITION:START_MS-END_MS")]
+    crash: Vec<CrashArg>,
+    /// Crash this many random replicas (a whole DC one time in five), drawn
+    /// from the seed, within the first 500 ms (or the duration).
+    #[arg(long, default_value_t = 0)]
+    crashes: u32,
+    /// Below the FIFO links: the chance that a packet arrives twice.
+    #[arg(long, default_value_t = 0.0)]
+    duplicate_prob: f64,
+    /// Below the FIFO links: the chance that a packet is overtaken.
+    #[arg(long, default_value_t = 0.0)]
+    reorder_prob: f64,
+    /// Below the FIFO links: the chance that a packet is lost and resent.
+    #[arg(long, default_value_t = 0.0)]
+    loss_prob: f64,
+    /// Arm the protocols' fault points (rare but legal behaviour: skipped
+    /// rounds, late reports), drawn from the seed.
+    #[arg(long)]
+    buggify: bool,
     /// Fault injection: the chance that a message is delayed by a latency spike.
     #[arg(long, default_value_t = 0.0)]
     spike_prob: f64,
@@ -139,6 +193,23 @@ fn micros(ms: f64, what: &str) -> Result<u64> {
     Ok((ms * 1000.0).round() as u64)
 }
 
+/// The faults the flags ask for.
+fn faults(args: &SimArgs) -> Result<Faults> {
+    let mut crashes: Vec<Crash> = args.crash.iter().map(|c| c.0).collect();
+    if args.crashes > 0 {
+        let window_us = args.duration_ms.map_or(500_000, |ms| ms * 1000);
+        crashes.extend(random_crashes(args.seed, args.dcs, args.partitions, args.crashes, window_us));
+    }
+    let (dup, reorder, loss) = (args.duplicate_prob, args.reorder_prob, args.loss_prob);
+    let transport = (dup > 0.0 || reorder > 0.0 || loss > 0.0).then(|| TransportFaults {
+        duplicate: dup,
+        reorder,
+        loss,
+        ..TransportFaults::default()
+    });
+    Ok(Faults { crashes, transport, buggify: args.buggify, ..Faults::default() })
+}
+
 /// Runs the simulation with whichever protocol the user picked.
 struct RunSim {
     config: SimConfig,
@@ -187,6 +258,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
             max_extra_us: micros(args.spike_max_ms, "--spike-max-ms")?,
         }),
         workload,
+        faults: faults(&args)?,
         ..SimConfig::default()
     };
     let tuning = Tuning {

@@ -166,3 +166,34 @@ fn server_reports_config_mistakes_and_unknown_nodes() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("3 DCs × 2 partitions, 6 nodes"), "{}", stdout(&out));
 }
+
+#[test]
+fn sim_injects_crashes_transport_faults_and_fault_points_from_flags() {
+    let out = causeway(&[
+        "sim",
+        "--duration-ms",
+        "400",
+        "--crash",
+        "1:*:100-150",
+        "--crash",
+        "0:2:50-60",
+        "--duplicate-prob",
+        "0.05",
+        "--reorder-prob",
+        "0.05",
+        "--loss-prob",
+        "0.01",
+        "--buggify",
+        "--seed",
+        "1",
+    ]);
+    let text = stdout(&out);
+    assert_ne!(out.status.code(), Some(2), "{text}\n{}", stderr(&out));
+    assert!(text.contains("crashes        5 crashes, 5 restarts"), "{text}");
+    assert!(text.contains("duplicates dropped"), "{text}");
+    let bad = causeway(&["sim", "--crash", "1:x:100-50"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("DC:PARTITION:START_MS-END_MS"), "{}", stderr(&bad));
+    let late = causeway(&["sim", "--crash", "1:0:100-50"]);
+    assert!(stderr(&late).contains("must restart after it crashes"), "{}", stderr(&late));
+}

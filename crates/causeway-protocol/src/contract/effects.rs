@@ -92,6 +92,11 @@ impl<M, T, R> Effects<M, T, R> {
     pub fn set_faults(&mut self, faults: FaultPoints) {
         self.faults = faults;
     }
+
+    /// How many fault points fired since the last [`Effects::set_faults`].
+    pub fn faults_fired(&self) -> u32 {
+        self.faults.fired
+    }
 }
 
 /// FoundationDB-style fault points ("buggify"): places in a protocol where
@@ -106,16 +111,17 @@ pub struct FaultPoints {
     enabled: bool,
     run: u64,
     step: u64,
+    fired: u32,
 }
 
 impl FaultPoints {
     /// No fault point fires: the runtime, and the simulator unless asked.
-    pub const OFF: FaultPoints = FaultPoints { enabled: false, run: 0, step: 0 };
+    pub const OFF: FaultPoints = FaultPoints { enabled: false, run: 0, step: 0, fired: 0 };
 
     /// Fault points armed by `run` (one word per run), firing by `step` (a
     /// fresh word per step).
     pub fn armed(run: u64, step: u64) -> FaultPoints {
-        FaultPoints { enabled: true, run, step }
+        FaultPoints { enabled: true, run, step, fired: 0 }
     }
 
     /// Whether `site` fires now.
@@ -128,7 +134,9 @@ impl FaultPoints {
             return false;
         }
         self.step = mix(self.step);
-        self.step.is_multiple_of(4)
+        let fires = self.step.is_multiple_of(4);
+        self.fired += u32::from(fires);
+        fires
     }
 }
 

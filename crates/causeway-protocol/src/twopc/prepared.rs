@@ -58,6 +58,13 @@ impl<P> PreparedSet<P> {
             out.send(from, TxnMsg::PrepareResp { tx, pt });
             return None;
         }
+        // Any time above the floor is a valid proposal: now and then one a
+        // millisecond later than needed, as a clock running ahead proposes.
+        let floor = if out.buggify("twopc.prepare.propose_later") {
+            floor.max(Timestamp::from_physical(now + 1_000))
+        } else {
+            floor
+        };
         let pt = hlc.tick(now, floor);
         self.by_tx.insert(tx, (pt, prepared()));
         self.by_proposal.insert((pt, tx));

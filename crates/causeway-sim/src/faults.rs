@@ -1,0 +1,141 @@
+//! The faults the simulator can inject beyond slow links and DC cuts: replica
+//! crashes and restarts with a disk that loses what it had not synced, a
+//! transport below the FIFO links whose packets are duplicated, reordered
+//! and lost (and resent), and the protocols' fault points (buggify). Every
+//! one of them is drawn from the run's seed, so a failure replays.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// What a crash takes down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashTarget {
+    /// One replica: partition `partition` of DC `dc`.
+    Replica { dc: u16, partition: u32 },
+    /// Every replica of a DC at once.
+    Dc(u16),
+}
+
+/// A crash at `at_us` of simulated time (from the start of the run), and a
+/// restart `down_us` later. The replica loses its memory and the records it
+/// had not synced; it comes back through the protocol's `recover`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crash {
+    pub target: CrashTarget,
+    pub at_us: u64,
+    pub down_us: u64,
+}
+
+/// Faults of the network below the FIFO links the protocols see, which the
+/// transport's sequence numbers, resends and deduplication hide: a packet
+/// may arrive twice, overtake the one before it, or be lost and resent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransportFaults {
+    /// Chance that a packet arrives twice.
+    pub duplicate: f64,
+    /// Chance that a packet is held up long enough for later ones to overtake it.
+    pub reorder: f64,
+    /// Chance that a packet is lost; the sender resends it after `resend_us`.
+    pub loss: f64,
+    /// How long a sender waits for an acknowledgement before resending.
+    pub resend_us: u64,
+}
+
+impl Default for TransportFaults {
+    fn default() -> Self {
+        TransportFaults { duplicate: 0.02, reorder: 0.05, loss: 0.01, resend_us: 2_000 }
+    }
+}
+
+/// How long a replica's disk takes to make appended records durable, drawn
+/// uniformly per sync. Zero: records are durable at the end of the step that
+/// persisted them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DiskModel {
+    pub sync_us: (u64, u64),
+}
+
+/// Every fault beyond the network's latency and cuts; none by default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Faults {
+    pub crashes: Vec<Crash>,
+    pub transport: Option<TransportFaults>,
+    /// Arm the protocols' fault points.
+    pub buggify: bool,
+    pub disk: DiskModel,
+    /// With crashes, how long a client waits for a transaction to finish
+    /// before it gives up on it (its coordinator may have died with its
+    /// request) and goes on with a new session.
+    pub client_timeout_us: u64,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            crashes: Vec::new(),
+            transport: None,
+            buggify: false,
+            disk: DiskModel::default(),
+            client_timeout_us: 2_000_000,
+        }
+    }
+}
+
+impl Faults {
+    /// Whether a client may wait for an answer that never comes (its
+    /// coordinator crashed with its request): clients then give a
+    /// transaction up after a timeout, as real clients do.
+    pub fn can_lose_requests(&self) -> bool {
+        !self.crashes.is_empty()
+    }
+
+    /// Says what is wrong, if anything, for a cluster of `dcs` × `partitions`.
+    pub fn validate(&self, dcs: u16, partitions: u32) -> Result<(), String> {
+        for c in &self.crashes {
+            match c.target {
+                CrashTarget::Dc(dc) | CrashTarget::Replica { dc, .. } if dc >= dcs => {
+                    return Err(format!("a crash of dc{dc}, but the cluster has {dcs} DCs"));
+                }
+                CrashTarget::Replica { partition, .. } if partition >= partitions => {
+                    return Err(format!("a crash of partition {partition}, but the cluster has {partitions}"));
+                }
+                _ => {}
+            }
+            if c.down_us == 0 {
+                return Err("a crashed replica must stay down for some time".into());
+            }
+        }
+        if let Some(t) = self.transport {
+            for (what, p) in [("duplicate", t.duplicate), ("reorder", t.reorder), ("loss", t.loss)] {
+                if !(0.0..1.0).contains(&p) {
+                    return Err(format!("the {what} probability must be in [0, 1)"));
+                }
+            }
+            if t.resend_us == 0 {
+                return Err("the transport's resend interval must be positive".into());
+            }
+        }
+        if self.disk.sync_us.0 > self.disk.sync_us.1 {
+            return Err("the disk's sync time must be a range [min, max]".into());
+        }
+        Ok(())
+    }
+}
+
+/// `count` crashes drawn from `seed`: each of a random replica (a whole DC
+/// one time in five), starting in the first `window_us` of the run, down for
+/// 5 to 200 ms.
+pub fn random_crashes(seed: u64, dcs: u16, partitions: u32, count: u32, window_us: u64) -> Vec<Crash> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xc7a5_4ed0_0d1e);
+    (0..count)
+        .map(|_| {
+            let dc = rng.random_range(0..dcs);
+            let target = if rng.random_bool(0.2) {
+                CrashTarget::Dc(dc)
+            } else {
+                CrashTarget::Replica { dc, partition: rng.random_range(0..partitions) }
+            };
+            Crash { target, at_us: rng.random_range(0..window_us.max(1)), down_us: rng.random_range(5_000..200_000) }
+        })
+        .collect()
+}
