@@ -1,6 +1,7 @@
 //! Starting a node: its replica tasks, its client endpoints, its links to the
 //! other nodes and its metrics endpoint, all from a [`ClusterPlan`].
 
+use crate::clients::connection;
 use crate::clients::host::{ClientHost, HostSetup};
 use crate::error::StartError;
 use crate::metrics::{self, Metrics};
@@ -149,7 +150,7 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
     let mut clients = Vec::new();
     for (dc, listener) in client_listeners {
         clients.push((dc, listener.local_addr().expect("a bound listener has an address")));
-        tasks.push(tokio::spawn(host.clone().serve(listener, dc)).abort_handle());
+        tasks.push(tokio::spawn(connection::accept_loop(host.clone(), listener, dc)).abort_handle());
     }
 
     let metrics_addr = match metrics_listener {

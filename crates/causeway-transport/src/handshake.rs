@@ -6,6 +6,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 use thiserror::Error;
 
 use crate::NodeId;
@@ -18,6 +19,8 @@ pub const MAGIC: [u8; 4] = *b"CWTP";
 /// The largest handshake frame accepted. Small, so a stranger cannot make us
 /// buffer megabytes before we know who it is.
 pub const MAX_HANDSHAKE_BYTES: usize = 4096;
+
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 const HEAD: usize = MAGIC.len() + 4;
 

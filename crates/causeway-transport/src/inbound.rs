@@ -16,12 +16,13 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, warn};
 
 use crate::frame;
-use crate::handshake::{self, HandshakeError, Hello, Refusal, Reply, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
-use crate::outbound::HANDSHAKE_TIMEOUT;
+use crate::handshake::{
+    self, HandshakeError, Hello, Refusal, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION,
+};
 use crate::outbox::lock;
 use crate::peer::PeerShared;
+use crate::shared::{Deliver, Shared};
 use crate::stats::{add_classes, ClassBytes};
-use crate::transport::{Deliver, Shared};
 use crate::{WireMessage, CLASSES};
 
 type Frames = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;

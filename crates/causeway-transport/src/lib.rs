@@ -72,6 +72,7 @@ mod inbound;
 mod outbound;
 mod outbox;
 mod peer;
+mod shared;
 mod stats;
 mod transport;
 
@@ -81,8 +82,9 @@ use serde::Serialize;
 pub use config::{Peer, TransportConfig, DEFAULT_MAX_FRAME_BYTES};
 pub use delay::{DelayLine, DelaySpec};
 pub use handshake::TRANSPORT_VERSION;
+pub use shared::Deliver;
 pub use stats::{PeerStats, TransportStats};
-pub use transport::{Deliver, SendError, Transport};
+pub use transport::{SendError, Transport};
 
 /// Identifies a server process of the cluster.
 pub type NodeId = u32;

@@ -16,14 +16,13 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, warn};
 
 use crate::frame::{self, MAX_VARINT_BYTES};
-use crate::handshake::{self, Hello, Reply, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
+use crate::handshake::{self, Hello, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
 use crate::outbox::Retained;
 use crate::peer::PeerShared;
+use crate::shared::Shared;
 use crate::stats::{add_classes, ClassBytes};
-use crate::transport::Shared;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Payload bytes per frame at most (unless one message is bigger): large
 /// enough to amortise headers and wake-ups, small enough that the receiver

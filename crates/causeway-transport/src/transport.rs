@@ -16,12 +16,9 @@ use crate::delay::DelayLine;
 use crate::frame::{self, MAX_VARINT_BYTES};
 use crate::outbox::{lock, PushError};
 use crate::peer::PeerShared;
+use crate::shared::{Deliver, Shared};
 use crate::stats::TransportStats;
 use crate::{inbound, outbound, NodeId, TransportConfig, WireMessage, CLASSES};
-
-/// Called for every message received, with its sender, in per-link FIFO
-/// order, from the connection's task: it must not block.
-pub type Deliver<M> = Arc<dyn Fn(NodeId, M) + Send + Sync>;
 
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum SendError {
@@ -37,27 +34,6 @@ pub enum SendError {
 
 /// The WAN stage of a link carries encoded messages and their class.
 type WanStage = DelayLine<(Vec<u8>, u8)>;
-
-/// What the tasks share.
-pub(crate) struct Shared {
-    pub cfg: TransportConfig,
-    pub incarnation: u64,
-    /// Sorted by node id.
-    pub peers: Vec<Arc<PeerShared>>,
-    /// Bumped by `drop_connections`; every connection watches it.
-    pub epoch: watch::Sender<u64>,
-    pub protocol_errors: AtomicU64,
-}
-
-impl Shared {
-    fn index(&self, node: NodeId) -> Option<usize> {
-        self.peers.binary_search_by_key(&node, |p| p.node).ok()
-    }
-
-    pub fn peer(&self, node: NodeId) -> Option<&Arc<PeerShared>> {
-        self.index(node).map(|i| &self.peers[i])
-    }
-}
 
 /// A running transport. Clones share it.
 pub struct Transport<M> {

@@ -14,7 +14,7 @@ use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
@@ -28,6 +28,22 @@ type Wire = Framed<TcpStream, LengthDelimitedCodec>;
 
 fn codec(max_frame: usize) -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder().max_frame_length(max_frame).new_codec()
+}
+
+/// Accepts the clients of DC `dc` until the task is aborted.
+pub async fn accept_loop<P: Protocol>(host: Arc<ClientHost<P>>, listener: TcpListener, dc: DcId) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(serve(host.clone(), stream, dc));
+            }
+            // Out of file descriptors, typically: wait rather than spin.
+            Err(e) => {
+                tracing::warn!("accepting a client failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
 }
 
 /// Serves one connection of a client of `dc` until either side closes it.

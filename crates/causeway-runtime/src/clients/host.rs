@@ -1,14 +1,12 @@
-//! What every client connection of a node shares, and the accept loop.
+//! What every client connection of a node shares: the allocation of client
+//! ids and coordinators.
 
-use super::connection;
 use crate::metrics::Metrics;
 use crate::replica_task::ReplicaGauges;
 use crate::router::{client_id, Router};
 use causeway_protocol::{Addr, ClientId, DcId, Limits, Protocol, ReplicaId, Topology};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 /// What every client connection of a node shares.
@@ -70,23 +68,6 @@ impl<P: Protocol> ClientHost<P> {
     pub fn with_client_counter(self, counter: u32) -> Self {
         self.next_client.store(counter, Ordering::Relaxed);
         self
-    }
-
-    /// Accepts the clients of DC `dc` until the task is aborted.
-    pub async fn serve(self: Arc<Self>, listener: TcpListener, dc: DcId) {
-        loop {
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    let host = self.clone();
-                    tokio::spawn(async move { connection::serve(host, stream, dc).await });
-                }
-                // Out of file descriptors, typically: wait rather than spin.
-                Err(e) => {
-                    tracing::warn!("accepting a client failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
     }
 
     /// The coordinators a session of `dc` may use: this node's replicas there.

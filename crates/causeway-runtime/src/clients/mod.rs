@@ -3,10 +3,11 @@
 //! one small protocol-independent wire protocol ([`causeway_wire`])
 //! whatever protocol the cluster runs. One connection is one session.
 //!
-//! * [`host`] — what every connection of a node shares, the accept loop and
-//!   the allocation of client ids and coordinators.
-//! * [`connection`] — one connection: the handshake, framing, pipelining
-//!   within a byte budget (back-pressure), answers in order.
+//! * [`host`] — what every connection of a node shares: the allocation of
+//!   client ids and coordinators.
+//! * [`connection`] — the accept loop, and one connection: the handshake,
+//!   framing, pipelining within a byte budget (back-pressure), answers in
+//!   order.
 //! * [`driver`] — what a request does to the session: calls, completions
 //!   from the cluster, read-only transactions, session tokens.
 //! * [`admin`] — the operator and benchmark hooks: `Dump`,
