@@ -265,7 +265,7 @@ fn module_cycles(krate: &str) -> Vec<String> {
     }
     let mut cycles = Vec::new();
     for (parent, graph) in &edges {
-        let where_ = if parent.is_empty() { format!("{krate}") } else { format!("{krate}::{}", parent.join("::")) };
+        let where_ = if parent.is_empty() { krate.to_string() } else { format!("{krate}::{}", parent.join("::")) };
         for cycle in find_cycles(graph) {
             cycles.push(format!("{where_}: {}", cycle.join(" → ")));
         }
