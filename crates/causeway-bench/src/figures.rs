@@ -16,6 +16,7 @@
 
 use crate::report::BenchReport;
 use anyhow::{anyhow, Result};
+use causeway_protocol::ProtocolKind;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -33,15 +34,28 @@ fn register_font() {
     });
 }
 
-/// A protocol's colour, the same in every figure.
+/// Distinct colours (the Tableau 10), one per protocol in the order the
+/// engine lists them; a protocol added later takes the next one.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+];
+
+/// A protocol's colour, the same in every figure: its place among the
+/// engine's protocols; grey for a name the engine does not know.
 fn colour(protocol: &str) -> RGBColor {
-    match protocol {
-        "wren" => RGBColor(0x1f, 0x77, 0xb4),
-        "cure" => RGBColor(0xd6, 0x27, 0x28),
-        "h-cure" => RGBColor(0xff, 0x7f, 0x0e),
-        "ec" => RGBColor(0x2c, 0xa0, 0x2c),
-        _ => RGBColor(0x55, 0x55, 0x55),
-    }
+    ProtocolKind::ALL
+        .iter()
+        .position(|k| k.name() == protocol)
+        .map_or(RGBColor(0x55, 0x55, 0x55), |i| PALETTE[i % PALETTE.len()])
 }
 
 struct Series {

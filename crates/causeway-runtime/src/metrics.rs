@@ -101,42 +101,33 @@ impl Metrics {
         };
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
-            r.register("transactions_started", "Transactions begun by clients of this node", m.txns_started.clone());
-            r.register(
-                "transactions_committed",
-                "Transactions committed by clients of this node",
-                m.txns_committed.clone(),
-            );
-            r.register("transactions_aborted", "Transactions aborted by clients of this node", m.txns_aborted.clone());
-            r.register("operation_latency_seconds", "Client operation latency, by operation", m.op_latency.clone());
-            r.register("reads_waited", "Read slices a replica could not answer at once", m.reads_waited.clone());
-            r.register("read_wait_seconds", "How long read slices that waited waited", m.read_wait.clone());
-            r.register("bytes_sent", "Protocol message bytes sent, by message class", m.bytes_sent.clone());
-            r.register("messages_sent", "Protocol messages sent, by message class", m.messages_sent.clone());
-            r.register(
-                "stable_lag_seconds",
-                "Local clock minus the visible snapshot's time, per replica and origin (local: LST, remote: RST)",
-                m.stable_lag.clone(),
-            );
-            r.register(
-                "queue_length",
-                "Messages waiting in a queue (replica inbox, peer link)",
-                m.queue_length.clone(),
-            );
-            r.register("versions", "Versions stored, per replica", m.versions.clone());
-            r.register(
-                "version_metadata_bytes",
-                "Bytes of protocol metadata per stored version (Wren: two timestamps)",
-                m.metadata_per_version.clone(),
-            );
-            r.register("client_connections", "Open client connections", m.client_connections.clone());
-            r.register("peer_connected", "Whether the link to a peer node is connected", m.peer_connected.clone());
-            r.register("peer_reconnects", "Times the link to a peer node reconnected", m.peer_reconnects.clone());
-            r.register(
-                "peer_envelopes_refused",
-                "Envelopes a peer node sent in the name of an address it does not host, dropped",
-                m.peer_envelopes_refused.clone(),
-            );
+            // Every metric with its help text, as Prometheus lists them.
+            macro_rules! register {
+                ($($name:literal: $help:literal => $metric:expr,)*) => {
+                    $(r.register($name, $help, $metric.clone());)*
+                };
+            }
+            register! {
+                "transactions_started": "Transactions begun by clients of this node" => m.txns_started,
+                "transactions_committed": "Transactions committed by clients of this node" => m.txns_committed,
+                "transactions_aborted": "Transactions aborted by clients of this node" => m.txns_aborted,
+                "operation_latency_seconds": "Client operation latency, by operation" => m.op_latency,
+                "reads_waited": "Read slices a replica could not answer at once" => m.reads_waited,
+                "read_wait_seconds": "How long read slices that waited waited" => m.read_wait,
+                "bytes_sent": "Protocol message bytes sent, by message class" => m.bytes_sent,
+                "messages_sent": "Protocol messages sent, by message class" => m.messages_sent,
+                "stable_lag_seconds": "Local clock minus the visible snapshot's time, per replica and origin \
+                    (local: LST, remote: RST)" => m.stable_lag,
+                "queue_length": "Messages waiting in a queue (replica inbox, peer link)" => m.queue_length,
+                "versions": "Versions stored, per replica" => m.versions,
+                "version_metadata_bytes": "Bytes of protocol metadata per stored version (Wren: two timestamps)"
+                    => m.metadata_per_version,
+                "client_connections": "Open client connections" => m.client_connections,
+                "peer_connected": "Whether the link to a peer node is connected" => m.peer_connected,
+                "peer_reconnects": "Times the link to a peer node reconnected" => m.peer_reconnects,
+                "peer_envelopes_refused": "Envelopes a peer node sent in the name of an address it does not \
+                    host, dropped" => m.peer_envelopes_refused,
+            }
         }
         m
     }

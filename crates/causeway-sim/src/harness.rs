@@ -221,6 +221,15 @@ impl<P: Protocol> Harness<P> {
         }
     }
 
+    /// Fires `timer` at session `c` (sessions arm timers; the test decides
+    /// when they fire); a completion it brings joins the log.
+    pub fn fire_session(&mut self, c: ClientId, timer: <P::Session as Session>::Timer) {
+        let event = self.session_call(c, |s, now, out| s.on_timer(now, timer, out));
+        if let Some(e) = event {
+            self.events.push((c, e));
+        }
+    }
+
     /// The last completion a session reported, taken out of the log.
     pub fn take_event(&mut self, c: ClientId) -> Option<SessionEvent> {
         let i = self.events.iter().rposition(|(id, _)| *id == c)?;

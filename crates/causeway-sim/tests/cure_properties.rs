@@ -9,7 +9,7 @@ mod common;
 
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::{Protocol, Tuning};
-use common::{par_seeds, random_config, run, seeds};
+use common::{par_seeds, problems, random_config, run, seeds};
 
 /// What one protocol did over `n` seeds: the failures, and the reads that
 /// waited out of all reads.
@@ -28,23 +28,7 @@ fn sweep<P: Protocol>(n: u64) -> (Vec<String>, u64, u64) {
             sim.spikes
         );
         let (report, verdict) = run::<P>(sim, &config);
-        let mut problems = Vec::new();
-        if !verdict.is_tcc() {
-            problems.push(format!("checker:\n{verdict}"));
-        }
-        if !report.settled() {
-            problems.push("did not settle".into());
-        }
-        if report.counters.inputs_refused > 0 {
-            problems.push(format!("{} inputs refused in an honest run", report.counters.inputs_refused));
-        }
-        // A floor that catches a stuck run, as low as Wren's: small
-        // clusters with one slow client commit few transactions in 600
-        // simulated ms, and Cure's reads also wait out the clock skew (up
-        // to 250 ms on some seeds).
-        if report.committed < 10 {
-            problems.push(format!("only {} transactions committed", report.committed));
-        }
+        let problems = problems::<P>(&report, &verdict);
         let failure = (!problems.is_empty()).then(|| format!("{shape}\n{}", problems.join("\n")));
         (failure, report.reads_waited, report.reads)
     });

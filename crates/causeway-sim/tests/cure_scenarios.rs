@@ -3,10 +3,14 @@
 //! alone, which blocks Cure but not H-Cure; and read-your-writes without a
 //! client cache.
 
-use causeway_protocol::cure::{Cure, CureConfig, CureMsg, CureReplica, CureTimer, HCure};
+mod common;
+
+use causeway_protocol::cure::{Cure, CureConfig, CureMsg, CureReplica, CureTimer, HCure, WakeReads};
+use causeway_protocol::twopc::FamilyReplica;
 use causeway_protocol::wren::{Wren, WrenConfig, WrenMsg, WrenTimer};
 use causeway_protocol::{ClientId, DcId, PartitionId, Protocol, ReplicaId, SessionEvent, Topology};
 use causeway_sim::harness::{Harness, InFlight, Timer};
+use common::scenario::{commit_where, key_in, run_txn, s};
 
 const START_US: u64 = 1_000_000;
 
@@ -44,10 +48,6 @@ impl Scenario for HCure {
     }
 }
 
-fn key_in(topology: &Topology, partition: u32, prefix: &str) -> String {
-    (0..).map(|i| format!("{prefix}{i}")).find(|k| topology.partition_of(k.as_bytes()).0 == partition).unwrap()
-}
-
 fn client(index: u32) -> ClientId {
     ClientId { dc: DcId(0), index }
 }
@@ -59,22 +59,6 @@ fn values(event: Option<SessionEvent>) -> Option<Vec<Option<String>>> {
         }
         other => panic!("expected a read result, got {other:?}"),
     }
-}
-
-fn s(v: &str) -> Option<String> {
-    Some(v.to_string())
-}
-
-fn run_txn<P: Protocol>(h: &mut Harness<P>, c: ClientId, writes: &[(&str, &str)]) -> SessionEvent {
-    h.begin(c).unwrap();
-    h.deliver_all();
-    assert_eq!(h.take_event(c), Some(SessionEvent::Started));
-    for (k, v) in writes {
-        h.write(c, k, v).unwrap();
-    }
-    let now = h.commit(c).unwrap();
-    h.deliver_all();
-    now.or_else(|| h.take_event(c)).expect("the transaction finished")
 }
 
 /// One round of the periodic timers everywhere, `step_us` later,
@@ -120,14 +104,8 @@ fn figure_1<P: Scenario>(config: P::Config) -> Figure1 {
 
     // p_x's clock lags while T2 prepares (the paper's proposal of 6).
     h.set_clock(PX, START_US + 15_000);
-    h.begin(c2).unwrap();
-    h.deliver_all();
-    h.take_event(c2);
-    h.write(c2, &x, "X2").unwrap();
-    h.write(c2, &y, "Y2").unwrap();
-    h.commit(c2).unwrap();
-    h.deliver_where(held);
-    assert!(matches!(h.take_event(c2), Some(SessionEvent::Committed(Some(_)))), "T2 committed");
+    let t2 = commit_where(&mut h, c2, &[(&x, "X2"), (&y, "Y2")], held);
+    assert!(matches!(t2, Some(SessionEvent::Committed(Some(_)))), "T2 committed");
     tick(&mut h, 10_000, &held);
     tick(&mut h, 10_000, &held);
     // The clocks agree again: whatever waits now waits for T2 alone.
@@ -204,7 +182,7 @@ where
     assert_eq!(h.take_event(reader), Some(SessionEvent::Started));
     assert!(h.read(reader, &[&x]).unwrap().is_none(), "x is read from p1");
     h.deliver_all();
-    assert_eq!(h.replica(p1).pending_transactions(), 0, "nothing pending: the clock alone is in the way");
+    assert_eq!(h.replica(p1).core().prepared.len(), 0, "nothing pending: the clock alone is in the way");
     (h, reader, p1)
 }
 
@@ -216,11 +194,11 @@ fn cure_waits_on_clock_skew_alone_until_the_cohorts_clock_passes_the_snapshot() 
     assert_eq!(h.replica(p1).parked_reads(), 1);
 
     h.set_clock(p1, START_US + 24_999);
-    h.fire(p1, CureTimer::WakeReads);
+    h.fire(p1, CureTimer::Own(WakeReads));
     h.deliver_all();
     assert_eq!(h.take_event(reader), None, "one microsecond early");
     h.set_clock(p1, START_US + 25_000);
-    h.fire(p1, CureTimer::WakeReads);
+    h.fire(p1, CureTimer::Own(WakeReads));
     h.deliver_all();
     assert_eq!(values(h.take_event(reader)), Some(vec![s("X1")]));
 }
@@ -230,7 +208,10 @@ fn h_cure_does_not_wait_on_clock_skew_alone() {
     let (mut h, reader, p1) = skewed_read::<HCure>(HCure::configure(&Default::default()));
     assert_eq!(values(h.take_event(reader)), Some(vec![s("X1")]), "answered at once");
     assert_eq!(h.reads_waited, 0);
-    assert!(h.replica(p1).hlc() >= causeway_protocol::Timestamp::from_physical(START_US + 25_000), "the HLC moved up");
+    assert!(
+        h.replica(p1).core().clock() >= causeway_protocol::Timestamp::from_physical(START_US + 25_000),
+        "the HLC moved up"
+    );
 }
 
 /// Cure needs no client cache: the next snapshot covers the client's last
@@ -264,7 +245,7 @@ where
         return (values(Some(read)), h.reads_waited);
     }
     h.advance_clocks(1);
-    h.fire_all(CureTimer::WakeReads);
+    h.fire_all(CureTimer::Own(WakeReads));
     h.deliver_all();
     (values(h.take_event(me)), h.reads_waited)
 }

@@ -13,7 +13,7 @@ use causeway_protocol::ec::Ec;
 use causeway_protocol::wren::Wren;
 use causeway_protocol::Protocol;
 use causeway_sim::{random_crashes, DiskModel, Faults, SimConfig, SimReport, Simulation, TransportFaults};
-use common::{par_seeds, random_config, run, seeds};
+use common::{par_seeds, problems, random_config, run, seeds};
 
 /// A random cluster of `seed` with `faults` on.
 fn with_faults(seed: u64, faults: Faults) -> SimConfig {
@@ -25,22 +25,13 @@ fn lossy_transport() -> Faults {
     Faults { transport: Some(transport), ..Faults::default() }
 }
 
-/// Runs `n` seeds of `P` with `faults`; fails with every seed whose history
-/// breaks the protocol's guarantee (or whose reads waited, for a protocol
-/// that promises they never do). Returns the reports.
+/// Runs `n` seeds of `P` with `faults`; fails with every seed that has
+/// [`problems`] (a history that breaks the protocol's guarantee, reads that
+/// waited under a protocol whose reads never wait, …). Returns the reports.
 fn keeps_its_guarantee<P: Protocol>(n: u64, faults: fn() -> Faults) -> Vec<SimReport> {
     let results = par_seeds(n, |seed| {
         let (report, verdict) = run::<P>(with_faults(seed, faults()), &P::Config::default());
-        let mut problems = Vec::new();
-        if !verdict.upholds(P::GUARANTEE) {
-            problems.push(format!("checker:\n{verdict}"));
-        }
-        if P::READS_NEVER_WAIT && report.reads_waited > 0 {
-            problems.push(format!("{} reads waited", report.reads_waited));
-        }
-        if !report.settled() {
-            problems.push("did not settle".into());
-        }
+        let problems = problems::<P>(&report, &verdict);
         (seed, problems, report)
     });
     let failures: Vec<String> = results

@@ -7,8 +7,8 @@
 
 mod common;
 
-use causeway_protocol::wren::WrenConfig;
-use common::{par_seeds, random_config, run_wren, seeds};
+use causeway_protocol::wren::{Wren, WrenConfig};
+use common::{par_seeds, problems, random_config, run_wren, seeds};
 
 #[test]
 fn wren_is_tcc_and_never_waits_over_many_seeds() {
@@ -20,25 +20,7 @@ fn wren_is_tcc_and_never_waits_over_many_seeds() {
             config.dcs, config.partitions, config.max_skew_us, config.cuts
         );
         let (report, verdict) = run_wren(config, &WrenConfig::default());
-        let mut problems = Vec::new();
-        if !verdict.is_tcc() {
-            problems.push(format!("checker:\n{verdict}"));
-        }
-        if report.reads_waited > 0 {
-            problems.push(format!("{} reads waited", report.reads_waited));
-        }
-        if !report.settled() {
-            problems.push("did not settle".into());
-        }
-        if report.counters.inputs_refused > 0 {
-            problems.push(format!("{} inputs refused in an honest run", report.counters.inputs_refused));
-        }
-        // A floor that catches a stuck run: a single client with 30 ms of
-        // think time and latency spikes commits only 16 transactions in
-        // 600 simulated ms (seed 1607), so the floor stays well below that.
-        if report.committed < 10 {
-            problems.push(format!("only {} transactions committed", report.committed));
-        }
+        let problems = problems::<Wren>(&report, &verdict);
         if problems.is_empty() {
             None
         } else {

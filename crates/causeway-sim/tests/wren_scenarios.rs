@@ -3,19 +3,19 @@
 //! visibility of a multi-partition write, a DC cut off and healed, and
 //! garbage collection.
 
+mod common;
+
+use causeway_protocol::twopc::FamilyReplica;
+use causeway_protocol::twopc::Rhythm;
 use causeway_protocol::wren::WrenMsg;
 use causeway_protocol::wren::{Fault, Wren, WrenConfig, WrenTimer};
 use causeway_protocol::{
     Addr, ClientId, DcId, Key, Replica, ReplicaId, SessionError, SessionEvent, Timestamp, Topology, Value,
 };
 use causeway_sim::harness::Harness;
+use common::scenario::{commit_where, key_in, run_txn, s};
 
 const START_US: u64 = 1_000_000;
-
-/// A key name that the store hashes to `partition`.
-fn key_in(topology: &Topology, partition: u32, prefix: &str) -> String {
-    (0..).map(|i| format!("{prefix}{i}")).find(|k| topology.partition_of(k.as_bytes()).0 == partition).unwrap()
-}
 
 fn client(dc: u16, index: u32) -> ClientId {
     ClientId { dc: DcId(dc), index }
@@ -28,23 +28,6 @@ fn read_values(event: Option<SessionEvent>) -> Vec<Option<String>> {
         }
         other => panic!("expected a read result, got {other:?}"),
     }
-}
-
-fn s(v: &str) -> Option<String> {
-    Some(v.to_string())
-}
-
-/// Runs a transaction to completion: begin, optional read, writes, commit.
-fn run_txn(h: &mut Harness<Wren>, c: ClientId, writes: &[(&str, &str)]) -> Option<SessionEvent> {
-    h.begin(c).unwrap();
-    h.deliver_all();
-    assert_eq!(h.take_event(c), Some(SessionEvent::Started));
-    for (k, v) in writes {
-        h.write(c, k, v).unwrap();
-    }
-    let now = h.commit(c).unwrap();
-    h.deliver_all();
-    now.or_else(|| h.take_event(c))
 }
 
 /// Reads `keys` in a fresh transaction, delivering only what `pick` allows.
@@ -109,21 +92,14 @@ fn figure_1(config: WrenConfig) -> Figure1 {
     h.add_session(c1, pz);
     h.add_session(c2, pw);
 
-    assert!(matches!(run_txn(&mut h, c0, &[(&x, "X1"), (&y, "Y1")]), Some(SessionEvent::Committed(Some(_)))));
+    assert!(matches!(run_txn(&mut h, c0, &[(&x, "X1"), (&y, "Y1")]), SessionEvent::Committed(Some(_))));
     tick(&mut h, 10_000, everything);
     tick(&mut h, 10_000, everything);
 
     // Far behind the others: the physical clock alone would let p_x propose
     // a small time; the HLC keeps its proposals above what it has seen.
     h.set_clock(PX, START_US + 5_000);
-    h.begin(c2).unwrap();
-    h.deliver_all();
-    h.take_event(c2);
-    h.write(c2, &x, "X2").unwrap();
-    h.write(c2, &y, "Y2").unwrap();
-    h.commit(c2).unwrap();
-    h.deliver_where(commit_to_px_held);
-    let ct = match h.take_event(c2) {
+    let ct = match commit_where(&mut h, c2, &[(&x, "X2"), (&y, "Y2")], commit_to_px_held) {
         Some(SessionEvent::Committed(Some(stamp))) => stamp.ts,
         other => panic!("T2 should have committed: {other:?}"),
     };
@@ -179,7 +155,7 @@ fn read_your_writes_through_the_client_cache_while_the_stable_snapshot_lags() {
     h.add_session(other, ReplicaId::new(0, 1));
 
     let ct = match run_txn(&mut h, me, &[(&x, "mine")]) {
-        Some(SessionEvent::Committed(Some(stamp))) => stamp.ts,
+        SessionEvent::Committed(Some(stamp)) => stamp.ts,
         other => panic!("{other:?}"),
     };
     assert_eq!(h.session(me).role().past().cache_len(), 1);
@@ -304,7 +280,8 @@ fn a_dc_cut_off_keeps_committing_and_converges_after_the_heal() {
 fn gc_keeps_what_running_transactions_can_read_and_expires_vanished_clients() {
     let topology = Topology::full(1, 2).unwrap();
     let x = key_in(&topology, 0, "x");
-    let config = WrenConfig { tx_context_timeout_us: 1_000_000, ..WrenConfig::default() };
+    let rhythm = Rhythm { tx_context_timeout_us: 1_000_000, ..Rhythm::default() };
+    let config = WrenConfig { rhythm, ..WrenConfig::default() };
     let p0 = ReplicaId::new(0, 0);
     let mut h = Harness::<Wren>::new(topology, config, START_US);
     let (writer, reader, ghost) = (client(0, 0), client(0, 1), client(0, 2));
@@ -326,7 +303,7 @@ fn gc_keeps_what_running_transactions_can_read_and_expires_vanished_clients() {
         tick(&mut h, 10_000, everything);
         tick(&mut h, 10_000, everything);
     }
-    assert!(h.replica(p0).chain_len(x.as_bytes()) >= 2, "the old version is pinned");
+    assert!(h.replica(p0).core().chain_len(x.as_bytes()) >= 2, "the old version is pinned");
     let pinned = read_values(h.read(reader, &[&x]).unwrap().or_else(|| {
         h.deliver_all();
         h.take_event(reader)
@@ -339,10 +316,10 @@ fn gc_keeps_what_running_transactions_can_read_and_expires_vanished_clients() {
     run_txn(&mut h, writer, &[(&x, "v6")]);
     tick(&mut h, 10_000, everything);
     tick(&mut h, 10_000, everything);
-    assert!(h.replica(p0).chain_len(x.as_bytes()) >= 2, "the vanished client still pins");
+    assert!(h.replica(p0).core().chain_len(x.as_bytes()) >= 2, "the vanished client still pins");
     h.advance_clocks(2_000_000);
     h.fire_all(WrenTimer::ExpireContexts);
-    assert_eq!(h.replica(ReplicaId::new(0, 1)).open_contexts(), 0);
+    assert_eq!(h.replica(ReplicaId::new(0, 1)).core().coordinator.open_transactions(), 0);
     assert!(h.replica(ReplicaId::new(0, 1)).counters().contexts_expired >= 1);
     run_txn(&mut h, writer, &[(&x, "v7")]);
     tick(&mut h, 10_000, everything);
@@ -351,7 +328,7 @@ fn gc_keeps_what_running_transactions_can_read_and_expires_vanished_clients() {
     tick(&mut h, 10_000, everything);
     // Chains are pruned when written: v8's insert dropped everything older
     // than v7, the newest version the oldest running snapshot can see.
-    assert_eq!(h.replica(p0).chain_len(x.as_bytes()), 2, "v7 and v8 are left");
+    assert_eq!(h.replica(p0).core().chain_len(x.as_bytes()), 2, "v7 and v8 are left");
     assert_eq!(h.replica(p0).counters().versions_collected, 7, "v0 to v6 are collected");
 
     // The ghost comes back: its transaction is gone.

@@ -4,13 +4,15 @@
 //! * **Crates point down.** Each crate may depend only on the crates of the
 //!   layers below it (`LAYERS`); a new crate must be given its place.
 //! * **The protocol core does no I/O.** Its dependencies, and theirs, are
-//!   pure: no tokio, no sockets, no files (`PURE`).
+//!   pure: no tokio, no sockets, no files (`PURE`); its code names no
+//!   clock, thread, socket, file or random source.
 //! * **Modules point down.** Inside a crate, sibling modules never import
 //!   each other in a circle. Every `use` tree and every `crate::`/`super::`
 //!   path is parsed (with `syn`), lifted to the siblings under the nearest
 //!   common parent, and the graph of each parent's children must be
 //!   acyclic. A parent re-exporting its children, and a child using its
 //!   parent, are the nesting itself, not edges.
+//! * **The map is whole.** `docs/ARCHITECTURE.md` names every crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -333,4 +335,52 @@ fn the_cycle_finder_sees_a_circle_and_ignores_nesting() {
     assert_eq!(refs.absolute(&s(&["super", "messages", "X"])), Some(s(&["wren", "messages", "X"])));
     assert_eq!(refs.absolute(&s(&["crate", "twopc", "Y"])), Some(s(&["twopc", "Y"])));
     assert_eq!(refs.absolute(&s(&["std", "sync"])), None);
+}
+
+/// The protocol core is sans-IO and deterministic: no clocks, threads,
+/// sockets, files, random sources, or randomly seeded hash maps.
+#[test]
+fn protocol_core_does_no_io_and_reads_no_clock() {
+    let forbidden = [
+        "std::time",
+        "SystemTime",
+        "Instant::",
+        "std::thread",
+        "std::net",
+        "std::fs",
+        "tokio",
+        "rand::",
+        "thread_rng",
+        "std::collections::HashMap",
+        "std::collections::HashSet",
+        "RandomState",
+        "println!",
+    ];
+    let mut files = Vec::new();
+    rust_files(&crates_dir().join("causeway-protocol/src"), &mut files);
+    assert!(files.len() > 5);
+    let mut offences = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap();
+            for f in forbidden {
+                if code.contains(f) {
+                    offences.push(format!("{}:{}: {f}", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(offences.is_empty(), "the protocol core must stay sans-IO and deterministic:\n{}", offences.join("\n"));
+}
+
+/// docs/ARCHITECTURE.md is the map of the code: every crate is on it.
+#[test]
+fn architecture_doc_names_every_crate() {
+    let root = crates_dir().join("..");
+    let doc = fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("docs/ARCHITECTURE.md exists");
+    for entry in fs::read_dir(root.join("crates")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(doc.contains(&format!("crates/{name}")), "docs/ARCHITECTURE.md does not mention crates/{name}");
+    }
 }

@@ -23,8 +23,8 @@
 use super::vector::{self, VectorTs};
 use crate::contract::{Key, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
-use crate::ids::{Addr, TxId};
 use crate::mvstore::MvStore;
+use crate::twopc::SliceRequest;
 use std::collections::BTreeMap;
 
 /// What a cohort keeps of a prepared transaction.
@@ -36,14 +36,7 @@ pub struct Prepared {
 }
 
 /// A read slice whose snapshot this partition may not have installed yet.
-#[derive(Clone, Debug)]
-pub struct SliceRead {
-    pub from: Addr,
-    pub tx: TxId,
-    pub round: u32,
-    pub keys: Vec<Key>,
-    pub snapshot: VectorTs,
-}
+pub type SliceRead = SliceRequest<VectorTs>;
 
 /// Read slices waiting for their snapshot, by its local entry (then arrival).
 #[derive(Debug, Default)]

@@ -36,17 +36,16 @@ pub mod stabilization;
 mod tests;
 pub mod vector;
 
-use crate::contract::protocol::RecordOf;
 use crate::contract::{Protocol, SessionSetup, Tuning};
 use crate::ids::ReplicaId;
 use crate::session_core::SessionCore;
 use crate::topology::Topology;
-use crate::twopc::CoordinatedClient;
+use crate::twopc::{CoordinatedClient, Rhythm};
 use causeway_history::Guarantee;
 use std::sync::Arc;
 
 pub use messages::CureMsg;
-pub use replica::{CureReplica, CureTimer};
+pub use replica::{CureReplica, CureTimer, WakeReads};
 pub use session::{CurePast, CureSession, CureSessionState};
 pub use vector::VectorTs;
 
@@ -69,15 +68,11 @@ pub enum ClockMode {
 /// so the protocol type ([`Cure`] or [`HCure`]) fixes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CureConfig {
-    /// Δ_R: how often a replica replicates the transactions committed here
-    /// (or sends a heartbeat).
-    pub apply_interval_us: u64,
-    /// Δ_G: how often each partition sends its version vector to the other
-    /// partitions of its DC.
-    pub stabilization_interval_us: u64,
-    /// A coordinator forgets a transaction whose client has been silent this
-    /// long, so that a vanished client cannot hold back garbage collection.
-    pub tx_context_timeout_us: u64,
+    /// Δ_R, how often a replica replicates the transactions committed here
+    /// (or sends a heartbeat); Δ_G, how often each partition sends its
+    /// version vector to the other partitions of its DC; the expiry of
+    /// silent clients' transactions.
+    pub rhythm: Rhythm,
     /// Deliberate protocol bugs, for tests that prove the checker can see.
     /// Never set outside tests.
     #[doc(hidden)]
@@ -86,12 +81,7 @@ pub struct CureConfig {
 
 impl Default for CureConfig {
     fn default() -> Self {
-        CureConfig {
-            apply_interval_us: 5_000,
-            stabilization_interval_us: 5_000,
-            tx_context_timeout_us: 10_000_000,
-            fault: CureFault::None,
-        }
+        CureConfig { rhythm: Rhythm::default(), fault: CureFault::None }
     }
 }
 
@@ -108,24 +98,11 @@ pub enum CureFault {
     ServeAhead,
 }
 
-impl CureConfig {
-    fn tuned(tuning: &Tuning) -> Self {
-        CureConfig {
-            apply_interval_us: tuning.apply_interval_us,
-            stabilization_interval_us: tuning.stabilization_interval_us,
-            ..CureConfig::default()
-        }
-    }
-}
-
 fn validate(topology: &Topology, config: &CureConfig) -> Result<(), String> {
     if !topology.is_fully_replicated() {
         return Err("Cure needs full replication: every DC must hold every partition".into());
     }
-    if config.apply_interval_us == 0 || config.stabilization_interval_us == 0 {
-        return Err("Δ_R and Δ_G must be positive".into());
-    }
-    Ok(())
+    config.rhythm.validate()
 }
 
 /// The Cure family: `HYBRID` picks the clock rule (the only difference).
@@ -147,7 +124,7 @@ impl<const HYBRID: bool> Protocol for CureOn<HYBRID> {
     type Session = CureSession;
 
     fn configure(tuning: &Tuning) -> CureConfig {
-        CureConfig::tuned(tuning)
+        CureConfig { rhythm: Rhythm::tuned(tuning), ..CureConfig::default() }
     }
 
     fn validate(topology: &Topology, config: &CureConfig) -> Result<(), String> {
@@ -157,12 +134,6 @@ impl<const HYBRID: bool> Protocol for CureOn<HYBRID> {
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &CureConfig) -> CureReplica {
         let mode = if HYBRID { ClockMode::Hybrid } else { ClockMode::Physical };
         CureReplica::new(id, topology, config.clone(), mode)
-    }
-
-    /// Not durable yet: a recovered replica starts empty (crash recovery
-    /// comes with the next issue).
-    fn recover(id: ReplicaId, topology: Arc<Topology>, config: &CureConfig, _: Vec<RecordOf<Self>>) -> CureReplica {
-        Self::replica(id, topology, config)
     }
 
     fn session(setup: SessionSetup, _config: &CureConfig) -> CureSession {

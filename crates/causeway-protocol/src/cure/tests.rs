@@ -2,7 +2,7 @@
 //! waits and what wakes it, proposals, stabilization.
 
 use super::messages::{CureMsg, Gossip, TxWrites};
-use super::replica::{CureReplica, CureTimer};
+use super::replica::{CureReplica, CureTimer, WakeReads};
 
 use super::vector::VectorTs;
 use super::{ClockMode, CureConfig};
@@ -10,6 +10,7 @@ use crate::contract::{Effects, Key, Replica, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
+use crate::twopc::FamilyReplica;
 use std::sync::Arc;
 
 type Out = Effects<CureMsg, CureTimer>;
@@ -105,18 +106,18 @@ fn cure_parks_a_read_ahead_of_the_clock_and_wakes_it_when_the_clock_gets_there()
     let mut r = replica(ClockMode::Physical, 1, 2);
     let out = slice(&mut r, START + 100, 1, vector(&[ts(START + 300)]));
     assert_eq!(answered(&out, 1), None, "the clock is 200 us behind the snapshot");
-    assert_eq!(out.timers, vec![(CureTimer::WakeReads, 200)]);
+    assert_eq!(out.timers, vec![(CureTimer::Own(WakeReads), 200)]);
     assert_eq!(r.parked_reads(), 1);
     // A second read further ahead does not arm an earlier timer.
     let out = slice(&mut r, START + 150, 2, vector(&[ts(START + 400)]));
     assert!(out.timers.is_empty());
 
     let mut out = Out::default();
-    r.on_timer(START + 300, CureTimer::WakeReads, &mut out);
+    r.on_timer(START + 300, CureTimer::Own(WakeReads), &mut out);
     assert_eq!(answered(&out, 1), Some(None), "served when the clock reaches it");
     assert_eq!(answered(&out, 2), None);
-    assert_eq!(out.timers, vec![(CureTimer::WakeReads, 100)], "re-armed for the next one");
-    assert!(r.hlc() >= ts(START + 300));
+    assert_eq!(out.timers, vec![(CureTimer::Own(WakeReads), 100)], "re-armed for the next one");
+    assert!(r.core().clock() >= ts(START + 300));
 }
 
 /// H-Cure: the same read is served at once; the HLC jumps to the snapshot
@@ -149,7 +150,7 @@ fn a_pending_transaction_below_the_snapshot_blocks_the_read_until_its_commit() {
         let out = commit(&mut r, START + 70, 7, pt);
         assert_eq!(answered(&out, 1), Some(Some(Value::from("v7"))), "{mode:?}: woken by the commit");
         assert_eq!(r.parked_reads(), 0);
-        assert_eq!(r.pending_transactions(), 1, "T8 is still pending, above the snapshot");
+        assert_eq!(r.core().prepared.len(), 1, "T8 is still pending, above the snapshot");
     }
 }
 
@@ -247,7 +248,7 @@ fn a_commit_time_below_the_proposal_is_refused_not_fatal() {
         let pt = prepare(&mut r, START + 10, 1, VectorTs::zero(1));
         commit(&mut r, START + 20, 1, Timestamp(1));
         assert_eq!(r.counters().inputs_refused, 1, "{mode:?}");
-        assert_eq!(r.chain_len(b"k"), 1, "{mode:?}: installed, at the proposal");
+        assert_eq!(r.core().chain_len(b"k"), 1, "{mode:?}: installed, at the proposal");
         let read = slice(&mut r, START + 30, 2, vector(&[pt]));
         assert_eq!(answered(&read, 2), Some(Some(Value::from("v1"))), "{mode:?}");
     }
@@ -259,9 +260,9 @@ fn a_commit_time_below_the_proposal_is_refused_not_fatal() {
 fn a_commit_for_an_unknown_transaction_moves_no_clock() {
     for mode in [ClockMode::Physical, ClockMode::Hybrid] {
         let mut r = replica(mode, 1, 1);
-        let before = r.hlc();
+        let before = r.core().clock();
         commit(&mut r, START, 77, Timestamp::MAX.prev());
-        assert_eq!(r.hlc(), before, "{mode:?}");
+        assert_eq!(r.core().clock(), before, "{mode:?}");
         let pt = prepare(&mut r, START + 10, 1, VectorTs::zero(1));
         assert!(pt.physical() < START + 1_000, "{mode:?}: proposals follow the real clock, got {pt}");
     }

@@ -14,7 +14,6 @@ pub mod messages;
 pub mod replica;
 pub mod session;
 
-use crate::contract::protocol::RecordOf;
 use crate::contract::{Protocol, SessionSetup, Tuning};
 use crate::ids::ReplicaId;
 use crate::session_core::SessionCore;
@@ -84,12 +83,6 @@ impl Protocol for Ec {
     }
 
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &EcConfig) -> EcReplica {
-        EcReplica::new(id, topology, config.clone())
-    }
-
-    /// Not durable yet: a recovered replica starts empty (crash recovery
-    /// comes with the next issue).
-    fn recover(id: ReplicaId, topology: Arc<Topology>, config: &EcConfig, _: Vec<RecordOf<Ec>>) -> EcReplica {
         EcReplica::new(id, topology, config.clone())
     }
 

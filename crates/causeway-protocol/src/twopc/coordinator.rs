@@ -160,11 +160,6 @@ impl<S: Snapshot> Coordinator<S> {
         self.expired += self.table.expire(now, self.timeout_us);
     }
 
-    /// How often [`Coordinator::expire`] should run.
-    pub fn expiry_interval_us(&self) -> u64 {
-        self.timeout_us / 2 + 1
-    }
-
     /// The oldest snapshot a transaction coordinated here may still read,
     /// starting from `newest` (what a transaction starting now would get).
     pub fn oldest_snapshot(&self, newest: S) -> S {

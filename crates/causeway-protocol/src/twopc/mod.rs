@@ -13,22 +13,33 @@
 //! * [`messages`] — [`TxnMsg`], every message of the family.
 //! * [`tx_table`] — what a coordinator keeps of its running transactions.
 //! * [`coordinator`] — read fan-out and two-phase commit (the papers' Alg. 2).
+//! * [`replica_core`] — what every replica of the family has: place, rhythm, clock,
+//!   store, and the three shared roles.
+//! * [`replica`] — what a protocol brings ([`FamilyReplica`]), and the
+//!   `Replica` it gets: which role takes which message.
 //! * [`prepared`] — a cohort's prepared transactions and their proposals.
 //! * [`replication`] — commits in commit order to the other DCs, heartbeats.
+//! * [`rhythm`] — Δ_R, Δ_G, the expiry of silent clients, and their timers.
 //! * [`client`] — the session's side ([`CoordinatedClient`]).
 
 pub mod client;
 pub mod coordinator;
 pub mod messages;
 pub mod prepared;
+pub mod replica;
+pub mod replica_core;
 pub mod replication;
+pub mod rhythm;
 pub mod tx_table;
 
 pub use client::{CausalPast, CoordinatedClient};
 pub use coordinator::Coordinator;
 pub use messages::{FamilyMsg, TxnMsg};
 pub use prepared::PreparedSet;
+pub use replica::{CoreOf, FamilyEffects, FamilyReplica, SliceRequest};
+pub use replica_core::FamilyCore;
 pub use replication::Replicator;
+pub use rhythm::{FamilyTimer, Rhythm};
 pub use tx_table::TxTable;
 
 use crate::hlc::Timestamp;

@@ -28,12 +28,11 @@ pub mod stabilization;
 #[cfg(test)]
 mod tests;
 
-use crate::contract::protocol::RecordOf;
 use crate::contract::{Protocol, SessionSetup, Tuning};
 use crate::ids::ReplicaId;
 use crate::session_core::SessionCore;
 use crate::topology::Topology;
-use crate::twopc::CoordinatedClient;
+use crate::twopc::{CoordinatedClient, Rhythm};
 use causeway_history::Guarantee;
 use std::sync::Arc;
 
@@ -45,17 +44,12 @@ pub use snapshot::Snapshot;
 /// Tunables of Wren. Intervals are in microseconds of the replica's clock.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WrenConfig {
-    /// Δ_R: how often a replica applies committed transactions and replicates
-    /// them (or sends a heartbeat).
-    pub apply_interval_us: u64,
-    /// Δ_G: how often the leaves of the BiST tree report their version
-    /// vectors, which starts one round of stabilization.
-    pub stabilization_interval_us: u64,
+    /// Δ_R; Δ_G, how often the leaves of the BiST tree report their version
+    /// vectors, which starts one round of stabilization; the expiry of
+    /// silent clients' transactions.
+    pub rhythm: Rhythm,
     /// Fan-out of the BiST tree of partitions inside a DC.
     pub tree_fanout: u32,
-    /// A coordinator forgets a transaction whose client has been silent this
-    /// long, so that a vanished client cannot hold back garbage collection.
-    pub tx_context_timeout_us: u64,
     /// Deliberate protocol bugs, for tests that prove the checker can see.
     /// Never set outside tests.
     #[doc(hidden)]
@@ -64,13 +58,7 @@ pub struct WrenConfig {
 
 impl Default for WrenConfig {
     fn default() -> Self {
-        WrenConfig {
-            apply_interval_us: 5_000,
-            stabilization_interval_us: 5_000,
-            tree_fanout: 4,
-            tx_context_timeout_us: 10_000_000,
-            fault: Fault::None,
-        }
+        WrenConfig { rhythm: Rhythm::default(), tree_fanout: 4, fault: Fault::None }
     }
 }
 
@@ -104,11 +92,7 @@ impl Protocol for Wren {
     type Session = WrenSession;
 
     fn configure(tuning: &Tuning) -> WrenConfig {
-        WrenConfig {
-            apply_interval_us: tuning.apply_interval_us,
-            stabilization_interval_us: tuning.stabilization_interval_us,
-            ..WrenConfig::default()
-        }
+        WrenConfig { rhythm: Rhythm::tuned(tuning), ..WrenConfig::default() }
     }
 
     fn validate(topology: &Topology, config: &WrenConfig) -> Result<(), String> {
@@ -117,9 +101,7 @@ impl Protocol for Wren {
                 "Wren needs full replication: every DC must hold every partition (partial replication comes with PaRiS, not yet available)".into()
             );
         }
-        if config.apply_interval_us == 0 || config.stabilization_interval_us == 0 {
-            return Err("Δ_R and Δ_G must be positive".into());
-        }
+        config.rhythm.validate()?;
         if config.tree_fanout == 0 {
             return Err("the BiST tree fan-out must be at least 1".into());
         }
@@ -127,12 +109,6 @@ impl Protocol for Wren {
     }
 
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &WrenConfig) -> WrenReplica {
-        WrenReplica::new(id, topology, config.clone())
-    }
-
-    /// Not durable yet: a recovered replica starts empty (crash recovery
-    /// comes with the next issue).
-    fn recover(id: ReplicaId, topology: Arc<Topology>, config: &WrenConfig, _: Vec<RecordOf<Wren>>) -> WrenReplica {
         WrenReplica::new(id, topology, config.clone())
     }
 

@@ -9,6 +9,7 @@ use crate::contract::{Effects, Key, Replica, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
+use crate::twopc::FamilyReplica;
 use std::sync::Arc;
 
 type Out = Effects<WrenMsg, WrenTimer>;
@@ -67,7 +68,7 @@ fn a_prepare_delivered_twice_gets_the_same_proposal_and_one_entry() {
     let first = prepare(&mut r, 2_000, 7, Timestamp::ZERO);
     let again = prepare(&mut r, 3_000, 7, Timestamp::ZERO);
     assert_eq!(first, again);
-    assert_eq!(r.pending_transactions(), 1);
+    assert_eq!(r.core().prepared.len(), 1);
 }
 
 /// Committed transactions wait for the smallest pending proposal.
@@ -79,11 +80,11 @@ fn apply_waits_below_the_smallest_pending_proposal_then_goes_in_commit_order() {
     // Transaction 2 commits first; 1 is still pending at a smaller proposal.
     r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(2), ct: p2 }, &mut Out::default());
     r.on_timer(2_200, WrenTimer::Apply, &mut Out::default());
-    assert_eq!(r.chain_len(b"k"), 0, "2 may not apply while 1 could still commit below it");
+    assert_eq!(r.core().chain_len(b"k"), 0, "2 may not apply while 1 could still commit below it");
     assert_eq!(r.version_vector()[0], p1.prev());
     r.on_message(2_300, coordinator_addr(), WrenMsg::Commit { tx: TxId(1), ct: p2.next() }, &mut Out::default());
     r.on_timer(2_400, WrenTimer::Apply, &mut Out::default());
-    assert_eq!(r.chain_len(b"k"), 2);
+    assert_eq!(r.core().chain_len(b"k"), 2);
     assert_eq!(r.latest_values(), vec![(Key::from("k"), Value::from("v1"))], "1 committed last, at the larger time");
     assert!(r.is_quiescent());
 }
@@ -160,14 +161,14 @@ fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
 #[test]
 fn commits_no_honest_coordinator_sends_move_no_clock_and_are_refused() {
     let mut r = replica(1, 1);
-    let before = r.hlc();
+    let before = r.core().clock();
     let forged = WrenMsg::Commit { tx: TxId(77), ct: Timestamp::MAX.prev() };
     r.on_message(1_000, coordinator_addr(), forged, &mut Out::default());
-    assert_eq!(r.hlc(), before);
+    assert_eq!(r.core().clock(), before);
     let pt = prepare(&mut r, 2_000, 1, Timestamp::ZERO);
     assert!(pt.physical() < 10_000, "proposals follow the real clock, got {pt}");
     r.on_message(2_100, coordinator_addr(), WrenMsg::Commit { tx: TxId(1), ct: Timestamp(1) }, &mut Out::default());
     assert_eq!(r.counters().inputs_refused, 1);
     r.on_timer(3_000, WrenTimer::Apply, &mut Out::default());
-    assert_eq!(r.chain_len(b"k"), 1, "installed, at the proposal");
+    assert_eq!(r.core().chain_len(b"k"), 1, "installed, at the proposal");
 }

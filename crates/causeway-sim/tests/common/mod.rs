@@ -1,6 +1,8 @@
 //! Shared by the simulator's integration tests.
 #![allow(dead_code)]
 
+pub mod scenario;
+
 use causeway_history::{check, Report};
 use causeway_protocol::wren::{Wren, WrenConfig};
 use causeway_protocol::Protocol;
@@ -84,6 +86,32 @@ pub fn run<P: Protocol>(config: SimConfig, protocol: &P::Config) -> (SimReport, 
     let report = Simulation::<P>::new(config, protocol).expect("valid configuration").run();
     let verdict = check(&report.history);
     (report, verdict)
+}
+
+/// What is wrong with a run of `P` that should be clean: a history that
+/// breaks `P`'s guarantee, a read that waited under a protocol whose reads
+/// never wait, a cluster that did not settle, an input refused in an honest
+/// run, or a run that got stuck (a floor of 10 commits: a single client with
+/// 30 ms of think time and latency spikes commits only 16 transactions in
+/// 600 simulated ms, seed 1607 of Wren's test).
+pub fn problems<P: Protocol>(report: &SimReport, verdict: &Report) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !verdict.upholds(P::GUARANTEE) {
+        problems.push(format!("checker:\n{verdict}"));
+    }
+    if P::READS_NEVER_WAIT && report.reads_waited > 0 {
+        problems.push(format!("{} reads waited", report.reads_waited));
+    }
+    if !report.settled() {
+        problems.push("did not settle".into());
+    }
+    if report.counters.inputs_refused > 0 {
+        problems.push(format!("{} inputs refused in an honest run", report.counters.inputs_refused));
+    }
+    if report.committed < 10 {
+        problems.push(format!("only {} transactions committed", report.committed));
+    }
+    problems
 }
 
 /// Runs `f` over `0..n` on two threads (the machine has two cores).

@@ -1,0 +1,75 @@
+//! What every replica of the family has, whatever its protocol: its place in
+//! the cluster and its rhythm, its hybrid clock and multi-version store, and
+//! its three shared roles — the coordinator, the cohort's prepared
+//! transactions, and replication to the other DCs.
+
+use super::coordinator::Coordinator;
+use super::prepared::PreparedSet;
+use super::replication::Replicator;
+use super::rhythm::Rhythm;
+use super::Family;
+use crate::contract::ReplicaCounters;
+use crate::hlc::{Hlc, Timestamp};
+use crate::ids::ReplicaId;
+use crate::mvstore::MvStore;
+use crate::topology::Topology;
+use std::sync::Arc;
+
+/// The shared part of a replica of family `F`, whose versions carry `M` and
+/// whose cohort keeps `P` of a prepared transaction.
+pub struct FamilyCore<F: Family, M, P> {
+    pub id: ReplicaId,
+    pub topology: Arc<Topology>,
+    pub rhythm: Rhythm,
+    /// Proposals (and, for some protocols, snapshots) come from this clock;
+    /// it never runs behind the physical clock.
+    pub hlc: Hlc,
+    pub store: MvStore<M>,
+    pub coordinator: Coordinator<F::Snapshot>,
+    pub prepared: PreparedSet<P>,
+    pub replication: Replicator<F::Writes>,
+    /// Transactions applied, inputs refused (the store and the coordinator
+    /// count the rest).
+    pub counters: ReplicaCounters,
+}
+
+impl<F: Family, M, P> FamilyCore<F, M, P> {
+    pub fn new(id: ReplicaId, topology: Arc<Topology>, rhythm: Rhythm) -> Self {
+        FamilyCore {
+            id,
+            hlc: Hlc::new(),
+            store: MvStore::default(),
+            coordinator: Coordinator::new(id, rhythm.tx_context_timeout_us),
+            prepared: PreparedSet::default(),
+            replication: Replicator::new(id, &topology),
+            counters: ReplicaCounters::default(),
+            topology,
+            rhythm,
+        }
+    }
+
+    /// Every counter of the replica.
+    pub fn counters(&self) -> ReplicaCounters {
+        ReplicaCounters {
+            versions: self.store.version_count(),
+            versions_collected: self.store.collected_count(),
+            contexts_expired: self.coordinator.expired(),
+            ..self.counters
+        }
+    }
+
+    /// A message no honest peer sends.
+    pub fn refuse(&mut self) {
+        self.counters.inputs_refused += 1;
+    }
+
+    /// The hybrid clock's last value.
+    pub fn clock(&self) -> Timestamp {
+        self.hlc.current()
+    }
+
+    /// Number of versions of `key` stored here.
+    pub fn chain_len(&self, key: &[u8]) -> usize {
+        self.store.chain(key).map_or(0, |c| c.len())
+    }
+}

@@ -1,0 +1,81 @@
+//! The rhythm of a family replica: Δ_R (apply and replicate), Δ_G
+//! (stabilize), and how long a silent client's transaction is kept — and
+//! the timers that keep it.
+
+use crate::contract::{Effects, Tuning};
+use std::convert::Infallible;
+
+/// The periodic timers of every replica of the family, and the protocol's
+/// own (`X`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FamilyTimer<X = Infallible> {
+    /// Δ_R: apply, replicate, heartbeat.
+    Apply,
+    /// Δ_G: a round of stabilization.
+    Stabilize,
+    /// Drop the transactions of clients that went silent.
+    ExpireContexts,
+    /// A timer of the protocol's own.
+    Own(X),
+}
+
+/// Intervals in microseconds of the replica's clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rhythm {
+    /// Δ_R: how often a replica applies committed transactions and
+    /// replicates them (or sends a heartbeat).
+    pub apply_interval_us: u64,
+    /// Δ_G: how often a round of stabilization starts.
+    pub stabilization_interval_us: u64,
+    /// A coordinator forgets a transaction whose client has been silent this
+    /// long, so that a vanished client cannot hold back garbage collection.
+    pub tx_context_timeout_us: u64,
+}
+
+impl Default for Rhythm {
+    fn default() -> Self {
+        Rhythm { apply_interval_us: 5_000, stabilization_interval_us: 5_000, tx_context_timeout_us: 10_000_000 }
+    }
+}
+
+impl Rhythm {
+    /// The shared settings applied.
+    pub fn tuned(tuning: &Tuning) -> Rhythm {
+        Rhythm {
+            apply_interval_us: tuning.apply_interval_us,
+            stabilization_interval_us: tuning.stabilization_interval_us,
+            ..Rhythm::default()
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.apply_interval_us == 0 || self.stabilization_interval_us == 0 {
+            return Err("Δ_R and Δ_G must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// How often silent clients' transactions are looked for.
+    pub fn expiry_interval_us(&self) -> u64 {
+        self.tx_context_timeout_us / 2 + 1
+    }
+
+    /// Arms the periodic timers, when a replica starts.
+    pub fn start<X, M, R>(&self, out: &mut Effects<M, FamilyTimer<X>, R>) {
+        for timer in [FamilyTimer::Apply, FamilyTimer::Stabilize, FamilyTimer::ExpireContexts] {
+            self.rearm(timer, out);
+        }
+    }
+
+    /// Arms a periodic timer again after it fired (the protocol's own
+    /// timers are the protocol's to arm).
+    pub fn rearm<X, M, R>(&self, timer: FamilyTimer<X>, out: &mut Effects<M, FamilyTimer<X>, R>) {
+        let after = match timer {
+            FamilyTimer::Apply => self.apply_interval_us,
+            FamilyTimer::Stabilize => self.stabilization_interval_us,
+            FamilyTimer::ExpireContexts => self.expiry_interval_us(),
+            FamilyTimer::Own(_) => return,
+        };
+        out.set_timer(timer, after);
+    }
+}

@@ -1,0 +1,46 @@
+//! What the hand-cranked scenario tests share.
+
+use causeway_protocol::{ClientId, Protocol, SessionEvent, Topology};
+use causeway_sim::harness::{Harness, InFlight};
+
+/// A key name that the store hashes to `partition`.
+pub fn key_in(topology: &Topology, partition: u32, prefix: &str) -> String {
+    (0..).map(|i| format!("{prefix}{i}")).find(|k| topology.partition_of(k.as_bytes()).0 == partition).unwrap()
+}
+
+pub fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+/// Runs a transaction to completion, delivering everything: begin, writes,
+/// commit. Returns how it ended.
+pub fn run_txn<P: Protocol>(h: &mut Harness<P>, c: ClientId, writes: &[(&str, &str)]) -> SessionEvent {
+    h.begin(c).unwrap();
+    h.deliver_all();
+    assert_eq!(h.take_event(c), Some(SessionEvent::Started));
+    for (k, v) in writes {
+        h.write(c, k, v).unwrap();
+    }
+    let now = h.commit(c).unwrap();
+    h.deliver_all();
+    now.or_else(|| h.take_event(c)).expect("the transaction finished")
+}
+
+/// Runs a transaction that writes `writes` and commits it, delivering only
+/// the messages `pick` lets through; returns how the commit ended, if it has.
+pub fn commit_where<P: Protocol>(
+    h: &mut Harness<P>,
+    c: ClientId,
+    writes: &[(&str, &str)],
+    pick: impl FnMut(&InFlight<P::Message>) -> bool,
+) -> Option<SessionEvent> {
+    h.begin(c).unwrap();
+    h.deliver_all();
+    h.take_event(c);
+    for (k, v) in writes {
+        h.write(c, k, v).unwrap();
+    }
+    let now = h.commit(c).unwrap();
+    h.deliver_where(pick);
+    now.or_else(|| h.take_event(c))
+}
