@@ -115,7 +115,7 @@ pub async fn run<P: Protocol>(
                         ReplicaInput::Message(from, msg) => {
                             let tag = msg.read_request();
                             replica.on_message(clock(), from, msg, &mut out);
-                            if probe.after_step(from, tag, &out, Instant::now()).is_some() {
+                            if probe.after_step(from, tag, &out, Instant::now).is_some() {
                                 metrics.read_slices.inc();
                             }
                         }
@@ -169,14 +169,16 @@ fn flush<P: Protocol>(
     for (timer, after) in out.timers.drain(..) {
         timers.arm(timer, after);
     }
-    let mut sends = durable.gate.take(out, &mut durable.log);
-    durable.log.sync_all();
-    sends.extend(durable.gate.release(durable.log.synced()));
-    for (to, msg) in sends {
+    let mut send = |to, msg: P::Message| {
         if let Some((tag, since)) = probe.on_send(to, &msg) {
             // The tag names the transaction, unique within the DC.
             metrics.read_waited(me.dc.0, tag.tx, since.elapsed());
         }
         router.send(causeway_protocol::Addr::Replica(me), to, msg);
+    };
+    durable.gate.take(out, &mut durable.log, &mut send);
+    if durable.gate.held() > 0 {
+        durable.log.sync_all();
+        durable.gate.release(durable.log.synced(), &mut send);
     }
 }

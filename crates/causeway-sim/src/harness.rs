@@ -166,7 +166,7 @@ impl<P: Protocol> Harness<P> {
                 let mut out = ReplicaEffects::<P::Replica>::default();
                 self.replicas.get_mut(&id).expect("known replica").on_message(now, from, msg, &mut out);
                 let probe = self.probes.get_mut(&id).expect("known replica");
-                match probe.after_step(from, tag, &out, ()) {
+                match probe.after_step(from, tag, &out, || ()) {
                     Some(true) => self.reads_answered_at_once += 1,
                     Some(false) => self.reads_waited += 1,
                     None => {}

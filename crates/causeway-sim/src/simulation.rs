@@ -103,6 +103,8 @@ pub struct Simulation<P: Protocol> {
     outbox: ReplicaEffects<P::Replica>,
     /// Reused for every session step.
     session_out: SessionEffects<P::Session>,
+    /// Reused for the messages a replica's step lets leave.
+    released: Vec<(Addr, P::Message)>,
     history: Vec<TxnRecord>,
     // Workload progress.
     started_at: u64,
@@ -176,6 +178,7 @@ impl<P: Protocol> Simulation<P> {
             generator,
             outbox: Default::default(),
             session_out: Default::default(),
+            released: Vec::new(),
             history: Vec::new(),
             started_at: EPOCH_US,
             finished: 0,
@@ -416,11 +419,19 @@ impl<P: Protocol> Simulation<P> {
         let life = &mut self.lives[node as usize];
         life.syncing = false;
         life.log.sync_to(upto);
-        let released = life.gate.release(life.log.synced());
-        for (to, msg) in released {
+        self.send_released(node);
+        self.sync_later(node);
+    }
+
+    /// The messages of `node` whose records are now durable leave, in order.
+    fn send_released(&mut self, node: NodeIx) {
+        let life = &mut self.lives[node as usize];
+        let mut released = std::mem::take(&mut self.released);
+        life.gate.release(life.log.synced(), |to, msg| released.push((to, msg)));
+        for (to, msg) in released.drain(..) {
             self.send_from_replica(node, to, msg);
         }
-        self.sync_later(node);
+        self.released = released;
     }
 
     /// Starts a sync of what `node` appended and has not synced, unless one
@@ -435,10 +446,7 @@ impl<P: Protocol> Simulation<P> {
         let upto = life.log.len();
         if hi == 0 {
             life.log.sync_to(upto);
-            let released = life.gate.release(life.log.synced());
-            for (to, msg) in released {
-                self.send_from_replica(node, to, msg);
-            }
+            self.send_released(node);
             return;
         }
         life.syncing = true;
@@ -593,7 +601,8 @@ impl<P: Protocol> Simulation<P> {
             self.replicas[to as usize].on_message(local, from_addr, msg, &mut self.outbox);
             // Measured from outside the protocol: did the reply leave in the
             // same step as the request arrived?
-            if let Some(at_once) = self.read_probes[to as usize].after_step(from_addr, tag, &self.outbox, self.now) {
+            let now = self.now;
+            if let Some(at_once) = self.read_probes[to as usize].after_step(from_addr, tag, &self.outbox, || now) {
                 self.reads += 1;
                 self.reads_waited += u64::from(!at_once);
             }
@@ -658,10 +667,12 @@ impl<P: Protocol> Simulation<P> {
         self.fault_report.fault_points_fired += u64::from(outbox.faults_fired());
         outbox.set_faults(FaultPoints::OFF);
         let life = &mut self.lives[node as usize];
-        let now = life.gate.take(&mut outbox, &mut life.log);
-        for (to, msg) in now {
+        let mut released = std::mem::take(&mut self.released);
+        life.gate.take(&mut outbox, &mut life.log, |to, msg| released.push((to, msg)));
+        for (to, msg) in released.drain(..) {
             self.send_from_replica(node, to, msg);
         }
+        self.released = released;
         self.sync_later(node);
         let incarnation = self.lives[node as usize].incarnation;
         for (timer, after) in outbox.timers.drain(..) {

@@ -78,40 +78,45 @@ impl<M> Default for SendGate<M> {
 }
 
 impl<M> SendGate<M> {
-    /// Takes a step's records into `log` and its messages into the gate;
-    /// returns, in order, the messages that may leave now. A step's
+    /// Takes a step's records into `log` and its messages into the gate,
+    /// and hands `send`, in order, the messages that may leave now. A step's
     /// `messages` leave at once unless earlier ones are held (they queue
     /// behind them); its `after_durable` ones wait until the log is synced
-    /// up to its length after this step.
-    pub fn take<T, R: Clone>(&mut self, out: &mut Effects<M, T, R>, log: &mut MemoryLog<R>) -> Vec<(Addr, M)> {
-        let mut now = Vec::new();
+    /// up to its length after this step. Hot path: nothing is allocated
+    /// when nothing waits.
+    pub fn take<T, R: Clone>(
+        &mut self,
+        out: &mut Effects<M, T, R>,
+        log: &mut MemoryLog<R>,
+        mut send: impl FnMut(Addr, M),
+    ) {
         for (to, msg) in out.messages.drain(..) {
             if self.held.is_empty() {
-                now.push((to, msg));
+                send(to, msg);
             } else {
                 self.held.push_back((0, to, msg));
             }
+        }
+        if out.records.is_empty() && out.after_durable.is_empty() {
+            return;
         }
         let needs = log.append(out.records.drain(..));
         for (to, msg) in out.after_durable.drain(..) {
             self.held.push_back((needs, to, msg));
         }
-        now.extend(self.release(log.synced()));
-        now
+        self.release(log.synced(), send);
     }
 
-    /// The held messages that may leave once `synced` records are durable,
-    /// in order.
-    pub fn release(&mut self, synced: usize) -> Vec<(Addr, M)> {
-        let mut out = Vec::new();
+    /// Hands `send`, in order, the held messages that may leave once
+    /// `synced` records are durable.
+    pub fn release(&mut self, synced: usize, mut send: impl FnMut(Addr, M)) {
         while let Some(&(needs, ..)) = self.held.front() {
             if needs > synced {
                 break;
             }
             let (_, to, msg) = self.held.pop_front().expect("a front");
-            out.push((to, msg));
+            send(to, msg);
         }
-        out
     }
 
     /// Messages held now.
@@ -138,13 +143,16 @@ mod tests {
         out.send(to, "first");
         out.persist(7);
         out.send_after_durable(to, "after 7");
-        let now = gate.take(&mut out, &mut log);
-        assert_eq!(now, vec![(to, "first")]);
+        let mut sent = Vec::new();
+        gate.take(&mut out, &mut log, |to, m| sent.push((to, m)));
+        assert_eq!(sent, vec![(to, "first")]);
         out.send(to, "later");
-        assert!(gate.take(&mut out, &mut log).is_empty(), "FIFO: behind the held one");
+        gate.take(&mut out, &mut log, |to, m| sent.push((to, m)));
+        assert_eq!(sent.len(), 1, "FIFO: behind the held one");
         assert_eq!(gate.held(), 2);
         log.sync_all();
-        assert_eq!(gate.release(log.synced()), vec![(to, "after 7"), (to, "later")]);
+        gate.release(log.synced(), |to, m| sent.push((to, m)));
+        assert_eq!(sent, vec![(to, "first"), (to, "after 7"), (to, "later")]);
     }
 
     #[test]
@@ -153,14 +161,14 @@ mod tests {
         let (mut log, mut gate) = (MemoryLog::<u32>::default(), SendGate::<&str>::default());
         let mut out = Effects::<&str, (), u32>::default();
         out.persist(1);
-        gate.take(&mut out, &mut log);
+        gate.take(&mut out, &mut log, |_, _| {});
         log.sync_all();
         out.persist(2);
         out.send_after_durable(to, "after 2");
-        gate.take(&mut out, &mut log);
+        gate.take(&mut out, &mut log, |_, _| panic!("nothing leaves before its records are durable"));
         log.crash();
         gate.crash();
         assert_eq!(log.durable(), vec![1]);
-        assert!(gate.release(usize::MAX).is_empty());
+        gate.release(usize::MAX, |_, _| panic!("what waited for lost records never leaves"));
     }
 }

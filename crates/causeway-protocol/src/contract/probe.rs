@@ -25,18 +25,18 @@ impl<T: Copy> ReadWaitProbe<T> {
     /// After the replica's step on a message from `from` whose read tag
     /// (taken before the step) is `tag`: `None` if it was no read request,
     /// `Some(true)` if the step answered it, `Some(false)` if it waits (and
-    /// is remembered from `now`).
+    /// is remembered from `now()`, read only then).
     pub fn after_step<M: Message, Tm, R>(
         &mut self,
         from: Addr,
         tag: Option<ReadTag>,
         out: &Effects<M, Tm, R>,
-        now: T,
+        now: impl FnOnce() -> T,
     ) -> Option<bool> {
         let tag = tag?;
         let answered = out.messages.iter().any(|(to, m)| *to == from && m.read_reply() == Some(tag));
         if !answered {
-            self.waiting.insert((from, tag), now);
+            self.waiting.insert((from, tag), now());
         }
         Some(answered)
     }

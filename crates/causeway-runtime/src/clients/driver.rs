@@ -216,9 +216,15 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     /// The waiting operation is over with `response`: its request id and
     /// the response, timed.
     pub fn finish(&mut self, response: Response) -> Option<(u64, Response)> {
+        self.done().map(|id| (id, response))
+    }
+
+    /// The waiting operation is over: its request id; its latency is
+    /// recorded.
+    fn done(&mut self) -> Option<u64> {
         let waiting = self.waiting.take()?;
         self.host.metrics.observe_op(waiting.op.name(), waiting.since.elapsed().as_secs_f64());
-        Some((waiting.id, response))
+        Some(waiting.id)
     }
 
     /// The reply a session completion makes of the waiting operation;
@@ -258,7 +264,8 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
                 Response::Error(WireError::Unavailable(format!("the session answered {ev:?} out of turn")))
             }
         };
-        self.finish(response.clone()).map_or(response, |(_, r)| r)
+        self.done();
+        response
     }
 
     /// The client went away: end its transaction so the coordinator can
