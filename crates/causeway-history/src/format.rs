@@ -23,14 +23,19 @@ pub enum OpKind {
     Read,
     #[serde(rename = "w")]
     Write,
+    /// A delete: a write that leaves the key without a value.
+    #[serde(rename = "d")]
+    Delete,
 }
 
-/// One read or write, in program order. A read of a key with no version has
-/// `value: null`.
+/// One read, write or delete, in program order. A read of a key with no
+/// value (never written, or deleted) has `value: null`; a delete has none.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Op {
     pub op: OpKind,
     pub key: String,
+    /// Absent on a delete; `null` on a read that found no value.
+    #[serde(default)]
     pub value: Option<String>,
 }
 
@@ -41,6 +46,10 @@ impl Op {
 
     pub fn write(key: impl Into<String>, value: impl Into<String>) -> Self {
         Op { op: OpKind::Write, key: key.into(), value: Some(value.into()) }
+    }
+
+    pub fn delete(key: impl Into<String>) -> Self {
+        Op { op: OpKind::Delete, key: key.into(), value: None }
     }
 }
 

@@ -386,6 +386,111 @@ fn a_final_value_nobody_committed_is_reported_like_a_read() {
     check_kinds(&h, &[UnknownValue]);
 }
 
+// -------------------------------------------------------------- deletes --
+
+#[test]
+fn a_null_read_after_a_delete_in_the_causal_past_is_fine() {
+    let mut h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x"), w("y", "a:y")], Some(1)),
+        txn("b", "s1", 2, &[d("x")], Some(2)),
+        // s1's own next transaction must see the delete.
+        txn("c", "s1", 3, &[r0("x"), r("y", "a:y")], None),
+        // Others that saw a but not b may read a's x, or null (b's delete).
+        txn("e", "s2", 1, &[r("y", "a:y"), r("x", "a:x")], None),
+        txn("f", "s3", 1, &[r("y", "a:y"), r0("x")], None),
+    ]);
+    h.finals = vec![final_state(0, &[("y", "a:y")]), final_state(1, &[("y", "a:y")])];
+    let report = check_kinds(&h, &[]);
+    assert_eq!((report.stats.writes, report.stats.deletes), (2, 1));
+    assert!(report.to_string().contains("2 writes, 1 delete"), "{report}");
+}
+
+#[test]
+fn a_null_read_may_come_from_a_concurrent_delete_newer_than_its_past() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s2", 1, &[d("x")], Some(5)),
+        // c saw a (same session); b is concurrent and newer: null is the
+        // read of b's delete.
+        txn("c", "s1", 2, &[r0("x")], None),
+    ]);
+    check_kinds(&h, &[]);
+}
+
+#[test]
+fn a_null_read_that_misses_a_write_newer_than_every_delete_is_a_causal_violation() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[d("x")], Some(1)),
+        txn("b", "s1", 2, &[w("x", "b:x")], Some(2)),
+        // c follows b in its session: x has a value newer than the delete.
+        txn("c", "s1", 3, &[r0("x")], None),
+    ]);
+    let report = check_kinds(&h, &[CausalViolation]);
+    assert!(report.violations[0].message.contains(r#"wrote "b:x""#), "{report}");
+}
+
+#[test]
+fn reading_a_value_over_a_newer_delete_in_the_past_is_a_causal_violation() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s1", 2, &[d("x")], Some(2)),
+        txn("c", "s1", 3, &[r("x", "a:x")], None),
+    ]);
+    let report = check_kinds(&h, &[CausalViolation]);
+    assert!(report.violations[0].message.contains("wrote a delete"), "{report}");
+}
+
+#[test]
+fn a_transaction_reads_its_own_delete_as_null() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s1", 2, &[r("x", "a:x"), d("x"), r0("x")], Some(2)),
+    ]);
+    check_kinds(&h, &[]);
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("b", "s1", 2, &[d("x"), r("x", "a:x")], Some(2)),
+    ]);
+    let report = check_kinds(&h, &[InternalRead]);
+    assert!(report.violations[0].message.contains("after deleting it"), "{report}");
+}
+
+#[test]
+fn a_value_its_writer_deleted_before_committing_is_an_intermediate_read() {
+    let h =
+        history(vec![txn("a", "s1", 1, &[w("x", "a:x"), d("x")], Some(1)), txn("b", "s2", 1, &[r("x", "a:x")], None)]);
+    let report = check_kinds(&h, &[IntermediateRead]);
+    assert!(report.violations[0].message.contains("overwrote with a delete"), "{report}");
+}
+
+#[test]
+fn final_states_leave_deleted_keys_out() {
+    let mut h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x"), w("y", "a:y")], Some(1)),
+        txn("b", "s2", 1, &[d("x")], Some(2)),
+    ]);
+    h.finals = vec![final_state(0, &[("y", "a:y")]), final_state(1, &[("y", "a:y")])];
+    check_kinds(&h, &[]);
+    // A DC that still holds the deleted value ends wrong.
+    h.finals = vec![final_state(0, &[("y", "a:y")]), final_state(1, &[("x", "a:x"), ("y", "a:y")])];
+    let report = check_kinds(&h, &[FinalNotLww, Divergence]);
+    assert!(report.to_string().contains("wrote a delete with the greatest commit_ts"), "{report}");
+    // A delete that lost to a newer write leaves the key in place.
+    let mut h = history(vec![txn("b", "s2", 1, &[d("x")], Some(1)), txn("a", "s1", 1, &[w("x", "a:x")], Some(2))]);
+    h.finals = vec![final_state(0, &[])];
+    let report = check_kinds(&h, &[Divergence]);
+    assert!(report.violations[0].message.starts_with("lost write"), "{report}");
+}
+
+#[test]
+fn deletes_round_trip_through_the_format() {
+    let line =
+        r#"{"txid":"t","session":"s","seq":1,"status":"committed","ops":[{"op":"d","key":"k"}],"commit_ts":[1]}"#;
+    let h = History::read_jsonl(line.as_bytes()).unwrap();
+    assert_eq!(h.txns[0].ops[0], d("k"));
+    assert_eq!(History::read_jsonl(h.to_jsonl_string().as_bytes()).unwrap(), h);
+}
+
 // ------------------------------------------------------------ malformed --
 
 #[test]
@@ -405,6 +510,11 @@ fn format_rule_breaks_are_malformed() {
             history(vec![t])
         }),
         ("committed update without commit_ts", history(vec![txn("a", "s1", 1, &[w("x", "a:x")], None)])),
+        ("delete with a value", {
+            let mut t = txn("a", "s1", 1, &[d("x")], Some(1));
+            t.ops[0].value = Some("v".into());
+            history(vec![t])
+        }),
         (
             "value written twice",
             history(vec![txn("a", "s1", 1, &[w("x", "v")], Some(1)), txn("b", "s2", 1, &[w("x", "v")], Some(2))]),

@@ -356,8 +356,20 @@ impl Pass<'_, '_> {
         // How long a prefix of session `s` precedes the reader.
         let bound = |s: u32| if s == own_session { own_bound } else { clock[s as usize] };
         let misses = if read.slot == NONE {
-            // A read of null misses any write of the key in its past.
-            w.segments(read.key).iter().any(|seg| w.pos[seg.start as usize] <= bound(seg.session))
+            // A read of null is the read of a delete, or of no write at all:
+            // it misses a write of its past unless some delete of the key is
+            // at least as new as every write there.
+            let newest_past = w
+                .segments(read.key)
+                .iter()
+                .filter_map(|seg| {
+                    let range = seg.start as usize..seg.end as usize;
+                    let before = w.pos[range.clone()].partition_point(|&p| p <= bound(seg.session));
+                    (before > 0).then(|| w.pmax_rank[range.start + before - 1])
+                })
+                .max()
+                .unwrap_or(0);
+            newest_past > w.key_max_delete[read.key as usize]
         } else {
             let by_search = || {
                 w.segments(read.key).iter().any(|seg| {
@@ -407,7 +419,7 @@ impl Pass<'_, '_> {
             let w2 = seen_directly.1;
             let other = self.key_read_from(t, w2, &op.key);
             let message = format!(
-                "reads {got}, but it read {} from {}, which also wrote {:?} to this key: it saw only part of {}'s writes",
+                "reads {got}, but it read {} from {}, which also wrote {} to this key: it saw only part of {}'s writes",
                 other.map_or_else(|| "another key".to_string(), |k| format!("key {k}")),
                 ix.describe_writer(w2),
                 ix.final_value(w2, read.key),
@@ -418,7 +430,7 @@ impl Pass<'_, '_> {
             let w2 = newest.1;
             let path = self.explain_path(w2, t);
             let message = format!(
-                "reads {got}, but {} wrote {:?} to this key, newer, and precedes it causally{path}",
+                "reads {got}, but {} wrote {} to this key, newer, and precedes it causally{path}",
                 ix.describe_writer(w2),
                 ix.final_value(w2, read.key),
             );

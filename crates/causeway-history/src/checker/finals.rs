@@ -59,12 +59,13 @@ pub(crate) fn check(ix: &Index, found: &mut Found) {
     }
     for (k, &(rank, winner)) in ix.writers.key_max.iter().enumerate() {
         let key = ix.key_names[k];
-        if rank == 0 || listed.contains(key) {
+        // A key whose winner deleted it is rightly missing everywhere.
+        if rank == 0 || listed.contains(key) || ix.winner_deletes(k as u32) {
             continue;
         }
         let dcs: Vec<String> = full.iter().map(|dc| dc.to_string()).collect();
         let message = format!(
-            "lost write: {} wrote {:?} but the key is missing from the final state of DC {}",
+            "lost write: {} wrote {} but the key is missing from the final state of DC {}",
             ix.describe_writer(winner),
             ix.final_value(winner, k as u32),
             dcs.join(", ")
@@ -92,7 +93,7 @@ fn judge_final_value(ix: &Index, dc: u16, key: &str, value: &str, found: &mut Fo
     }
     if !w.is_final {
         let message = format!(
-            "DC {dc} ends with {value:?}, which {} overwrote with {:?} before committing",
+            "DC {dc} ends with {value:?}, which {} overwrote with {} before committing",
             ix.txid(w.txn),
             ix.final_value(w.txn, w.key)
         );
@@ -105,7 +106,7 @@ fn judge_final_value(ix: &Index, dc: u16, key: &str, value: &str, found: &mut Fo
         return;
     }
     let message = format!(
-        "DC {dc} ends with {value:?} from {}, but {} wrote {:?} with the greatest commit_ts",
+        "DC {dc} ends with {value:?} from {}, but {} wrote {} with the greatest commit_ts",
         ix.describe_writer(w.txn),
         ix.describe_writer(winner),
         ix.final_value(winner, w.key)

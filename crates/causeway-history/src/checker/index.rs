@@ -53,6 +53,8 @@ pub(crate) struct Writers {
     pub pmax_txn: Vec<u32>,
     /// The last-writer-wins winner of each key: (rank, txn), rank 0 if none.
     pub key_max: Vec<(u32, u32)>,
+    /// The rank of each key's newest delete, 0 if none.
+    pub key_max_delete: Vec<u32>,
 }
 
 impl Writers {
@@ -87,8 +89,9 @@ pub(crate) struct Index<'h> {
     pub keys: FxHashMap<&'h str, u32>,
     pub key_names: Vec<&'h str>,
     pub values: FxHashMap<&'h str, WriteRef>,
-    /// Every final write owning its value: (key, txn), indexed by `WriteRef::write`.
-    final_writes: Vec<(u32, u32)>,
+    /// Every final write or delete: (key, txn, is a delete), indexed by
+    /// `WriteRef::write` for writes.
+    final_writes: Vec<(u32, u32, bool)>,
     /// Where each final write sits in the `Writers` arrays; NONE when its
     /// transaction has no rank.
     pub write_slot: Vec<u32>,
@@ -132,16 +135,26 @@ impl<'h> Index<'h> {
         self.keys.get(key).copied()
     }
 
-    /// The value `t` finally wrote to `key`, for messages.
-    pub fn final_value(&self, t: u32, key: u32) -> &'h str {
+    /// What `t` finally wrote to `key`, for messages: the value quoted, or
+    /// "a delete".
+    pub fn final_value(&self, t: u32, key: u32) -> String {
         let name = self.key_names[key as usize];
-        self.history.txns[t as usize]
+        let last = self.history.txns[t as usize]
             .ops
             .iter()
             .rev()
-            .find(|op| op.op == OpKind::Write && op.key == name && op.value.is_some())
-            .and_then(|op| op.value.as_deref())
-            .unwrap_or("?")
+            .find(|op| matches!(op.op, OpKind::Write | OpKind::Delete) && op.key == name);
+        match last {
+            Some(op) if op.op == OpKind::Delete => "a delete".to_string(),
+            Some(op) => format!("{:?}", op.value.as_deref().unwrap_or("?")),
+            None => "?".to_string(),
+        }
+    }
+
+    /// Whether the last-writer-wins winner of `key` is a delete.
+    pub fn winner_deletes(&self, key: u32) -> bool {
+        let rank = self.writers.key_max[key as usize].0;
+        rank > 0 && rank == self.writers.key_max_delete[key as usize]
     }
 
     /// "txid (commit_ts [..])", for messages.
@@ -175,12 +188,19 @@ impl<'h> Index<'h> {
             // small list is cheaper than a map.
             written_keys.clear();
             for op in t.ops.iter().rev() {
-                if op.op != OpKind::Write {
-                    continue;
-                }
-                let Some(value) = op.value.as_deref() else {
-                    found.txn(ViolationKind::Malformed, ti, t, Some(&op.key), "writes null".to_string());
-                    continue;
+                let value = match (op.op, op.value.as_deref()) {
+                    (OpKind::Read, _) => continue,
+                    (OpKind::Write, None) => {
+                        found.txn(ViolationKind::Malformed, ti, t, Some(&op.key), "writes null".to_string());
+                        continue;
+                    }
+                    (OpKind::Delete, Some(v)) => {
+                        let message = format!("deletes the key yet carries the value {v:?}");
+                        found.txn(ViolationKind::Malformed, ti, t, Some(&op.key), message);
+                        continue;
+                    }
+                    (OpKind::Write, Some(v)) => Some(v),
+                    (OpKind::Delete, None) => None,
                 };
                 self.update[i] = true;
                 let is_final = !written_keys.contains(&op.key.as_str());
@@ -192,6 +212,13 @@ impl<'h> Index<'h> {
                 if key == next {
                     self.key_names.push(&op.key);
                 }
+                let Some(value) = value else {
+                    // A delete: a writer of the key with no value to read.
+                    if is_final {
+                        self.final_writes.push((key, ti, true));
+                    }
+                    continue;
+                };
                 match self.values.get(value) {
                     Some(prev) => found.txn(
                         ViolationKind::Malformed,
@@ -206,7 +233,7 @@ impl<'h> Index<'h> {
                     None => {
                         let write = if is_final { self.final_writes.len() as u32 } else { NONE };
                         if is_final {
-                            self.final_writes.push((key, ti));
+                            self.final_writes.push((key, ti, false));
                         }
                         self.values.insert(value, WriteRef { txn: ti, key, is_final, write });
                     }
@@ -354,18 +381,23 @@ impl<'h> Index<'h> {
 
     /// Builds [`Writers`] from the final writes of ranked transactions.
     fn group_writers(&mut self) {
+        let keys = self.key_names.len();
+        let w = &mut self.writers;
+        w.key_max_delete = vec![0; keys];
         // (key, session, pos, rank, txn, write)
         let mut all: Vec<(u32, u32, u32, u32, u32, u32)> = Vec::with_capacity(self.final_writes.len());
-        for (write, &(key, txn)) in self.final_writes.iter().enumerate() {
+        for (write, &(key, txn, delete)) in self.final_writes.iter().enumerate() {
             let t = txn as usize;
             if self.rank[t] > 0 {
                 all.push((key, self.session[t], self.pos[t], self.rank[t], txn, write as u32));
+                if delete {
+                    let newest = &mut w.key_max_delete[key as usize];
+                    *newest = (*newest).max(self.rank[t]);
+                }
             }
         }
         self.write_slot = vec![NONE; self.final_writes.len()];
         all.sort_unstable();
-        let keys = self.key_names.len();
-        let w = &mut self.writers;
         w.key_segs = Vec::with_capacity(keys + 1);
         w.key_max = vec![(0, NONE); keys];
         let mut j = 0;

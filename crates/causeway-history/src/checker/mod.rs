@@ -8,12 +8,18 @@
 //!
 //! * every read returns the value of a committed transaction's final write
 //!   of that key — or, inside a transaction, what that transaction itself
-//!   last wrote or read of the key;
+//!   last wrote, deleted or read of the key;
 //! * hb is acyclic;
 //! * every external read of `k` in `T` returns the write of `k` with the
 //!   greatest `commit_ts` among the writers of `k` in hb's past of `T`
 //!   (null if there is none) — this one rule gives both causal snapshots
 //!   and atomic visibility;
+//! * a delete is a write without a value: it takes part in arbitration like
+//!   any write, and a read of null is the read of a delete. Nulls are not
+//!   unique, so such a read names no writer: it is legal when the newest
+//!   write of the key in its causal past is a delete, or when some
+//!   committed delete of the key is newer than every write in that past (a
+//!   snapshot may hold a concurrent delete); it adds no reads-from edge;
 //! * `commit_ts` is a total order on committed updates that extends hb;
 //! * when the DCs report final states, they all hold the last-writer-wins
 //!   winner of every key.
@@ -60,6 +66,7 @@ fn stats(history: &History, sessions: usize) -> CheckStats {
             match op.op {
                 OpKind::Read => s.reads += 1,
                 OpKind::Write => s.writes += 1,
+                OpKind::Delete => s.deletes += 1,
             }
         }
     }

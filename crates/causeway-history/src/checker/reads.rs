@@ -82,7 +82,8 @@ pub(crate) fn resolve(ix: &Index, found: &mut Found) -> Resolved {
 /// What a transaction already did to a key, which decides its next read.
 #[derive(Clone, Copy)]
 enum Seen<'h> {
-    Wrote(&'h str),
+    /// Wrote a value, or deleted the key (`None`).
+    Wrote(Option<&'h str>),
     Read(Option<&'h str>),
 }
 
@@ -105,23 +106,37 @@ fn resolve_range(ix: &Index, range: Range<usize>) -> (Resolved, Found) {
         read_from.clear();
         for (oi, op) in rec.ops.iter().enumerate() {
             let got = op.value.as_deref();
-            if op.op == OpKind::Write {
-                // A write of null is malformed (reported by the index); it
-                // changes nothing a later read could see.
-                if let Some(v) = got {
-                    seen.insert(&op.key, Seen::Wrote(v));
+            match op.op {
+                // A write of null or a delete with a value is malformed
+                // (reported by the index); it changes nothing a later read
+                // could see.
+                OpKind::Write => {
+                    if let Some(v) = got {
+                        seen.insert(&op.key, Seen::Wrote(Some(v)));
+                    }
+                    continue;
                 }
-                continue;
+                OpKind::Delete => {
+                    if got.is_none() {
+                        seen.insert(&op.key, Seen::Wrote(None));
+                    }
+                    continue;
+                }
+                OpKind::Read => {}
             }
             match seen.get(op.key.as_str()) {
                 Some(&Seen::Wrote(mine)) => {
-                    if got != Some(mine) {
+                    if got != mine {
+                        let did = match mine {
+                            Some(v) => format!("writing {v:?}"),
+                            None => "deleting it".to_string(),
+                        };
                         found.txn(
                             ViolationKind::InternalRead,
                             t,
                             rec,
                             Some(&op.key),
-                            format!("reads {} after writing {mine:?} in the same transaction", shown(got)),
+                            format!("reads {} after {did} in the same transaction", shown(got)),
                         );
                     }
                 }
@@ -231,7 +246,7 @@ fn external(
             rec,
             Some(&op.key),
             format!(
-                "reads {value:?}, which {} overwrote with {:?} before committing",
+                "reads {value:?}, which {} overwrote with {} before committing",
                 ix.txid(w.txn),
                 ix.final_value(w.txn, w.key)
             ),

@@ -147,6 +147,7 @@ pub struct CheckStats {
     pub aborted: usize,
     pub reads: usize,
     pub writes: usize,
+    pub deletes: usize,
     pub sessions: usize,
 }
 
@@ -193,8 +194,9 @@ fn plural(n: usize, noun: &str) -> String {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = &self.stats;
+        let deletes = if s.deletes > 0 { format!(", {}", plural(s.deletes, "delete")) } else { String::new() };
         let size = format!(
-            "{} ({} committed, {} aborted), {}, {}, {}",
+            "{} ({} committed, {} aborted), {}, {}{deletes}, {}",
             plural(s.txns, "transaction"),
             s.committed,
             s.aborted,

@@ -17,6 +17,11 @@ pub fn w(key: &str, value: &str) -> Op {
     Op::write(key, value)
 }
 
+/// A delete of `key`.
+pub fn d(key: &str) -> Op {
+    Op::delete(key)
+}
+
 pub fn ts(n: u64) -> Option<CommitTs> {
     Some(CommitTs(vec![StampElem::Int(n)]))
 }
