@@ -109,6 +109,7 @@ pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
         read_only_fraction: 0.0,
         abort_fraction: 0.0,
         rewrite_fraction: 0.0,
+        delete_fraction: 0.0,
         max_read_rounds: 1,
         think_time_us: 0,
     }

@@ -79,6 +79,9 @@ pub struct Client {
     busy: bool,
     /// Writes sent in the running transaction, against the server's limit.
     txn_writes: u32,
+    /// Why the first operation this client refused itself (a limit) since
+    /// the last `begin` was refused: the transaction cannot commit.
+    refused: Option<String>,
 }
 
 impl std::fmt::Debug for Client {
@@ -101,8 +104,10 @@ impl Client {
     /// Connects to the server at `addr` and opens a session in its DC.
     ///
     /// Fails with [`Error::Unreachable`] if no TCP connection can be made,
-    /// [`Error::Timeout`] if the connection or the handshake takes too long,
-    /// and [`Error::VersionMismatch`] if the server speaks another wire version.
+    /// [`Error::Timeout`] if the connection takes too long,
+    /// [`Error::NotCauseway`] if what answers does not speak Causeway's wire
+    /// protocol (or does not answer the handshake in time), and
+    /// [`Error::VersionMismatch`] if the server speaks another wire version.
     pub async fn connect_with(addr: impl ToSocketAddrs + Display, options: ClientOptions) -> Result<Client, Error> {
         let name = addr.to_string();
         let stream = match tokio::time::timeout(options.connect_timeout, TcpStream::connect(addr)).await {
@@ -111,7 +116,7 @@ impl Client {
             Ok(Ok(stream)) => stream,
         };
         // Requests are small and latency matters more than packing them.
-        stream.set_nodelay(true).map_err(|source| Error::Unreachable { addr: name, source })?;
+        stream.set_nodelay(true).map_err(|source| Error::Unreachable { addr: name.clone(), source })?;
         let codec = LengthDelimitedCodec::builder().max_frame_length(DEFAULT_MAX_FRAME_BYTES).new_codec();
         let mut client = Client {
             framed: Framed::new(stream, codec),
@@ -129,9 +134,17 @@ impl Client {
             closed: false,
             busy: false,
             txn_writes: 0,
+            refused: None,
         };
         let hello = Request::Hello { version: WIRE_VERSION, client: client.options.name.clone() };
-        match client.call("hello", hello).await? {
+        let not_causeway = |detail: String| Error::NotCauseway { addr: name.clone(), detail };
+        let answer = match client.call("hello", hello).await {
+            Err(Error::Timeout { after, .. }) => Err(not_causeway(format!("no answer to the handshake in {after:?}"))),
+            Err(Error::Disconnected) => Err(not_causeway("it closed the connection at the handshake".into())),
+            Err(Error::Protocol(detail)) => Err(not_causeway(detail)),
+            other => other,
+        };
+        match answer? {
             Response::Welcome(welcome) => {
                 if welcome.version != WIRE_VERSION {
                     return Err(Error::VersionMismatch { server: welcome.version, client: WIRE_VERSION });
@@ -163,12 +176,14 @@ impl Client {
     /// Starts a transaction on a causal snapshot of the DC that includes
     /// everything this session wrote or saw before.
     ///
-    /// Fails with [`Error::TransactionActive`] if one is already running.
+    /// Fails with [`Error::TransactionActive`] if one is already running
+    /// (which leaves that one unable to commit, as every refused operation
+    /// inside a transaction does).
     pub async fn begin(&mut self) -> Result<(), Error> {
         self.settle().await?;
         match self.call("begin", Request::Begin).await? {
             Response::Started => {
-                self.txn_writes = 0;
+                self.started();
                 Ok(())
             }
             other => Err(self.unexpected("begin", other)),
@@ -181,7 +196,8 @@ impl Client {
     ///
     /// Fails with [`Error::NoActiveTransaction`] outside a transaction, and
     /// without contacting the server if a key is empty or the request is
-    /// over the server's limits.
+    /// over the server's limits. A failed read leaves the transaction unable
+    /// to commit: [`commit`](Client::commit) aborts it.
     pub async fn read<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<Vec<Option<Bytes>>, Error> {
         let keys = self.check_keys(keys)?;
         self.settle().await?;
@@ -210,9 +226,27 @@ impl Client {
     ///
     /// An empty key or a key or value over the server's limits is rejected
     /// at once, without contacting the server.
+    ///
+    /// A write that fails, here or at the server, leaves the transaction
+    /// unable to commit: [`commit`](Client::commit) aborts it and fails with
+    /// [`Error::RefusedEarlier`].
     pub async fn write(&mut self, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Result<(), Error> {
         let (key, value) = (key.into(), value.into());
         self.check_write(&key, &value)?;
+        self.send_write(Request::Write { key, value }).await
+    }
+
+    /// Deletes `key` in the running transaction: once it commits, reads
+    /// find no value. Pipelined like [`write`](Client::write), with the same
+    /// rules.
+    pub async fn delete(&mut self, key: impl Into<Bytes>) -> Result<(), Error> {
+        let key = key.into();
+        self.check_write(&key, &[])?;
+        self.send_write(Request::Delete { key }).await
+    }
+
+    /// Sends a write or delete without waiting for its acknowledgement.
+    async fn send_write(&mut self, request: Request) -> Result<(), Error> {
         self.ensure_open()?;
         // Report an error that has already arrived, without waiting.
         while self.unacked > 0 && self.deferred.is_none() {
@@ -227,7 +261,7 @@ impl Client {
         if let Some(e) = self.deferred.take() {
             return Err(e);
         }
-        self.send("write", Request::Write { key, value }).await?;
+        self.send("write", request).await?;
         self.unacked += 1;
         self.txn_writes = self.txn_writes.saturating_add(1);
         self.busy = false;
@@ -247,18 +281,63 @@ impl Client {
     /// first in this DC, then in the others. Returns the commit timestamp, or
     /// `None` if the transaction wrote nothing.
     ///
-    /// If a pipelined write failed, returns that error and does not commit:
-    /// the transaction is still running; [`abort`](Client::abort) it (or write
-    /// again and commit).
+    /// If any operation of the transaction was refused (a write over a
+    /// limit, a pipelined write the server refused, a bad read), nothing
+    /// commits: the transaction is aborted and the call fails with
+    /// [`Error::RefusedEarlier`], which names the first refusal.
     pub async fn commit(&mut self) -> Result<Option<Stamp>, Error> {
-        self.settle().await?;
-        match self.call("commit", Request::Commit).await? {
-            Response::Committed(stamp) => {
+        self.settle_for_commit().await?;
+        if let Some(cause) = self.refused.take() {
+            return Err(self.abort_refused(cause).await);
+        }
+        match self.call("commit", Request::Commit).await {
+            Ok(Response::Committed(stamp)) => {
                 self.txn_writes = 0;
                 Ok(stamp)
             }
-            other => Err(self.unexpected("commit", other)),
+            Ok(other) => Err(self.unexpected("commit", other)),
+            Err(e) => {
+                self.txn_writes = 0;
+                Err(e)
+            }
         }
+    }
+
+    /// Before a commit: the acknowledgements of pipelined writes. An error
+    /// among them is the server's to act on (it refuses the commit of a
+    /// transaction with a refused write and says why); only a broken
+    /// connection stops the commit here.
+    async fn settle_for_commit(&mut self) -> Result<(), Error> {
+        match self.settle().await {
+            Err(e) if e.is_fatal() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// The transaction had an operation this client refused: abort it at
+    /// the server, and say why it did not commit.
+    async fn abort_refused(&mut self, cause: String) -> Error {
+        self.txn_writes = 0;
+        match self.call("abort", Request::Abort).await {
+            Ok(Response::Aborted) => Error::RefusedEarlier { cause },
+            Ok(other) => self.unexpected("abort", other),
+            Err(e) => e,
+        }
+    }
+
+    /// A transaction started: nothing of it was refused yet.
+    fn started(&mut self) {
+        self.txn_writes = 0;
+        self.refused = None;
+    }
+
+    /// Passes `result` on; an error refuses an operation, which leaves the
+    /// running transaction (if any) unable to commit.
+    fn refusing<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        if let Err(e) = &result {
+            self.refused.get_or_insert_with(|| e.to_string());
+        }
+        result
     }
 
     /// Starts a transaction and reads `keys` in it, in one round trip: the
@@ -274,7 +353,7 @@ impl Client {
         let mut answers = self.call_pipelined("begin and read", vec![Request::Begin, Request::Read { keys }]).await?;
         let read = answers.pop().expect("two answers");
         match answers.pop().expect("two answers") {
-            Ok(Response::Started) => self.txn_writes = 0,
+            Ok(Response::Started) => self.started(),
             Ok(other) => return Err(self.unexpected("begin", other)),
             Err(e) => return Err(e),
         }
@@ -284,21 +363,33 @@ impl Client {
         }
     }
 
-    /// Writes each `(key, value)` and commits, in one round trip: the same
-    /// as [`write`](Client::write) for each then [`commit`](Client::commit),
+    /// Writes each `(key, Some(value))`, deletes each `(key, None)`, and
+    /// commits, in one round trip: the same as [`write`](Client::write) or
+    /// [`delete`](Client::delete) for each then [`commit`](Client::commit),
     /// with every request sent together. Keys, values and the number of
     /// writes in the transaction are checked against the server's limits
-    /// first, so that nothing is sent if any is over; a write the server
-    /// still refuses (outside a transaction) fails the commit too. Should
-    /// the server refuse a write and commit the rest all the same, the
-    /// answer is a [`Error::Protocol`] that says so: the commit happened.
-    pub async fn commit_writes(&mut self, writes: Vec<(Bytes, Bytes)>) -> Result<Option<Stamp>, Error> {
+    /// first, so that nothing is sent if any is over (and the transaction
+    /// can then no longer commit); a write the server still refuses fails
+    /// the commit too, and nothing commits. Should the server refuse a
+    /// write and commit the rest all the same, the answer is a
+    /// [`Error::Protocol`] that says so: the commit happened.
+    pub async fn commit_writes(&mut self, writes: Vec<(Bytes, Option<Bytes>)>) -> Result<Option<Stamp>, Error> {
         for (key, value) in &writes {
-            self.check_write(key, value)?;
+            self.check_write(key, value.as_deref().unwrap_or_default())?;
         }
-        self.welcome.limits.check_writes(u64::from(self.txn_writes) + writes.len() as u64)?;
-        self.settle().await?;
-        let mut requests: Vec<Request> = writes.into_iter().map(|(key, value)| Request::Write { key, value }).collect();
+        let count = self.welcome.limits.check_writes(u64::from(self.txn_writes) + writes.len() as u64);
+        self.refusing(count.map_err(Error::from))?;
+        self.settle_for_commit().await?;
+        if let Some(cause) = self.refused.take() {
+            return Err(self.abort_refused(cause).await);
+        }
+        let mut requests: Vec<Request> = writes
+            .into_iter()
+            .map(|(key, value)| match value {
+                Some(value) => Request::Write { key, value },
+                None => Request::Delete { key },
+            })
+            .collect();
         requests.push(Request::Commit);
         let mut answers = self.call_pipelined("write and commit", requests).await?;
         let commit = answers.pop().expect("one answer per request");
@@ -326,6 +417,7 @@ impl Client {
     /// pipelined writes not reported yet.
     pub async fn abort(&mut self) -> Result<(), Error> {
         let _ = self.settle().await;
+        self.refused = None;
         match self.call("abort", Request::Abort).await? {
             Response::Aborted => {
                 self.txn_writes = 0;
@@ -384,10 +476,23 @@ impl Client {
     }
 
     /// Operator and test hook: the newest value of every key the server's
-    /// replicas hold.
+    /// replicas hold, in key order, whatever their size (the server answers
+    /// in pages; this reads them all).
     pub async fn dump(&mut self) -> Result<Dump, Error> {
+        let mut dump = self.dump_page(None).await?;
+        while let Some(after) = dump.next.take() {
+            let page = self.dump_page(Some(after)).await?;
+            dump.entries.extend(page.entries);
+            dump.next = page.next;
+        }
+        Ok(dump)
+    }
+
+    /// One page of [`dump`](Client::dump): the keys after `after` (from the
+    /// first with `None`); its `next` asks for the following page.
+    pub async fn dump_page(&mut self, after: Option<Bytes>) -> Result<Dump, Error> {
         self.settle().await?;
-        match self.call("dump", Request::Dump).await? {
+        match self.call("dump", Request::Dump { after }).await? {
             Response::Dump(dump) => Ok(dump),
             other => Err(self.unexpected("dump", other)),
         }
@@ -408,12 +513,14 @@ impl Client {
 
     /// A write's key and value. How many writes the transaction holds is
     /// the server's to count: an earlier pipelined write may have failed.
-    fn check_write(&self, key: &[u8], value: &[u8]) -> Result<(), Error> {
-        Ok(self.welcome.limits.check_pair(key, value)?)
+    fn check_write(&mut self, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        let checked = self.welcome.limits.check_pair(key, value).map_err(Error::from);
+        self.refusing(checked)
     }
 
-    fn check_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Bytes>, Error> {
-        self.welcome.limits.check_read(keys)?;
+    fn check_keys<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<Vec<Bytes>, Error> {
+        let checked = self.welcome.limits.check_read(keys).map_err(Error::from);
+        self.refusing(checked)?;
         Ok(keys.iter().map(|k| Bytes::copy_from_slice(k.as_ref())).collect())
     }
 
@@ -575,7 +682,10 @@ impl Client {
         let body = match frame {
             None => return Err(self.fail(Error::Disconnected)),
             Some(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
-                return Err(self.fail(Error::Protocol(format!("bad frame from the server: {e}"))))
+                // The codec refuses a frame over its limit before reading it.
+                return Err(self.fail(Error::Protocol(format!(
+                    "bad frame from the server ({e}; this client accepts frames up to {DEFAULT_MAX_FRAME_BYTES} bytes)"
+                ))));
             }
             Some(Err(_)) => return Err(self.fail(Error::Disconnected)),
             Some(Ok(body)) => body,

@@ -33,6 +33,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// Something answers at the address, but not as a Causeway server does
+    /// (another service's port, such as a server's metrics endpoint).
+    #[error("{addr} is not a Causeway server: {detail}")]
+    NotCauseway {
+        /// The address as given to [`Client::connect`](crate::Client::connect).
+        addr: String,
+        /// What happened at the handshake.
+        detail: String,
+    },
     /// The server did not answer in time. The connection is closed.
     #[error("{what} timed out after {after:?}")]
     Timeout {
@@ -66,6 +75,23 @@ pub enum Error {
     /// The coordinator no longer knows the transaction (it may have expired); it is gone.
     #[error("the coordinator does not know this transaction (it may have expired)")]
     UnknownTransaction,
+    /// The transaction was aborted at its commit because one of its
+    /// operations had been refused (`cause`): committing the rest would
+    /// have applied part of it. It is over.
+    #[error("the transaction was aborted, not committed: an operation in it was refused ({cause})")]
+    RefusedEarlier {
+        /// Why the first refused operation was refused.
+        cause: String,
+    },
+    /// An answer of the server is larger than one frame may be: the request
+    /// was served, its answer lost. Ask for less.
+    #[error("the server's answer is {size} bytes, over the frame limit of {limit} bytes")]
+    AnswerTooLarge {
+        /// The answer's size in bytes.
+        size: u64,
+        /// The frame limit in bytes.
+        limit: u64,
+    },
     /// The session token is malformed, or from another DC or cluster.
     #[error("invalid session token: {0}")]
     BadToken(String),
@@ -100,6 +126,7 @@ impl Error {
         matches!(
             self,
             Error::Unreachable { .. }
+                | Error::NotCauseway { .. }
                 | Error::Timeout { .. }
                 | Error::Disconnected
                 | Error::VersionMismatch { .. }
@@ -116,6 +143,7 @@ impl From<WireError> for Error {
             WireError::Session(e) => e.into(),
             WireError::BadToken(s) => Error::BadToken(s),
             WireError::Unavailable(s) => Error::Unavailable(s),
+            WireError::AnswerTooLarge { size, limit } => Error::AnswerTooLarge { size, limit },
             e @ (WireError::HelloExpected | WireError::Malformed(_)) => Error::Server(e),
         }
     }
@@ -129,6 +157,7 @@ impl From<SessionError> for Error {
             SessionError::UnknownTransaction => Error::UnknownTransaction,
             SessionError::InvalidArgument(s) => Error::InvalidArgument(s),
             SessionError::TooLarge { what, size, limit } => Error::TooLarge { what, size, limit },
+            SessionError::RefusedEarlier { cause } => Error::RefusedEarlier { cause },
             e @ SessionError::OperationInProgress => Error::Server(WireError::Session(e)),
         }
     }

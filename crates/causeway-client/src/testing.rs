@@ -5,13 +5,18 @@
 //!
 //! Its answers follow the protocol's rules as a real server would: `Hello`
 //! first, one transaction at a time, the [`Limits`] it advertises enforced
-//! (`max_writes_per_txn` too, which a client cannot check), export and
-//! resume only between transactions. A [`Behavior`] makes it misbehave.
+//! (`max_writes_per_txn` too, which a client cannot check), a transaction
+//! with a refused operation aborted at its commit, deletes, dumps in pages,
+//! export and resume only between transactions. A [`Behavior`] makes it
+//! misbehave.
 
 use crate::wire::{
     Dump, Limits, NodeStats, Request, RequestFrame, Response, ResponseFrame, SessionError, Stamp, Welcome, WireError,
     DEFAULT_MAX_FRAME_BYTES, WIRE_VERSION,
 };
+
+/// Entries per page of the mock's dumps: small, so tests page.
+pub const MOCK_DUMP_PAGE: usize = 3;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use std::collections::BTreeMap;
@@ -126,11 +131,19 @@ impl Drop for MockServer {
     }
 }
 
+/// The running transaction.
+#[derive(Default)]
+struct Txn {
+    /// Its writes; `None` deletes the key.
+    writes: BTreeMap<Bytes, Option<Bytes>>,
+    /// The first of its operations that was refused: it cannot commit.
+    refused: Option<SessionError>,
+}
+
 /// One connection's session.
 struct Session {
     hello: bool,
-    /// The running transaction's writes.
-    txn: Option<BTreeMap<Bytes, Bytes>>,
+    txn: Option<Txn>,
     /// The session's last commit timestamp (what its token carries).
     last: u64,
 }
@@ -195,56 +208,57 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
         Behavior::CloseAfterHello => return Close,
         Behavior::Normal | Behavior::VersionMismatch => {}
     }
+    let in_txn = session.txn.is_some();
     let result = match request {
         Request::Hello { .. } => unreachable!("answered above"),
         Request::Begin => match session.txn {
-            Some(_) => Err(SessionError::TransactionActive.into()),
+            Some(_) => Err(SessionError::TransactionActive),
             None => {
-                session.txn = Some(BTreeMap::new());
+                session.txn = Some(Txn::default());
                 Ok(R::Started)
             }
         },
         Request::Read { keys } => match &session.txn {
-            None => Err(SessionError::NoActiveTransaction.into()),
-            Some(writes) => limits.check_read(&keys).map_err(WireError::from).map(|()| {
+            None => Err(SessionError::NoActiveTransaction),
+            Some(txn) => limits.check_read(&keys).map(|()| {
                 let store = shared.store.lock().unwrap();
-                R::Values(keys.iter().map(|k| writes.get(k).or_else(|| store.get(k)).cloned()).collect())
+                R::Values(
+                    keys.iter().map(|k| txn.writes.get(k).cloned().unwrap_or_else(|| store.get(k).cloned())).collect(),
+                )
             }),
         },
-        Request::Write { key, value } => match &mut session.txn {
-            None => Err(SessionError::NoActiveTransaction.into()),
-            Some(writes) => {
-                // A rewrite of a key does not count as one more write here.
-                let before = writes.len() - usize::from(writes.contains_key(&key));
-                limits.check_write(&key, &value, before as u64).map_err(WireError::from).map(|()| {
-                    writes.insert(key, value);
-                    R::Written
-                })
-            }
-        },
+        Request::Write { key, value } => write(&mut session.txn, &limits, key, Some(value)),
+        Request::Delete { key } => write(&mut session.txn, &limits, key, None),
         Request::Commit => match session.txn.take() {
-            None => Err(SessionError::NoActiveTransaction.into()),
-            Some(writes) if writes.is_empty() => Ok(R::Committed(None)),
-            Some(writes) => {
+            None => Err(SessionError::NoActiveTransaction),
+            Some(Txn { refused: Some(e), .. }) => Err(SessionError::RefusedEarlier { cause: e.to_string() }),
+            Some(txn) if txn.writes.is_empty() => Ok(R::Committed(None)),
+            Some(txn) => {
                 let ts = shared.clock.fetch_add(1, Ordering::Relaxed) + 1;
-                shared.store.lock().unwrap().extend(writes);
+                let mut store = shared.store.lock().unwrap();
+                for (k, v) in txn.writes {
+                    match v {
+                        Some(v) => store.insert(k, v),
+                        None => store.remove(&k),
+                    };
+                }
                 session.last = ts;
                 Ok(R::Committed(Some(Stamp { ts, dc: config.dc, txid: ts })))
             }
         },
         Request::Abort => match session.txn.take() {
-            None => Err(SessionError::NoActiveTransaction.into()),
+            None => Err(SessionError::NoActiveTransaction),
             Some(_) => Ok(R::Aborted),
         },
         Request::ReadOnly { keys } => match session.txn {
-            Some(_) => Err(SessionError::TransactionActive.into()),
-            None => limits.check_read(&keys).map_err(WireError::from).map(|()| {
+            Some(_) => Err(SessionError::TransactionActive),
+            None => limits.check_read(&keys).map(|()| {
                 let store = shared.store.lock().unwrap();
                 R::Values(keys.iter().map(|k| store.get(k).cloned()).collect())
             }),
         },
         Request::ExportSession => match session.txn {
-            Some(_) => Err(SessionError::TransactionActive.into()),
+            Some(_) => Err(SessionError::TransactionActive),
             None => {
                 let mut token = b"mock".to_vec();
                 token.extend_from_slice(&config.dc.to_be_bytes());
@@ -253,26 +267,49 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
             }
         },
         Request::ResumeSession { token } => match session.txn {
-            Some(_) => Err(SessionError::TransactionActive.into()),
+            Some(_) => Err(SessionError::TransactionActive),
             None => match parse_token(&token, config.dc) {
                 Ok(last) => {
                     session.last = session.last.max(last);
                     Ok(R::Resumed)
                 }
-                Err(e) => Err(WireError::BadToken(e.into())),
+                Err(e) => return Answer(R::Error(WireError::BadToken(e.into()))),
             },
         },
         Request::DropPeerConnections => {
             shared.peer_drops.fetch_add(1, Ordering::Relaxed);
             Ok(R::Done)
         }
-        Request::Dump => {
-            let entries = shared.store.lock().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            Ok(R::Dump(Dump { dc: config.dc, partitions: vec![0], partition_count: 1, entries }))
+        Request::Dump { after } => {
+            let store = shared.store.lock().unwrap();
+            let from = match &after {
+                Some(a) => std::ops::Bound::Excluded(a.clone()),
+                None => std::ops::Bound::Unbounded,
+            };
+            let mut rest = store.range((from, std::ops::Bound::Unbounded)).map(|(k, v)| (k.clone(), v.clone()));
+            let entries: Vec<(Bytes, Bytes)> = rest.by_ref().take(MOCK_DUMP_PAGE).collect();
+            let next = rest.next().and(entries.last().map(|(k, _)| k.clone()));
+            Ok(R::Dump(Dump { dc: config.dc, partitions: vec![0], partition_count: 1, entries, next }))
         }
         Request::Stats { .. } => Ok(R::Stats(NodeStats { node: "mock".into(), ..NodeStats::default() })),
     };
-    Answer(result.unwrap_or_else(R::Error))
+    // As a real session does: an operation refused inside a transaction
+    // leaves it unable to commit.
+    if let (Err(e), true, Some(txn)) = (&result, in_txn, session.txn.as_mut()) {
+        txn.refused.get_or_insert_with(|| e.clone());
+    }
+    Answer(result.unwrap_or_else(|e| R::Error(e.into())))
+}
+
+/// A write (`Some`) or delete (`None`) of `key` in the running transaction.
+fn write(txn: &mut Option<Txn>, limits: &Limits, key: Bytes, value: Option<Bytes>) -> Result<Response, SessionError> {
+    let Some(txn) = txn else { return Err(SessionError::NoActiveTransaction) };
+    // A rewrite of a key does not count as one more write here.
+    let new_key = u64::from(!txn.writes.contains_key(&key));
+    limits.check_pair(&key, value.as_deref().unwrap_or_default())?;
+    limits.check_writes(txn.writes.len() as u64 + new_key)?;
+    txn.writes.insert(key, value);
+    Ok(Response::Written)
 }
 
 fn parse_token(token: &[u8], dc: u16) -> Result<u64, &'static str> {

@@ -111,18 +111,20 @@ async fn a_pipelined_write_error_surfaces_at_the_next_call() {
     let _ = c.confirm_writes().await; // the other writes' errors
     c.begin().await.unwrap();
 
-    // The third write is over the server's limit: commit reports it and does
-    // not commit; the transaction is still open.
+    // The third write is over the server's limit: the commit aborts the
+    // transaction instead (committing two of three writes would be a
+    // partial transaction) and names the refusal; nothing is left open.
     for k in ["a", "b", "c"] {
         c.write(k, "v").await.unwrap();
     }
     match c.commit().await {
-        Err(Error::TooLarge { what, size: 3, limit: 2 }) => assert_eq!(what, "writes in one transaction"),
-        other => panic!("expected TooLarge, got {other:?}"),
+        Err(Error::RefusedEarlier { cause }) => {
+            assert!(cause.contains("writes in one transaction: 3, over the limit of 2"), "{cause}")
+        }
+        other => panic!("expected the transaction to be aborted, got {other:?}"),
     }
     assert_eq!(server.get("a"), None);
-    assert_eq!(c.read(&["a", "c"]).await.unwrap(), vec![some("v"), None]);
-    c.abort().await.unwrap();
+    assert!(matches!(c.read(&["a"]).await, Err(Error::NoActiveTransaction)));
 
     // confirm_writes reports it without doing anything else; abort discards it.
     c.begin().await.unwrap();
@@ -217,8 +219,14 @@ async fn invalid_arguments_are_rejected_without_contacting_the_server() {
     }
     assert!(matches!(c.read(&["a", "b", "c", "d"]).await, Err(Error::TooLarge { size: 4, limit: 3, .. })));
     assert_eq!(server.requests(), sent, "nothing reached the server");
+    // The refused operations leave the transaction unable to commit.
+    match c.commit().await {
+        Err(Error::RefusedEarlier { cause }) => assert_eq!(cause, "invalid argument: empty key"),
+        other => panic!("expected the transaction to be aborted, got {other:?}"),
+    }
 
     // The client is still fine; the limits themselves are allowed.
+    c.begin().await.unwrap();
     c.write("12345678", vec![1u8; 16]).await.unwrap();
     assert_eq!(c.read(&["12345678", "b", "c"]).await.unwrap()[0].as_ref().map(|v| v.len()), Some(16));
     c.commit().await.unwrap();
@@ -359,10 +367,7 @@ async fn begin_read_and_commit_writes_are_one_round_trip_each() {
     let server = MockServer::start().await.unwrap();
     let mut c = Client::connect(server.addr()).await.unwrap();
     assert_eq!(c.begin_read(&["x", "y"]).await.unwrap(), vec![None, None]);
-    let writes = vec![
-        (Bytes::from_static(b"x"), Bytes::from_static(b"1")),
-        (Bytes::from_static(b"y"), Bytes::from_static(b"2")),
-    ];
+    let writes = vec![(Bytes::from_static(b"x"), some("1")), (Bytes::from_static(b"y"), some("2"))];
     assert!(c.commit_writes(writes).await.unwrap().is_some(), "a commit with writes has a stamp");
     assert_eq!((server.get("x"), server.get("y")), (some("1"), some("2")));
     // The next transaction sees them; a begin inside a transaction fails
@@ -370,9 +375,15 @@ async fn begin_read_and_commit_writes_are_one_round_trip_each() {
     assert_eq!(c.begin_read(&["y", "x"]).await.unwrap(), vec![some("2"), some("1")]);
     assert!(matches!(c.begin_read(&["x"]).await, Err(Error::TransactionActive)));
     assert_eq!(c.read(&["x"]).await.unwrap(), vec![some("1")]);
-    assert_eq!(c.commit_writes(Vec::new()).await.unwrap(), None);
+    // The refused begin left the transaction unable to commit.
+    let refused = c.commit_writes(Vec::new()).await;
+    assert!(matches!(refused, Err(Error::RefusedEarlier { .. })), "{refused:?}");
+    // Deletes travel with the commit too.
+    c.begin().await.unwrap();
+    assert!(c.commit_writes(vec![(Bytes::from_static(b"y"), None)]).await.unwrap().is_some());
+    assert_eq!(server.get("y"), None);
     // Outside a transaction the writes are refused and nothing commits.
-    let refused = c.commit_writes(vec![(Bytes::from_static(b"x"), Bytes::from_static(b"3"))]).await;
+    let refused = c.commit_writes(vec![(Bytes::from_static(b"x"), some("3"))]).await;
     assert!(matches!(refused, Err(Error::NoActiveTransaction)), "{refused:?}");
     assert_eq!(server.get("x"), some("1"));
     assert!(!c.is_closed());
@@ -387,15 +398,82 @@ async fn commit_writes_checks_the_limits_before_sending_anything() {
     c.write("a", "1").await.unwrap();
     c.write("b", "2").await.unwrap();
     // Two written already: two more would pass the limit of three.
-    let two = vec![
-        (Bytes::from_static(b"c"), Bytes::from_static(b"3")),
-        (Bytes::from_static(b"d"), Bytes::from_static(b"4")),
-    ];
+    let two = vec![(Bytes::from_static(b"c"), some("3")), (Bytes::from_static(b"d"), some("4"))];
     assert!(matches!(c.commit_writes(two).await, Err(Error::TooLarge { .. })));
-    let big = vec![(Bytes::from_static(b"c"), Bytes::from_static(b"12345"))];
+    let big = vec![(Bytes::from_static(b"c"), some("12345"))];
     assert!(matches!(c.commit_writes(big).await, Err(Error::TooLarge { .. })));
     assert_eq!(server.get("a"), None, "nothing was committed");
-    let one = vec![(Bytes::from_static(b"c"), Bytes::from_static(b"3"))];
-    assert!(c.commit_writes(one).await.unwrap().is_some());
-    assert_eq!((server.get("a"), server.get("c")), (some("1"), some("3")));
+    // The refusals leave the transaction unable to commit: what follows
+    // is aborted, with the first refusal as the reason.
+    let one = vec![(Bytes::from_static(b"c"), some("3"))];
+    match c.commit_writes(one).await {
+        Err(Error::RefusedEarlier { cause }) => assert!(cause.contains("writes in one transaction"), "{cause}"),
+        other => panic!("expected the transaction to be aborted, got {other:?}"),
+    }
+    assert_eq!((server.get("a"), server.get("c")), (None, None), "nothing of it committed");
+    // The transaction is over: the next one starts and commits.
+    c.begin().await.unwrap();
+    assert!(c.commit_writes(vec![(Bytes::from_static(b"c"), some("3"))]).await.unwrap().is_some());
+    assert_eq!(server.get("c"), some("3"));
+}
+
+#[tokio::test]
+async fn a_refused_write_leaves_the_transaction_unable_to_commit() {
+    let limits = Limits { max_writes_per_txn: 2, max_value_bytes: 4, ..Limits::default() };
+    let server = mock(Behavior::Normal, limits).await;
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    // Refused by the client itself (a value over the limit): nothing is sent.
+    c.begin().await.unwrap();
+    c.write("a", "1").await.unwrap();
+    assert!(matches!(c.write("b", "12345").await, Err(Error::TooLarge { .. })));
+    match c.commit().await {
+        Err(Error::RefusedEarlier { cause }) => assert!(cause.contains("value (bytes)"), "{cause}"),
+        other => panic!("expected the transaction to be aborted, got {other:?}"),
+    }
+    assert_eq!(server.get("a"), None, "the write before the refused one did not commit");
+    // Refused by the server (one write too many, which only it counts),
+    // the write pipelined and its error reported later.
+    c.begin().await.unwrap();
+    for key in ["a", "b", "c"] {
+        let _ = c.write(key, "1").await;
+    }
+    match c.commit().await {
+        Err(Error::RefusedEarlier { cause }) => assert!(cause.contains("writes in one transaction"), "{cause}"),
+        other => panic!("expected the transaction to be aborted, got {other:?}"),
+    }
+    assert_eq!((server.get("a"), server.get("b")), (None, None), "no part of it committed");
+    // A refused read counts too; a new transaction starts clean.
+    c.begin().await.unwrap();
+    c.write("a", "2").await.unwrap();
+    assert!(matches!(c.read(&[""]).await, Err(Error::InvalidArgument(_))));
+    assert!(matches!(c.commit().await, Err(Error::RefusedEarlier { .. })));
+    c.begin().await.unwrap();
+    c.write("a", "3").await.unwrap();
+    assert!(c.commit().await.unwrap().is_some());
+    assert_eq!(server.get("a"), some("3"));
+    assert!(!c.is_closed());
+}
+
+#[tokio::test]
+async fn deletes_remove_keys_and_dumps_come_in_pages() {
+    let server = MockServer::start().await.unwrap();
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    c.begin().await.unwrap();
+    for i in 0..10 {
+        c.write(format!("k{i}"), format!("v{i}")).await.unwrap();
+    }
+    c.commit().await.unwrap();
+    c.begin().await.unwrap();
+    c.delete("k3").await.unwrap();
+    assert_eq!(c.read(&["k3", "k4"]).await.unwrap(), vec![None, some("v4")], "the transaction sees its delete");
+    c.commit().await.unwrap();
+    assert_eq!(server.get("k3"), None);
+    // The mock answers 3 entries a page: the client reads them all.
+    let first = c.dump_page(None).await.unwrap();
+    assert_eq!(first.entries.len(), 3);
+    assert!(first.next.is_some());
+    let dump = c.dump().await.unwrap();
+    let keys: Vec<String> = dump.entries.iter().map(|(k, _)| String::from_utf8_lossy(k).into_owned()).collect();
+    assert_eq!(keys, ["k0", "k1", "k2", "k4", "k5", "k6", "k7", "k8", "k9"]);
+    assert_eq!(dump.next, None);
 }

@@ -250,7 +250,7 @@ impl Worker {
                     }
                     if let (Some(s), Some(tx), true) = (stamp, &self.commits, measured) {
                         let mut partitions: Vec<u32> =
-                            plan.writes.iter().map(|k| self.topology.partition_of(k).0).collect();
+                            plan.writes.iter().map(|w| self.topology.partition_of(&w.key).0).collect();
                         partitions.sort_unstable();
                         partitions.dedup();
                         let _ = tx.send(Commit { ts: s.ts, origin: self.dc, partitions, at: ended });
@@ -324,9 +324,17 @@ impl Worker {
             self.client.begin().await?;
         }
         let mut writes = Vec::with_capacity(plan.writes.len());
-        for (i, key) in plan.writes.iter().enumerate() {
+        for (i, write) in plan.writes.iter().enumerate() {
+            let key = &write.key;
+            if write.delete {
+                if self.record {
+                    ops.push(Op::delete(text(key)));
+                }
+                writes.push((key.clone(), None));
+                continue;
+            }
             // Unique values, `txid:key`; an overwritten (intermediate) write gets a suffix.
-            let mut value = if plan.writes[i + 1..].contains(key) {
+            let mut value = if plan.writes[i + 1..].iter().any(|w| w.key == *key) {
                 format!("{txid}:{}:{i}", text(key))
             } else {
                 format!("{txid}:{}", text(key))
@@ -341,11 +349,14 @@ impl Worker {
             if self.record {
                 ops.push(Op::write(text(key), value.clone()));
             }
-            writes.push((key.clone(), Bytes::from(value)));
+            writes.push((key.clone(), Some(Bytes::from(value))));
         }
         if plan.abort {
             for (key, value) in writes {
-                self.client.write(key, value).await?;
+                match value {
+                    Some(value) => self.client.write(key, value).await?,
+                    None => self.client.delete(key).await?,
+                }
             }
             self.client.abort().await?;
             return Ok(Outcome::Aborted);

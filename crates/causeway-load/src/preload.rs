@@ -33,7 +33,7 @@ pub async fn preload(
             let batch = client.server().limits.max_writes_per_txn.max(1) as usize;
             for batch in part.chunks(batch) {
                 client.begin().await?;
-                client.commit_writes(batch.iter().map(|k| (k.clone(), value.clone())).collect()).await?;
+                client.commit_writes(batch.iter().map(|k| (k.clone(), Some(value.clone()))).collect()).await?;
             }
             Ok::<u64, Error>(part.len() as u64)
         }));

@@ -24,7 +24,7 @@ fn replica_with_commits(n: u64) -> <Wren as Protocol>::Replica {
     for i in 0..n {
         out.messages.clear();
         let tx = TxId::new(PartitionId(1), i);
-        let writes = vec![(Bytes::from(format!("k{i}")), Bytes::from_static(b"12345678"))];
+        let writes = vec![(Bytes::from(format!("k{i}")), Some(Bytes::from_static(b"12345678")))];
         let prepare = WrenMsg::PrepareReq { tx, snapshot: Default::default(), ht: Timestamp::ZERO, writes };
         r.on_message(NOW, coordinator, prepare, &mut out);
         let pt = out

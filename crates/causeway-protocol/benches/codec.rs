@@ -26,7 +26,7 @@ fn messages() -> Vec<(&'static str, WrenMsg)> {
             .map(|i| TxWrites {
                 txid: TxId(i),
                 rdt: ts,
-                writes: vec![(Bytes::from(format!("k{}", 20_000 + i)), value())],
+                writes: vec![(Bytes::from(format!("k{}", 20_000 + i)), Some(value()))],
             })
             .collect(),
     };
@@ -34,7 +34,7 @@ fn messages() -> Vec<(&'static str, WrenMsg)> {
         tx: TxId(7),
         snapshot: Default::default(),
         ht: ts,
-        writes: vec![(Bytes::from_static(b"k31337"), value())],
+        writes: vec![(Bytes::from_static(b"k31337"), Some(value()))],
     };
     vec![("slice_resp_5", slice), ("replicate_16", replicate), ("prepare_1", prepare)]
 }

@@ -20,7 +20,7 @@ fn chain(len: u64) -> VersionChain<Timestamp> {
         let ts = Timestamp::from_physical(1_000_000 + i * 10);
         let rdt = Timestamp::from_physical(1_000_000 + i * 10 - 5);
         c.insert(Version {
-            value: Bytes::from_static(b"12345678"),
+            value: Some(Bytes::from_static(b"12345678")),
             stamp: CommitStamp { ts, dc, txid: TxId(i) },
             meta: rdt,
         });

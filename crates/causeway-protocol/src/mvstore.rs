@@ -7,13 +7,22 @@
 //!
 //! Hot path: reads scan a chain from its newest end; versions almost always
 //! arrive in stamp order, so inserts are appends.
+//!
+//! A delete is a version too — a *tombstone*, whose value is `None` — so it
+//! is replicated, ordered by last-writer-wins and read (as "no value") like
+//! any write. Garbage collection drops what a tombstone deleted as it drops
+//! any overwritten version; the tombstone itself goes once no version it
+//! beats can still arrive ([`MvStore::collect_tombstones`]).
 
 use crate::contract::{CommitStamp, Key, Value};
+use crate::hlc::Timestamp;
 use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Version<M> {
-    pub value: Value,
+    /// `None`: a tombstone (the key was deleted).
+    pub value: Option<Value>,
     pub stamp: CommitStamp,
     pub meta: M,
 }
@@ -116,11 +125,15 @@ pub struct MvStore<M> {
     chains: FxHashMap<Key, VersionChain<M>>,
     versions: u64,
     collected: u64,
+    /// Tombstones that may be collected one day, by stamp: the key's chain
+    /// goes once its tombstone is the newest version, every snapshot in use
+    /// sees it and nothing older can still arrive.
+    tombstones: BTreeSet<(CommitStamp, Key)>,
 }
 
 impl<M> Default for MvStore<M> {
     fn default() -> Self {
-        MvStore { chains: FxHashMap::default(), versions: 0, collected: 0 }
+        MvStore { chains: FxHashMap::default(), versions: 0, collected: 0, tombstones: BTreeSet::new() }
     }
 }
 
@@ -131,6 +144,9 @@ impl<M> MvStore<M> {
 
     /// Inserts a version, then prunes the chain with the GC predicate.
     pub fn insert(&mut self, key: Key, version: Version<M>, visible_in_oldest: impl FnMut(&Version<M>) -> bool) {
+        if version.value.is_none() {
+            self.tombstones.insert((version.stamp, key.clone()));
+        }
         let chain = self.chains.entry(key).or_default();
         if chain.insert(version) {
             self.versions += 1;
@@ -138,6 +154,48 @@ impl<M> MvStore<M> {
         let dropped = chain.prune(visible_in_oldest) as u64;
         self.versions -= dropped;
         self.collected += dropped;
+    }
+
+    /// Garbage collection of deletes: drops the chain of every key whose
+    /// newest version is a tombstone stamped at or below `settled` that the
+    /// oldest snapshot in use sees. `settled` must be a time up to which
+    /// this replica has received every write from every DC, so no version
+    /// the tombstone beats can arrive after it is gone (it would bring the
+    /// deleted key back). A read of a key with no chain is a read of the
+    /// tombstone: no value. Returns how many versions were dropped.
+    pub fn collect_tombstones(
+        &mut self,
+        settled: Timestamp,
+        mut visible_in_oldest: impl FnMut(&Version<M>) -> bool,
+    ) -> usize {
+        let mut dropped = 0;
+        while let Some((stamp, _)) = self.tombstones.first() {
+            if stamp.ts > settled {
+                break;
+            }
+            let (stamp, key) = self.tombstones.pop_first().expect("a first");
+            let Some(chain) = self.chains.get(&key) else { continue };
+            let newest = chain.newest().expect("chains are never empty");
+            if newest.stamp != stamp {
+                // Overwritten since: the chain's own pruning handles it.
+                continue;
+            }
+            if !visible_in_oldest(newest) {
+                // Settled but not yet in every snapshot in use: try again later.
+                self.tombstones.insert((stamp, key));
+                break;
+            }
+            dropped += chain.len();
+            self.chains.remove(&key);
+        }
+        self.versions -= dropped as u64;
+        self.collected += dropped as u64;
+        dropped
+    }
+
+    /// Tombstones waiting for collection.
+    pub fn tombstone_count(&self) -> usize {
+        self.tombstones.len()
     }
 
     /// Number of versions stored, over all keys.
@@ -150,10 +208,14 @@ impl<M> MvStore<M> {
         self.collected
     }
 
-    /// The newest version of every key, sorted by key.
+    /// The newest value of every key that has one (a deleted key has
+    /// none), sorted by key.
     pub fn latest(&self) -> Vec<(Key, Value)> {
-        let mut out: Vec<(Key, Value)> =
-            self.chains.iter().filter_map(|(k, c)| c.newest().map(|v| (k.clone(), v.value.clone()))).collect();
+        let mut out: Vec<(Key, Value)> = self
+            .chains
+            .iter()
+            .filter_map(|(k, c)| c.newest().and_then(|v| Some((k.clone(), v.value.clone()?))))
+            .collect();
         out.sort();
         out
     }
@@ -170,7 +232,7 @@ mod tests {
     }
 
     fn version(ts: u64, dc: u16, tx: u64) -> Version<()> {
-        Version { value: Value::from(format!("{ts}/{dc}/{tx}")), stamp: stamp(ts, dc, tx), meta: () }
+        Version { value: Some(Value::from(format!("{ts}/{dc}/{tx}"))), stamp: stamp(ts, dc, tx), meta: () }
     }
 
     #[test]
@@ -251,5 +313,45 @@ mod tests {
         assert_eq!(store.version_count(), 2);
         assert_eq!(store.collected_count(), 1);
         assert_eq!(store.latest(), vec![(key, Value::from("30/0/0"))]);
+    }
+
+    fn tombstone(ts: u64) -> Version<()> {
+        Version { value: None, stamp: stamp(ts, 0, ts), meta: () }
+    }
+
+    #[test]
+    fn a_tombstone_reads_as_no_value_and_hides_the_key_from_latest() {
+        let mut store = MvStore::default();
+        let (a, b) = (Key::from_static(b"a"), Key::from_static(b"b"));
+        store.insert(a.clone(), version(10, 0, 0), |_| false);
+        store.insert(b.clone(), version(10, 0, 1), |_| false);
+        store.insert(a.clone(), tombstone(20), |_| false);
+        let chain = store.chain(&a).unwrap();
+        assert_eq!(chain.newest_visible(|v| v.stamp.ts <= Timestamp(15)).unwrap().value, Some(Value::from("10/0/0")));
+        assert_eq!(chain.newest_visible(|v| v.stamp.ts <= Timestamp(25)).unwrap().value, None, "deleted");
+        assert_eq!(store.latest(), vec![(b, Value::from("10/0/1"))]);
+        assert_eq!(store.tombstone_count(), 1);
+    }
+
+    #[test]
+    fn a_tombstone_goes_once_settled_and_seen_by_every_snapshot() {
+        let mut store = MvStore::default();
+        let (a, b) = (Key::from_static(b"a"), Key::from_static(b"b"));
+        store.insert(a.clone(), version(10, 0, 0), |_| false);
+        store.insert(a.clone(), tombstone(20), |_| false);
+        store.insert(b.clone(), tombstone(30), |_| false);
+        store.insert(b.clone(), version(40, 0, 4), |_| false);
+        assert_eq!(store.version_count(), 4);
+        // Not settled yet: a version the tombstone beats may still arrive.
+        assert_eq!(store.collect_tombstones(Timestamp(19), |_| true), 0);
+        // Settled, but the oldest snapshot still reads below it.
+        assert_eq!(store.collect_tombstones(Timestamp(50), |v| v.stamp.ts <= Timestamp(15)), 0);
+        assert!(store.chain(&a).is_some());
+        // Settled and seen: the deleted key is gone with every version; b's
+        // tombstone was overwritten and stays for b's own pruning.
+        assert_eq!(store.collect_tombstones(Timestamp(50), |v| v.stamp.ts <= Timestamp(35)), 2);
+        assert!(store.chain(&a).is_none());
+        assert_eq!(store.chain(&b).unwrap().len(), 2);
+        assert_eq!((store.version_count(), store.collected_count(), store.tombstone_count()), (2, 2, 0));
     }
 }

@@ -13,9 +13,17 @@
 //! A failure, or an abort by the store, in any waiting phase ends the
 //! transaction. A read-only transaction runs the same phases inside one call
 //! and completes with the values.
+//!
+//! An operation the session refuses while a transaction is active (a key
+//! over the limits, a second `begin`, …) leaves that transaction unable to
+//! commit: its commit aborts it and fails with
+//! [`SessionError::RefusedEarlier`]. Committing the rest would make part of
+//! what the client meant visible as if it were the whole.
 
 use crate::contract::session::{CallResult, SessionEffects};
-use crate::contract::{AbortReason, CommitStamp, Effects, Key, Message, Session, SessionError, SessionEvent, Value};
+use crate::contract::{
+    AbortReason, CommitStamp, Effects, Key, Limits, Message, Session, SessionError, SessionEvent, SessionSetup, Value,
+};
 use crate::hlc::PhysicalMicros;
 use crate::ids::{Addr, ClientId};
 use crate::txn::TxnBuffer;
@@ -72,7 +80,7 @@ pub trait ClientRole {
     fn request_read(&mut self, now: PhysicalMicros, round: u32, keys: Vec<Key>, out: &mut RoleEffects<Self>);
 
     /// Asks the cluster to commit `writes` (one per key).
-    fn request_commit(&mut self, now: PhysicalMicros, writes: &[(Key, Value)], out: &mut RoleEffects<Self>);
+    fn request_commit(&mut self, now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut RoleEffects<Self>);
 
     /// The transaction ends without a commit to send: it was read-only, or
     /// the client aborted it.
@@ -102,7 +110,7 @@ pub trait ClientRole {
     }
 
     /// The transaction committed at `stamp` with `writes`.
-    fn committed(&mut self, stamp: &CommitStamp, writes: Vec<(Key, Value)>);
+    fn committed(&mut self, stamp: &CommitStamp, writes: Vec<(Key, Option<Value>)>);
 
     /// The transaction is over, however it ended.
     fn finished(&mut self);
@@ -125,14 +133,18 @@ enum Phase {
     },
     /// Waiting for the commit of these writes.
     Committing {
-        writes: Vec<(Key, Value)>,
+        writes: Vec<(Key, Option<Value>)>,
     },
 }
 
 /// A session: the shared phases around a protocol's [`ClientRole`].
 pub struct SessionCore<R: ClientRole> {
     id: ClientId,
+    limits: Limits,
     phase: Phase,
+    /// The first operation of the running transaction that was refused: the
+    /// transaction can no longer commit.
+    refused: Option<SessionError>,
     /// Write set and read set of the running transaction.
     txn: TxnBuffer,
     /// Read rounds the running transaction has asked the cluster for.
@@ -144,8 +156,28 @@ pub struct SessionCore<R: ClientRole> {
 }
 
 impl<R: ClientRole> SessionCore<R> {
-    pub fn new(id: ClientId, role: R) -> Self {
-        SessionCore { id, phase: Phase::Idle, txn: TxnBuffer::default(), rounds: 0, read_only: None, role }
+    pub fn new(setup: &SessionSetup, role: R) -> Self {
+        SessionCore {
+            id: setup.id,
+            limits: setup.limits,
+            phase: Phase::Idle,
+            refused: None,
+            txn: TxnBuffer::default(),
+            rounds: 0,
+            read_only: None,
+            role,
+        }
+    }
+
+    /// Passes `result` on; an error refuses an operation of the active
+    /// transaction, which can then no longer commit.
+    fn refusing<T>(&mut self, result: Result<T, SessionError>) -> Result<T, SessionError> {
+        if let Err(e) = &result {
+            if matches!(self.phase, Phase::Active) && self.refused.is_none() {
+                self.refused = Some(e.clone());
+            }
+        }
+        result
     }
 
     pub fn role(&self) -> &R {
@@ -179,6 +211,7 @@ impl<R: ClientRole> SessionCore<R> {
 
     fn end_transaction(&mut self) {
         self.phase = Phase::Idle;
+        self.refused = None;
         self.txn.clear();
         self.rounds = 0;
         self.read_only = None;
@@ -196,11 +229,12 @@ impl<R: ClientRole> SessionCore<R> {
 
     fn read_keys(&mut self, now: PhysicalMicros, keys: &[Key], out: &mut RoleEffects<R>) -> CallResult {
         self.active()?;
+        self.limits.check_read(keys)?;
         let (txn, role) = (&self.txn, &self.role);
         let (local, ask) = if R::REPEATABLE_READS {
-            txn.plan_read(keys, |k| txn.known(k).or_else(|| role.cached(k)))?
+            txn.plan_read(keys, |k| txn.known(k).or_else(|| role.cached(k)))
         } else {
-            txn.plan_read(keys, |k| txn.written(k).map(|v| Some(v.clone())))?
+            txn.plan_read(keys, |k| txn.written(k).cloned())
         };
         if ask.is_empty() {
             return Ok(Some(self.finish_read(keys.to_vec(), local)));
@@ -230,6 +264,11 @@ impl<R: ClientRole> SessionCore<R> {
 
     fn commit_writes(&mut self, now: PhysicalMicros, out: &mut RoleEffects<R>) -> CallResult {
         self.active()?;
+        if let Some(e) = self.refused.take() {
+            self.role.release(now, out);
+            self.end_transaction();
+            return Ok(Some(SessionEvent::Failed(SessionError::RefusedEarlier { cause: e.to_string() })));
+        }
         if self.txn.writes().is_empty() {
             self.role.release(now, out);
             self.end_transaction();
@@ -324,17 +363,26 @@ impl<R: ClientRole> Session for SessionCore<R> {
     }
 
     fn begin(&mut self, now: PhysicalMicros, out: &mut SessionEffects<Self>) -> CallResult {
-        self.idle()?;
+        let idle = self.idle();
+        self.refusing(idle)?;
         Ok(self.start(now, out))
     }
 
     fn read(&mut self, now: PhysicalMicros, keys: &[Key], out: &mut SessionEffects<Self>) -> CallResult {
-        self.read_keys(now, keys, out)
+        let read = self.read_keys(now, keys, out);
+        self.refusing(read)
     }
 
-    fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
-        self.active()?;
-        self.txn.write(key, value)
+    fn write(&mut self, key: Key, value: Option<Value>) -> Result<(), SessionError> {
+        let written = self.active().and_then(|()| {
+            self.limits.check_pair(&key, value.as_deref().unwrap_or_default())?;
+            // A key written again replaces its write: only new keys count.
+            let new_key = u64::from(self.txn.written(&key).is_none());
+            self.limits.check_writes(self.txn.writes().len() as u64 + new_key)?;
+            self.txn.write(key, value);
+            Ok(())
+        });
+        self.refusing(written)
     }
 
     fn commit(&mut self, now: PhysicalMicros, out: &mut SessionEffects<Self>) -> CallResult {
@@ -349,10 +397,9 @@ impl<R: ClientRole> Session for SessionCore<R> {
     }
 
     fn read_only(&mut self, now: PhysicalMicros, keys: &[Key], out: &mut SessionEffects<Self>) -> CallResult {
-        self.idle()?;
-        if keys.is_empty() {
-            return Err(SessionError::InvalidArgument("a read needs at least one key".into()));
-        }
+        let idle = self.idle();
+        self.refusing(idle)?;
+        self.limits.check_read(keys)?;
         self.read_only = Some(keys.to_vec());
         Ok(self.start(now, out).and_then(|started| self.continue_read_only(now, started, out)))
     }

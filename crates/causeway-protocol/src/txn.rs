@@ -2,15 +2,14 @@
 //! protocol: the write set, buffered until commit, and the read set, so a
 //! key read twice reads the same value (and a key written reads its write).
 
-use crate::contract::limits::check_not_empty;
-use crate::contract::{Key, SessionError, Value};
+use crate::contract::{Key, Value};
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Default)]
 pub struct TxnBuffer {
     /// Writes in first-write order; a later write of a key replaces the
     /// value in place, so each key commits one version.
-    ws: Vec<(Key, Value)>,
+    ws: Vec<(Key, Option<Value>)>,
     ws_index: FxHashMap<Key, usize>,
     /// What the transaction has read.
     rs: FxHashMap<Key, Option<Value>>,
@@ -20,8 +19,9 @@ pub struct TxnBuffer {
 pub type ReadPlan = (FxHashMap<Key, Option<Value>>, Vec<Key>);
 
 impl TxnBuffer {
-    pub fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError> {
-        check_not_empty(&key)?;
+    /// Buffers a write of `key`: a value, or `None` to delete it. The
+    /// session has checked it against the limits.
+    pub fn write(&mut self, key: Key, value: Option<Value>) {
         match self.ws_index.get(&key) {
             Some(&i) => self.ws[i].1 = value,
             None => {
@@ -29,27 +29,26 @@ impl TxnBuffer {
                 self.ws.push((key, value));
             }
         }
-        Ok(())
     }
 
-    pub fn writes(&self) -> &[(Key, Value)] {
+    pub fn writes(&self) -> &[(Key, Option<Value>)] {
         &self.ws
     }
 
-    pub fn take_writes(&mut self) -> Vec<(Key, Value)> {
+    pub fn take_writes(&mut self) -> Vec<(Key, Option<Value>)> {
         self.ws_index.clear();
         std::mem::take(&mut self.ws)
     }
 
-    /// The transaction's own write of `key`.
-    pub fn written(&self, key: &Key) -> Option<&Value> {
+    /// The transaction's own write of `key` (`Some(None)`: it deleted it).
+    pub fn written(&self, key: &Key) -> Option<&Option<Value>> {
         self.ws_index.get(key).map(|&i| &self.ws[i].1)
     }
 
     /// What the transaction already knows of `key`: its write, else its read.
     pub fn known(&self, key: &Key) -> Option<Option<Value>> {
         match self.written(key) {
-            Some(v) => Some(Some(v.clone())),
+            Some(v) => Some(v.clone()),
             None => self.rs.get(key).cloned(),
         }
     }
@@ -57,12 +56,7 @@ impl TxnBuffer {
     /// Splits the keys of a READ into answers known here (`local` says what
     /// the session knows beyond the transaction, such as Wren's cache) and
     /// the distinct keys to ask the cluster for.
-    pub fn plan_read(
-        &self,
-        keys: &[Key],
-        local: impl Fn(&Key) -> Option<Option<Value>>,
-    ) -> Result<ReadPlan, SessionError> {
-        keys.iter().try_for_each(|k| check_not_empty(k))?;
+    pub fn plan_read(&self, keys: &[Key], local: impl Fn(&Key) -> Option<Option<Value>>) -> ReadPlan {
         let mut known = FxHashMap::default();
         let mut asked = rustc_hash::FxHashSet::default();
         let mut ask: Vec<Key> = Vec::new();
@@ -80,7 +74,7 @@ impl TxnBuffer {
                 }
             }
         }
-        Ok((known, ask))
+        (known, ask)
     }
 
     /// Completes a READ: the values in the order the keys were asked for,
@@ -116,9 +110,10 @@ impl TxnBuffer {
 /// order of those last writes. A session sends each key once, but a
 /// coordinator takes no client's word for it: one version per key and
 /// transaction.
-pub fn last_write_per_key(writes: Vec<(Key, Value)>) -> Vec<(Key, Value)> {
+pub fn last_write_per_key(writes: Vec<(Key, Option<Value>)>) -> Vec<(Key, Option<Value>)> {
     let mut seen: rustc_hash::FxHashSet<Key> = rustc_hash::FxHashSet::default();
-    let mut last: Vec<(Key, Value)> = writes.into_iter().rev().filter(|(k, _)| seen.insert(k.clone())).collect();
+    let mut last: Vec<(Key, Option<Value>)> =
+        writes.into_iter().rev().filter(|(k, _)| seen.insert(k.clone())).collect();
     last.reverse();
     last
 }
@@ -132,20 +127,23 @@ mod tests {
         Bytes::from_static(s.as_bytes())
     }
 
+    fn v(s: &'static str) -> Option<Value> {
+        Some(k(s))
+    }
+
     #[test]
     fn a_coordinator_keeps_the_last_write_of_each_key() {
-        let writes = vec![(k("a"), k("1")), (k("b"), k("2")), (k("a"), k("3"))];
-        assert_eq!(last_write_per_key(writes), vec![(k("b"), k("2")), (k("a"), k("3"))]);
+        let writes = vec![(k("a"), v("1")), (k("b"), v("2")), (k("a"), v("3"))];
+        assert_eq!(last_write_per_key(writes), vec![(k("b"), v("2")), (k("a"), v("3"))]);
     }
 
     #[test]
     fn a_rewritten_key_keeps_its_place_and_its_last_value() {
         let mut t = TxnBuffer::default();
-        t.write(k("a"), k("1")).unwrap();
-        t.write(k("b"), k("2")).unwrap();
-        t.write(k("a"), k("3")).unwrap();
-        assert_eq!(t.writes(), &[(k("a"), k("3")), (k("b"), k("2"))]);
-        assert!(t.write(k(""), k("x")).is_err());
+        t.write(k("a"), v("1"));
+        t.write(k("b"), v("2"));
+        t.write(k("a"), v("3"));
+        assert_eq!(t.writes(), &[(k("a"), v("3")), (k("b"), v("2"))]);
         assert_eq!(t.take_writes().len(), 2);
         assert!(t.written(&k("a")).is_none());
     }
@@ -153,8 +151,8 @@ mod tests {
     #[test]
     fn reads_are_answered_from_writes_then_reads_and_asked_once() {
         let mut t = TxnBuffer::default();
-        t.write(k("w"), k("mine")).unwrap();
-        let (known, ask) = t.plan_read(&[k("w"), k("r"), k("r"), k("c")], |key| t.known(key)).unwrap();
+        t.write(k("w"), v("mine"));
+        let (known, ask) = t.plan_read(&[k("w"), k("r"), k("r"), k("c")], |key| t.known(key));
         assert_eq!(known.get(&k("w")), Some(&Some(k("mine"))));
         assert_eq!(ask, vec![k("r"), k("c")]);
         let mut values = known;
@@ -166,5 +164,17 @@ mod tests {
         assert!(t.finish_read(vec![k("x")], FxHashMap::default(), true).is_none(), "a missing answer");
         t.clear();
         assert_eq!(t.known(&k("r")), None);
+    }
+
+    #[test]
+    fn a_delete_in_the_transaction_reads_as_no_value_and_replaces_a_write() {
+        let mut t = TxnBuffer::default();
+        t.write(k("a"), v("1"));
+        t.write(k("a"), None);
+        assert_eq!(t.known(&k("a")), Some(None), "the transaction's own delete");
+        assert_eq!(t.writes(), &[(k("a"), None)]);
+        let (known, ask) = t.plan_read(&[k("a")], |key| t.known(key));
+        assert!(ask.is_empty(), "a deleted key is not asked for");
+        assert_eq!(known.get(&k("a")), Some(&None));
     }
 }

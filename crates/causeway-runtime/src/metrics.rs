@@ -210,6 +210,15 @@ pub async fn serve(
                     Ok(Ok(n)) if n > 0 => seen.extend_from_slice(&buf[..n]),
                     _ => return,
                 }
+                // An HTTP request starts with a method in capitals. Anything
+                // else (a Causeway client at the wrong port) is told at once
+                // rather than left waiting for a head that never comes.
+                if !seen.iter().take_while(|b| **b != b' ').all(u8::is_ascii_uppercase) {
+                    let bad = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                    let _ = stream.write_all(bad.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                    return;
+                }
             }
             refresh();
             let body = metrics.encode();

@@ -119,8 +119,9 @@ pub async fn run<P: Protocol>(
                                 metrics.read_slices.inc();
                             }
                         }
-                        ReplicaInput::Dump(reply) => {
-                            let _ = reply.send(replica.latest_values());
+                        ReplicaInput::Dump { after, max_bytes, reply } => {
+                            let page = crate::clients::admin::page(replica.latest_values(), after, max_bytes);
+                            let _ = reply.send(page);
                         }
                     }
                     handled += 1;

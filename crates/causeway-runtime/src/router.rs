@@ -15,8 +15,13 @@ use tokio::sync::{mpsc, oneshot};
 /// Inputs of a replica task.
 pub enum ReplicaInput<M> {
     Message(Addr, M),
-    /// The newest value of every key, for `Dump`.
-    Dump(oneshot::Sender<Vec<(Key, Value)>>),
+    /// A page of the newest values, for `Dump`: the keys after `after`, in
+    /// order, up to `max_bytes`; and whether more follow.
+    Dump {
+        after: Option<Key>,
+        max_bytes: usize,
+        reply: oneshot::Sender<(Vec<(Key, Value)>, bool)>,
+    },
 }
 
 /// Client ids carry the index of the node that hosts the session in their

@@ -112,10 +112,16 @@ async fn empty_and_oversized_keys_and_values_get_errors() {
     assert_eq!(c.call(Request::Write { key: b("b"), value: b("2") }).await, Some(Response::Written));
     let e = error(c.call(Request::Write { key: b("c"), value: b("3") }).await);
     assert!(matches!(e, WireError::Session(SessionError::TooLarge { limit: 2, .. })), "{e:?}");
-    // None of the refused writes got in: the transaction commits a and b only.
-    assert!(matches!(c.call(Request::Commit).await, Some(Response::Committed(Some(_)))));
+    // Operations were refused: committing a and b alone would apply part of
+    // the transaction, so it is aborted and the commit says why.
+    match error(c.call(Request::Commit).await) {
+        WireError::Session(SessionError::RefusedEarlier { cause }) => {
+            assert_eq!(cause, "invalid argument: empty key", "the first refusal is named")
+        }
+        other => panic!("expected the transaction to be aborted, got {other:?}"),
+    }
     let r = c.call(Request::ReadOnly { keys: vec![b("a"), b("b"), b("c")] }).await;
-    assert_eq!(r, Some(Response::Values(vec![Some(b("1")), Some(b("2")), None])));
+    assert_eq!(r, Some(Response::Values(vec![None, None, None])), "nothing of it committed");
     still_serves(addr).await;
 }
 
@@ -137,6 +143,11 @@ async fn operations_outside_a_transaction_and_after_commit_are_refused() {
     assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
     assert_eq!(error(c.call(Request::Begin).await), WireError::Session(SessionError::TransactionActive));
     assert_eq!(error(c.call(Request::ExportSession).await), WireError::Session(SessionError::TransactionActive));
+    assert_eq!(c.call(Request::Write { key: b("k"), value: b("u") }).await, Some(Response::Written));
+    // The second begin was refused inside the transaction: it cannot commit.
+    let e = error(c.call(Request::Commit).await);
+    assert!(matches!(e, WireError::Session(SessionError::RefusedEarlier { .. })), "{e:?}");
+    assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
     assert_eq!(c.call(Request::Write { key: b("k"), value: b("v") }).await, Some(Response::Written));
     assert!(matches!(c.call(Request::Commit).await, Some(Response::Committed(Some(_)))));
     assert_eq!(
@@ -194,8 +205,9 @@ async fn pipelined_requests_are_answered_in_order() {
     assert_eq!(got[0].response, Response::Started);
     assert_eq!(got[1].response, Response::Written);
     assert!(matches!(got[2].response, Response::Error(WireError::Session(SessionError::InvalidArgument(_)))));
-    assert!(matches!(got[3].response, Response::Committed(Some(_))));
-    assert_eq!(got[4].response, Response::Values(vec![Some(b("1"))]));
+    // The refused write leaves the transaction unable to commit.
+    assert!(matches!(got[3].response, Response::Error(WireError::Session(SessionError::RefusedEarlier { .. }))));
+    assert_eq!(got[4].response, Response::Values(vec![None]));
 }
 
 #[tokio::test]
@@ -211,4 +223,91 @@ async fn a_client_that_closes_its_side_still_gets_every_answer() {
     assert_eq!(c.recv().await.map(|r| r.response), Some(Response::Written));
     assert!(matches!(c.recv().await.map(|r| r.response), Some(Response::Committed(Some(_)))));
     assert!(c.recv().await.is_none(), "then the server closes");
+}
+
+/// Keys `prefix0..prefixN`, written `per_txn` to a transaction, with
+/// values of `size` bytes.
+async fn fill(addr: SocketAddr, prefix: &str, n: usize, per_txn: usize, size: usize) {
+    let (mut c, _) = Raw::hello(addr).await;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(per_txn) {
+        assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
+        for i in chunk {
+            let write = Request::Write { key: b(&format!("{prefix}{i:05}")), value: Bytes::from(vec![b'v'; size]) };
+            assert_eq!(c.call(write).await, Some(Response::Written));
+        }
+        assert!(matches!(c.call(Request::Commit).await, Some(Response::Committed(Some(_)))));
+    }
+}
+
+#[tokio::test]
+async fn a_dump_larger_than_a_frame_comes_in_pages() {
+    let plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, 0).unwrap();
+    let node = start(Arc::new(plan), "embedded").await.unwrap();
+    let addr = node.client_addr(DcId(0)).unwrap();
+    // 17 MiB: more than one 16 MiB frame could carry.
+    let n = 17 * 16;
+    fill(addr, "big", n, 64, 64 << 10).await;
+    let (mut c, _) = Raw::hello(addr).await;
+    // Applied at the next Δ_R: wait until the dump holds every key.
+    let mut keys = Vec::new();
+    for _ in 0..100 {
+        keys.clear();
+        let (mut after, mut pages) = (None, 0);
+        loop {
+            let Some(Response::Dump(page)) = c.call(Request::Dump { after }).await else { panic!("no dump page") };
+            pages += 1;
+            assert!(page.entries.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() <= 1 << 20, "a page is bounded");
+            keys.extend(page.entries.into_iter().map(|(k, _)| k));
+            after = page.next;
+            if after.is_none() {
+                break;
+            }
+        }
+        if keys.len() == n {
+            assert!(pages >= 17, "{pages} pages");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let mut sorted = keys.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!((keys.len(), sorted), (n, keys), "every key once, in order");
+}
+
+#[tokio::test]
+async fn an_answer_larger_than_a_frame_is_an_error_that_says_so() {
+    // Limits no config file accepts (a read answer could pass the frame
+    // size); the server must still answer rather than drop the connection.
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, 0).unwrap();
+    plan.limits = Limits { max_value_bytes: 1 << 20, max_keys_per_read: 32, ..Limits::default() };
+    let node = start(Arc::new(plan), "embedded").await.unwrap();
+    let addr = node.client_addr(DcId(0)).unwrap();
+    fill(addr, "huge", 20, 1, 1 << 20).await;
+    let (mut c, _) = Raw::hello(addr).await;
+    assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
+    let keys: Vec<Bytes> = (0..20).map(|i| b(&format!("huge{i:05}"))).collect();
+    match error(c.call(Request::Read { keys }).await) {
+        WireError::AnswerTooLarge { size, limit } => assert!(size > limit && limit == 16 << 20, "{size} {limit}"),
+        other => panic!("expected AnswerTooLarge, got {other:?}"),
+    }
+    assert_eq!(c.call(Request::Read { keys: vec![b("huge00001")] }).await.map(|_| ()), Some(()), "still served");
+}
+
+#[tokio::test]
+async fn the_metrics_endpoint_tells_a_non_http_client_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let metrics = Arc::new(causeway_runtime::metrics::Metrics::new(&[]));
+    tokio::spawn(causeway_runtime::metrics::serve(listener, metrics, Arc::new(|| {})));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // What a Causeway client sends first: a length-prefixed binary frame.
+    stream.write_all(&[0, 0, 0, 9, 0, 0, 4, 3, b'r', b'a', b'w', 0, 0]).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(std::time::Duration::from_secs(1), stream.read_to_string(&mut answer))
+        .await
+        .expect("answered at once, not after the endpoint's read timeout")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400 Bad Request"), "{answer}");
 }

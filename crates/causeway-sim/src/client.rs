@@ -166,16 +166,22 @@ impl<S: Session> WorkloadClient<S> {
         }
         let writes = plan.writes.clone();
         let abort = plan.abort;
-        for (i, key) in writes.iter().enumerate() {
+        for (i, write) in writes.iter().enumerate() {
+            let key = &write.key;
+            if write.delete {
+                self.session.write(Key::clone(key), None)?;
+                self.ops.push(Op::delete(text(key)));
+                continue;
+            }
             // Values are unique: `txid:key`, with a suffix on a write that
             // the same transaction overwrites later (an intermediate write).
-            let overwritten = writes[i + 1..].contains(key);
+            let overwritten = writes[i + 1..].iter().any(|w| w.key == *key);
             let value = if overwritten {
                 format!("{}:{}:{i}", self.txid, text(key))
             } else {
                 format!("{}:{}", self.txid, text(key))
             };
-            self.session.write(Key::clone(key), Value::from(value.clone()))?;
+            self.session.write(Key::clone(key), Some(Value::from(value.clone())))?;
             self.ops.push(Op::write(text(key), value));
         }
         if abort {

@@ -1,6 +1,7 @@
 //! What a simulation runs: cluster shape, WAN, clocks, faults and workload.
 
 use crate::faults::Faults;
+use causeway_protocol::Limits;
 use causeway_workload::{WanError, WanModel, WorkloadConfig, WorkloadKind};
 use thiserror::Error;
 
@@ -61,6 +62,8 @@ pub struct SimConfig {
     pub settle_limit_us: u64,
     /// Crashes, transport faults below the FIFO links, fault points.
     pub faults: Faults,
+    /// The sizes sessions accept, as a server's do.
+    pub limits: Limits,
 }
 
 impl Default for SimConfig {
@@ -80,11 +83,32 @@ impl Default for SimConfig {
             workload: WorkloadKind::Random(WorkloadConfig::default()),
             settle_limit_us: 120_000_000,
             faults: Faults::default(),
+            limits: Limits::default(),
         }
     }
 }
 
 impl SimConfig {
+    /// The workload's transactions must fit the sessions' limits, or every
+    /// one would be refused.
+    fn check_workload_limits(&self) -> Result<(), ConfigError> {
+        let (reads, writes) = match &self.workload {
+            // A rewrite writes a key again: the key counts once.
+            WorkloadKind::Random(w) => (w.reads_per_txn, w.writes_per_txn),
+            WorkloadKind::Groups { .. } => (self.partitions, self.partitions),
+        };
+        let l = &self.limits;
+        if reads > l.max_keys_per_read {
+            let m = format!("{reads} reads per transaction, over the limit of {} keys per read", l.max_keys_per_read);
+            return Err(ConfigError::Invalid(m));
+        }
+        if writes > l.max_writes_per_txn {
+            let m = format!("{writes} writes per transaction, over the limit of {}", l.max_writes_per_txn);
+            return Err(ConfigError::Invalid(m));
+        }
+        Ok(())
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |m: &str| Err(ConfigError::Invalid(m.to_string()));
         if self.dcs == 0 || self.partitions == 0 {
@@ -113,6 +137,7 @@ impl SimConfig {
             }
         }
         self.workload.validate().map_err(ConfigError::Invalid)?;
+        self.check_workload_limits()?;
         self.faults.validate(self.dcs, self.partitions).map_err(ConfigError::Invalid)?;
         Ok(())
     }

@@ -9,8 +9,8 @@
 use causeway_protocol::contract::replica::ReplicaEffects;
 use causeway_protocol::contract::session::SessionEffects;
 use causeway_protocol::{
-    Addr, ClientId, Key, Message, PhysicalMicros, Protocol, ReadWaitProbe, Replica, ReplicaId, Session, SessionError,
-    SessionEvent, SessionSetup, Topology, Value,
+    Addr, ClientId, Key, Limits, Message, PhysicalMicros, Protocol, ReadWaitProbe, Replica, ReplicaId, Session,
+    SessionError, SessionEvent, SessionSetup, Topology, Value,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -103,7 +103,7 @@ impl<P: Protocol> Harness<P> {
 
     /// A session of `coordinator`'s DC; its clock reads its coordinator's.
     pub fn add_session(&mut self, id: ClientId, coordinator: ReplicaId) {
-        let setup = SessionSetup { id, coordinator, topology: self.topology.clone() };
+        let setup = SessionSetup { id, coordinator, topology: self.topology.clone(), limits: Limits::default() };
         let s = P::session(setup, &self.config);
         self.sessions.insert(id, (s, coordinator));
     }
@@ -145,7 +145,12 @@ impl<P: Protocol> Harness<P> {
 
     pub fn write(&mut self, c: ClientId, key: &str, value: &str) -> Result<(), SessionError> {
         let (k, v) = (Key::from(key.to_string()), Value::from(value.to_string()));
-        self.session_call(c, |s, _, _| s.write(k, v))
+        self.session_call(c, |s, _, _| s.write(k, Some(v)))
+    }
+
+    pub fn delete(&mut self, c: ClientId, key: &str) -> Result<(), SessionError> {
+        let k = Key::from(key.to_string());
+        self.session_call(c, |s, _, _| s.write(k, None))
     }
 
     pub fn commit(&mut self, c: ClientId) -> Result<Option<SessionEvent>, SessionError> {

@@ -224,7 +224,12 @@ impl<P: Protocol> Simulation<P> {
             for p in topology.partitions() {
                 for k in 0..sim.cfg.clients_per_partition {
                     let id = ClientId { dc, index: p.0 * sim.cfg.clients_per_partition + k };
-                    let setup = SessionSetup { id, coordinator: ReplicaId::at(dc, p), topology: topology.clone() };
+                    let setup = SessionSetup {
+                        id,
+                        coordinator: ReplicaId::at(dc, p),
+                        topology: topology.clone(),
+                        limits: sim.cfg.limits,
+                    };
                     let session = P::session(setup, protocol_config);
                     let node = sim.node_addr.len() as NodeIx;
                     sim.addr_node.insert(Addr::Client(id), node);
@@ -507,7 +512,7 @@ impl<P: Protocol> Simulation<P> {
         let id = client.session.id();
         let coordinator =
             ReplicaId::at(id.dc, causeway_protocol::PartitionId(id.index / self.cfg.clients_per_partition));
-        let setup = SessionSetup { id, coordinator, topology: self.topology.clone() };
+        let setup = SessionSetup { id, coordinator, topology: self.topology.clone(), limits: self.cfg.limits };
         client.abandon(P::session(setup, &self.protocol_config));
         self.fault_report.transactions_abandoned += 1;
         if self.workload_over() {

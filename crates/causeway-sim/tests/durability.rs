@@ -150,10 +150,12 @@ impl ClientRole for LedgerClient {
         out.send(Addr::Replica(self.replica), LedgerMsg::Read { tag, keys });
     }
 
-    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Value)], out: &mut RoleEffects<Self>) {
+    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut RoleEffects<Self>) {
         let txid = TxId((u64::from(self.me.index) << 32) | self.txns);
         self.committing = Some(txid);
-        out.send(Addr::Replica(self.replica), LedgerMsg::Write { txid, writes: writes.to_vec() });
+        // The ledger's workload deletes nothing: every write has a value.
+        let writes = writes.iter().filter_map(|(k, v)| Some((k.clone(), v.clone()?))).collect();
+        out.send(Addr::Replica(self.replica), LedgerMsg::Write { txid, writes });
         out.set_timer(CommitTimeout(txid), COMMIT_TIMEOUT_US);
     }
 
@@ -187,7 +189,7 @@ impl ClientRole for LedgerClient {
             .then(|| Reply::Failed(SessionError::UnknownTransaction))
     }
 
-    fn committed(&mut self, _stamp: &CommitStamp, _writes: Vec<(Key, Value)>) {}
+    fn committed(&mut self, _stamp: &CommitStamp, _writes: Vec<(Key, Option<Value>)>) {}
 
     fn finished(&mut self) {
         self.committing = None;
@@ -234,7 +236,7 @@ impl Protocol for Ledger {
 
     fn session(setup: SessionSetup, _: &()) -> SessionCore<LedgerClient> {
         let role = LedgerClient { me: setup.id, replica: setup.coordinator, txns: 0, committing: None };
-        SessionCore::new(setup.id, role)
+        SessionCore::new(&setup, role)
     }
 }
 

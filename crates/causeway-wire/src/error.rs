@@ -24,6 +24,10 @@ pub enum WireError {
     Malformed(String),
     #[error("server unavailable: {0}")]
     Unavailable(String),
+    /// The answer would not fit in one frame; the request was served but
+    /// its answer is lost. Ask for less.
+    #[error("the answer is {size} bytes, over the frame limit of {limit} bytes")]
+    AnswerTooLarge { size: u64, limit: u64 },
 }
 
 impl WireError {

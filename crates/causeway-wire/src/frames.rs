@@ -31,6 +31,9 @@ pub enum Request {
     /// Buffers a write in the running transaction; sent to the cluster at
     /// commit. Answered with [`Response::Written`].
     Write { key: Bytes, value: Bytes },
+    /// Buffers a delete of `key` in the running transaction: once
+    /// committed, reads find no value. Answered with [`Response::Written`].
+    Delete { key: Bytes },
     /// Commits the running transaction. Answered with [`Response::Committed`].
     Commit,
     /// Abandons the running transaction. Answered with [`Response::Aborted`].
@@ -48,9 +51,11 @@ pub enum Request {
     /// peer servers (they reconnect on their own). Answered with
     /// [`Response::Done`].
     DropPeerConnections,
-    /// Operator and test hook: the newest applied value of every key the server's
-    /// replicas hold. Answered with [`Response::Dump`].
-    Dump,
+    /// Operator and test hook: the newest applied value of the keys the
+    /// server's replicas hold, in key order, one page at a time: the keys
+    /// after `after` (from the first with `None`). Answered with
+    /// [`Response::Dump`], whose `next` asks for the following page.
+    Dump { after: Option<Bytes> },
     /// Measurement hook for benchmarks: the node's counters and each of its
     /// replicas' stable times. Answered with [`Response::Stats`];
     /// `waited_txns` asks for the transactions whose reads waited since the
@@ -102,8 +107,8 @@ pub struct Stamp {
     pub txid: u64,
 }
 
-/// The newest applied values the answering server holds (a commit is
-/// applied at the next apply round, Δ_R, for Wren).
+/// A page of the newest applied values the answering server holds (a
+/// commit is applied at the next apply round, Δ_R, for Wren), in key order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dump {
     pub dc: u16,
@@ -112,7 +117,13 @@ pub struct Dump {
     /// The partitions the DC holds in all; fewer in `partitions`: a partial dump.
     pub partition_count: u32,
     pub entries: Vec<(Bytes, Bytes)>,
+    /// More keys follow: ask again with `after: next`. `None` on the last page.
+    pub next: Option<Bytes>,
 }
+
+/// The most bytes of keys and values one page of a dump carries, well
+/// under the frame limit.
+pub const DUMP_PAGE_BYTES: usize = 1 << 20;
 
 impl Dump {
     /// Whether the answering server holds only some of its DC's partitions.

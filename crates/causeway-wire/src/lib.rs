@@ -29,11 +29,11 @@ pub mod stats;
 
 pub use causeway_protocol::{AbortReason, Limits, SessionError};
 pub use error::WireError;
-pub use frames::{Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome};
+pub use frames::{Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, DUMP_PAGE_BYTES};
 pub use stats::{ClassCount, NodeStats, ReplicaReading};
 
 /// Bumped on any incompatible change of the frames.
-pub const WIRE_VERSION: u32 = 3;
+pub const WIRE_VERSION: u32 = 4;
 
 /// The largest frame either side accepts by default (16 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;

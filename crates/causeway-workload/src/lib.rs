@@ -19,6 +19,6 @@ pub mod wan;
 pub mod zipf;
 
 pub use keys::KeySpace;
-pub use plan::{Generator, TxnPlan, WorkloadConfig, WorkloadKind};
+pub use plan::{Generator, PlannedWrite, TxnPlan, WorkloadConfig, WorkloadKind};
 pub use wan::{WanError, WanModel, DEFAULT_WAN_TOML};
 pub use zipf::ZipfTable;

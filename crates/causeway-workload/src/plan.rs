@@ -27,6 +27,8 @@ pub struct WorkloadConfig {
     /// Share of update transactions that write one key twice (the first
     /// value is an intermediate write nobody may read).
     pub rewrite_fraction: f64,
+    /// Share of writes that delete their key instead of writing a value.
+    pub delete_fraction: f64,
     /// Reads are issued in this many READ calls at most (split at random).
     pub max_read_rounds: u32,
     /// Think time between a client's transactions, in microseconds.
@@ -47,6 +49,7 @@ impl Default for WorkloadConfig {
             read_only_fraction: 0.1,
             abort_fraction: 0.02,
             rewrite_fraction: 0.02,
+            delete_fraction: 0.0,
             max_read_rounds: 2,
             think_time_us: 0,
         }
@@ -85,6 +88,7 @@ impl WorkloadKind {
                     ("read-only fraction", w.read_only_fraction),
                     ("abort fraction", w.abort_fraction),
                     ("rewrite fraction", w.rewrite_fraction),
+                    ("delete fraction", w.delete_fraction),
                 ] {
                     if !(0.0..=1.0).contains(&f) {
                         return Err(format!("the {name} must be between 0 and 1"));
@@ -109,11 +113,24 @@ impl WorkloadKind {
 pub struct TxnPlan {
     /// Keys to read, one inner vector per READ call.
     pub read_rounds: Vec<Vec<Key>>,
-    /// Keys to write in order; a key may repeat (its first value is then an
-    /// intermediate write).
-    pub writes: Vec<Key>,
+    /// Writes in order; a key may repeat (its first write is then an
+    /// intermediate one).
+    pub writes: Vec<PlannedWrite>,
     /// Abort instead of committing.
     pub abort: bool,
+}
+
+/// One write of a plan: a fresh value under `key`, or its delete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedWrite {
+    pub key: Key,
+    pub delete: bool,
+}
+
+impl PlannedWrite {
+    pub fn value(key: Key) -> Self {
+        PlannedWrite { key, delete: false }
+    }
 }
 
 /// Draws transaction plans.
@@ -168,7 +185,8 @@ impl Generator {
                     };
                     TxnPlan { read_rounds, writes: Vec::new(), abort: false }
                 } else {
-                    TxnPlan { read_rounds: Vec::new(), writes: group, abort: false }
+                    let writes = group.into_iter().map(PlannedWrite::value).collect();
+                    TxnPlan { read_rounds: Vec::new(), writes, abort: false }
                 }
             }
         }
@@ -181,14 +199,23 @@ impl Generator {
         let read_only = w.writes_per_txn == 0 || rng.random_bool(w.read_only_fraction);
         let reads: Vec<Key> =
             (0..w.reads_per_txn as usize).map(|i| self.pick_in(rng, partitions[i % partitions.len()])).collect();
-        let mut writes: Vec<Key> = if read_only {
+        let mut writes: Vec<PlannedWrite> = if read_only {
             Vec::new()
         } else {
-            (0..w.writes_per_txn as usize).map(|i| self.pick_in(rng, partitions[i % partitions.len()])).collect()
+            (0..w.writes_per_txn as usize)
+                .map(|i| PlannedWrite::value(self.pick_in(rng, partitions[i % partitions.len()])))
+                .collect()
         };
         if !writes.is_empty() && rng.random_bool(w.rewrite_fraction) {
             let again = writes[0].clone();
             writes.push(again);
+        }
+        // Drawn only when deletes are asked for, so that a workload without
+        // them draws the same plans as before deletes existed.
+        if w.delete_fraction > 0.0 {
+            for write in &mut writes {
+                write.delete = rng.random_bool(w.delete_fraction);
+            }
         }
         let rounds = if reads.len() > 1 { rng.random_range(1..=w.max_read_rounds.min(reads.len() as u32)) } else { 1 };
         let mut read_rounds: Vec<Vec<Key>> = Vec::new();

@@ -19,6 +19,7 @@ pub const HELP: &str = r#"Commands (one per line; keys and values are text, "quo
   begin                start a transaction
   read K [K...]        read keys in the running transaction
   write K V            write V under K in the running transaction
+  delete K             delete K in the running transaction (reads then find no value)
   commit               commit the running transaction (prints its commit stamp)
   abort                abandon the running transaction
   ro K [K...]          a read-only transaction: read keys in one round trip, nothing to commit
@@ -34,16 +35,20 @@ A value that is missing prints as (none). In quoted text, \" \\ \n \t and \xNN (
 are escapes; values that are not plain text print the same way. Lines starting with # are
 comments.
 
+A command that fails inside a transaction leaves it unable to commit: `commit` then
+aborts it and says which command was refused, so a transaction never commits in part.
+
 When standard input is not a terminal, the shell runs it as a script: results go to
 standard output, errors to standard error, and the exit status is 1 if any command
-failed (0 otherwise). A script stops at the first error that closes the connection."#;
+failed or the script ended inside a transaction (which is aborted), 0 otherwise. A
+script stops at the first error that closes the connection."#;
 
 pub fn run(args: ShellArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start tokio")?;
     // The error's text already names its cause: no `{:#}` chain.
     let client =
         runtime.block_on(Client::connect_with(args.connect.as_str(), options())).map_err(|e| anyhow!(e.to_string()))?;
-    let mut shell = Shell { runtime, client, addr: args.connect, in_txn: false };
+    let mut shell = Shell { runtime, client, addr: args.connect, in_txn: false, warned_eof: false };
     if std::io::stdin().is_terminal() {
         shell.interactive();
         Ok(ExitCode::SUCCESS)
@@ -63,6 +68,8 @@ struct Shell {
     addr: String,
     /// Whether a transaction is running, as far as this shell knows (for the prompt).
     in_txn: bool,
+    /// Leaving inside a transaction was asked for once already.
+    warned_eof: bool,
 }
 
 /// What to do after a command.
@@ -90,20 +97,24 @@ impl Shell {
         self.banner();
         println!("type help for the commands");
         loop {
-            let prompt = if self.in_txn { "causeway [tx]> " } else { "causeway> " };
-            match editor.readline(prompt) {
-                Ok(line) => match self.execute(&line) {
-                    Ok(Flow::Continue) => {}
-                    Ok(Flow::Quit) => break,
-                    Err(message) => {
-                        eprintln!("error: {message}");
-                        if self.client.is_closed() {
-                            eprintln!("the connection is closed; `connect` opens a new one");
+            match editor.readline(self.prompt()) {
+                Ok(line) => {
+                    self.warned_eof = false;
+                    match self.execute(&line) {
+                        Ok(Flow::Continue) => {}
+                        Ok(Flow::Quit) if self.leave_now() => break,
+                        Ok(Flow::Quit) => {}
+                        Err(message) => {
+                            eprintln!("error: {message}");
+                            if self.client.is_closed() {
+                                eprintln!("the connection is closed; `connect` opens a new one");
+                            }
                         }
                     }
-                },
+                }
                 Err(rustyline::error::ReadlineError::Interrupted) => continue,
-                Err(rustyline::error::ReadlineError::Eof) => break,
+                Err(rustyline::error::ReadlineError::Eof) if self.leave_now() => break,
+                Err(rustyline::error::ReadlineError::Eof) => continue,
                 Err(e) => {
                     eprintln!("error: cannot read the terminal: {e}");
                     break;
@@ -115,8 +126,67 @@ impl Shell {
         }
     }
 
-    /// Runs commands from `input`, one a line; whether all succeeded.
-    fn script(&mut self, mut input: impl BufRead) -> bool {
+    /// The prompt: whether the shell is connected, and in a transaction.
+    fn prompt(&self) -> &'static str {
+        match (self.client.is_closed(), self.in_txn) {
+            (true, _) => "causeway (disconnected)> ",
+            (false, true) => "causeway [tx]> ",
+            (false, false) => "causeway> ",
+        }
+    }
+
+    /// What `info` prints: the server and its limits, or that there is none.
+    fn info(&self) -> Vec<String> {
+        let s = self.client.server();
+        if self.client.is_closed() {
+            return vec![
+                format!("server     none: the connection to {} at {} is closed", s.node, self.addr),
+                "           `connect` opens a new one".to_string(),
+            ];
+        }
+        let l = &s.limits;
+        vec![
+            format!("server     {} at {}", s.node, self.addr),
+            format!("dc         {}", s.dc),
+            format!("protocol   {}", s.protocol),
+            format!("wire       version {}", s.version),
+            format!(
+                "limits     key {} bytes, value {} bytes, {} keys per read, {} writes per transaction",
+                l.max_key_bytes, l.max_value_bytes, l.max_keys_per_read, l.max_writes_per_txn
+            ),
+        ]
+    }
+
+    /// Whether to leave at `quit` or Ctrl-D: inside a transaction, only when
+    /// asked a second time (the transaction is then aborted).
+    fn leave_now(&mut self) -> bool {
+        if !self.in_txn || self.client.is_closed() {
+            return true;
+        }
+        if !self.warned_eof {
+            self.warned_eof = true;
+            eprintln!("a transaction is open and leaving aborts it: commit or abort it, or leave again to abort it");
+            return false;
+        }
+        let _ = self.runtime.block_on(self.client.abort());
+        eprintln!("aborted the open transaction");
+        true
+    }
+
+    /// Runs commands from `input`, one a line; whether all succeeded (and
+    /// no transaction was left open: it is aborted, and said so).
+    fn script(&mut self, input: impl BufRead) -> bool {
+        let ok = self.script_lines(input);
+        if self.in_txn && !self.client.is_closed() {
+            eprintln!("error: the script ended inside a transaction; it was aborted, nothing of it committed");
+            let _ = self.runtime.block_on(self.client.abort());
+            self.in_txn = false;
+            return false;
+        }
+        ok
+    }
+
+    fn script_lines(&mut self, mut input: impl BufRead) -> bool {
         let mut ok = true;
         let mut buf = Vec::new();
         for number in 1.. {
@@ -198,10 +268,24 @@ impl Shell {
                 done(&mut self.in_txn, result)?;
                 println!("written");
             }
+            "delete" | "del" => {
+                arity(1, 1, "delete K")?;
+                let key = args[0].clone();
+                // Wait for the acknowledgement, so that an error belongs to this line.
+                let client = &mut self.client;
+                let result = self.runtime.block_on(async move {
+                    client.delete(key).await?;
+                    client.confirm_writes().await
+                });
+                done(&mut self.in_txn, result)?;
+                println!("deleted");
+            }
             "commit" => {
                 arity(0, 0, "commit")?;
-                let stamp = done(&mut self.in_txn, self.runtime.block_on(self.client.commit()))?;
+                let committed = self.runtime.block_on(self.client.commit());
+                // However it ended, the transaction is over.
                 self.in_txn = false;
+                let stamp = done(&mut self.in_txn, committed)?;
                 match stamp {
                     Some(s) => println!("committed at ts={} dc={} txid={}", s.ts, s.dc, s.txid),
                     None => println!("committed (no writes)"),
@@ -234,25 +318,26 @@ impl Shell {
             }
             "info" => {
                 arity(0, 0, "info")?;
-                let s = self.client.server();
-                println!("server     {} at {}", s.node, self.addr);
-                println!("dc         {}", s.dc);
-                println!("protocol   {}", s.protocol);
-                println!("wire       version {}", s.version);
-                let l = &s.limits;
-                println!(
-                    "limits     key {} bytes, value {} bytes, {} keys per read, {} writes per transaction",
-                    l.max_key_bytes, l.max_value_bytes, l.max_keys_per_read, l.max_writes_per_txn
-                );
+                for line in self.info() {
+                    println!("{line}");
+                }
             }
             "dump" => {
                 arity(0, 0, "dump")?;
-                let dump = done(&mut self.in_txn, self.runtime.block_on(self.client.dump()))?;
-                for (k, v) in &dump.entries {
-                    println!("{} = {}", show(k), show(v));
-                }
-                if dump.is_partial() {
-                    println!("(partial: this server holds only some of the partitions)");
+                // Page by page, printed as they come: any size works.
+                let mut after = None;
+                loop {
+                    let page = done(&mut self.in_txn, self.runtime.block_on(self.client.dump_page(after)))?;
+                    for (k, v) in &page.entries {
+                        println!("{} = {}", show(k), show(v));
+                    }
+                    after = page.next.clone();
+                    if after.is_none() {
+                        if page.is_partial() {
+                            println!("(partial: this server holds only some of the partitions)");
+                        }
+                        break;
+                    }
                 }
             }
             "connect" => {
@@ -276,8 +361,13 @@ impl Shell {
 /// Notes what a client call's result says about the transaction (for the
 /// prompt), and turns its error into a message.
 fn done<T>(in_txn: &mut bool, result: Result<T, Error>) -> Result<T, String> {
-    if let Err(Error::UnknownTransaction | Error::NoActiveTransaction) = &result {
-        *in_txn = false;
+    match &result {
+        Err(
+            Error::UnknownTransaction | Error::NoActiveTransaction | Error::RefusedEarlier { .. } | Error::Aborted(_),
+        ) => *in_txn = false,
+        // The connection is gone, and its session and transaction with it.
+        Err(e) if e.is_fatal() => *in_txn = false,
+        _ => {}
     }
     result.map_err(|e| e.to_string())
 }
@@ -387,6 +477,7 @@ fn show(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use causeway_client::testing::MockServer;
 
     fn words(line: &str) -> Vec<Vec<u8>> {
         split(line).unwrap()
@@ -421,5 +512,45 @@ mod tests {
             assert_eq!(show(bytes), shown);
             assert_eq!(words(&show(bytes)), [bytes]);
         }
+    }
+
+    /// A shell on a mock server that runs on a runtime of its own, so it
+    /// serves while the shell blocks; dropping that runtime kills the server.
+    fn shell_on_mock() -> (tokio::runtime::Runtime, MockServer, Shell) {
+        let server_rt = tokio::runtime::Runtime::new().unwrap();
+        let server = server_rt.block_on(MockServer::start()).unwrap();
+        let addr = server.addr().to_string();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let client = runtime.block_on(Client::connect_with(addr.as_str(), options())).unwrap();
+        (server_rt, server, Shell { runtime, client, addr, in_txn: false, warned_eof: false })
+    }
+
+    #[test]
+    fn after_the_server_dies_the_shell_says_so_and_leaves_the_transaction() {
+        let (server_rt, _server, mut shell) = shell_on_mock();
+        shell.execute("begin").unwrap();
+        assert_eq!(shell.prompt(), "causeway [tx]> ");
+        assert!(shell.info()[0].starts_with("server     mock at 127.0.0.1:"), "{:?}", shell.info());
+        server_rt.shutdown_background();
+        assert!(shell.execute("read x").is_err());
+        assert_eq!(shell.prompt(), "causeway (disconnected)> ");
+        assert!(!shell.in_txn);
+        let info = shell.info();
+        assert!(info[0].starts_with("server     none: the connection to mock at 127.0.0.1:"), "{info:?}");
+        assert!(info[0].ends_with("is closed"), "{info:?}");
+        assert!(shell.leave_now(), "nothing to lose: leave at once");
+    }
+
+    #[test]
+    fn leaving_inside_a_transaction_asks_twice_then_aborts_it() {
+        let (_server_rt, _server, mut shell) = shell_on_mock();
+        assert!(shell.leave_now(), "outside a transaction: leave at once");
+        shell.execute("begin").unwrap();
+        shell.execute("write k v").unwrap();
+        assert!(!shell.leave_now(), "the first Ctrl-D warns");
+        assert!(shell.leave_now(), "the second leaves");
+        // The transaction was aborted: the session is free again.
+        shell.in_txn = false;
+        shell.execute("begin").unwrap();
     }
 }

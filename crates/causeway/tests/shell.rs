@@ -87,11 +87,80 @@ fn errors_are_printed_and_a_failed_script_exits_1() {
     assert!(err.contains("error: line 3: value (bytes): 7, over the limit of 4"), "{err}");
     assert!(err.contains("error: line 4: unknown command \"frobnicate\""), "{err}");
     assert!(err.contains("error: line 5: usage: write K V"), "{err}");
-    // The commands after the errors ran.
-    assert_eq!(
-        stdout(&out).lines().collect::<Vec<_>>(),
-        ["started", "written", "committed at ts=1 dc=0 txid=1", "x = ok"]
+    // The refused write left the transaction unable to commit: the write
+    // after it did not commit alone.
+    assert!(
+        err.contains("error: line 7: the transaction was aborted, not committed: an operation in it was refused (value (bytes): 7, over the limit of 4)"),
+        "{err}"
     );
+    // The commands after the errors ran.
+    assert_eq!(stdout(&out).lines().collect::<Vec<_>>(), ["started", "written", "x = (none)"]);
+}
+
+#[test]
+fn a_script_never_commits_part_of_a_transaction() {
+    let (_rt, server) = mock(MockConfig::default());
+    let addr = server.addr().to_string();
+    // 129 writes where a transaction holds 128: the commit commits nothing.
+    let mut script = String::from("begin\n");
+    for i in 0..129 {
+        script.push_str(&format!("write k{i} v\n"));
+    }
+    script.push_str("commit\n");
+    let out = shell(&addr, &script);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("error: line 130: writes in one transaction: 129, over the limit of 128"), "{err}");
+    assert!(err.contains("error: line 131: the transaction was aborted, not committed"), "{err}");
+    assert!(!stdout(&out).contains("committed"), "{}", stdout(&out));
+    assert_eq!(server.get("k0"), None, "not one of the 128 writes committed");
+    // A write over the value limit, then commit: not "committed (no writes)".
+    let big = "x".repeat(70_000);
+    let out = shell(&addr, &format!("begin\nwrite a {big}\ncommit\n"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!stdout(&out).contains("committed"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("line 3: the transaction was aborted, not committed"), "{}", stderr(&out));
+}
+
+#[test]
+fn delete_removes_a_key() {
+    let (_rt, server) = mock(MockConfig::default());
+    let out = shell(&server.addr().to_string(), "begin\nwrite k v\ncommit\nbegin\ndelete k\nread k\ncommit\nro k\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<String> = stdout(&out).lines().map(String::from).collect();
+    assert_eq!(lines[3..], ["started", "deleted", "k = (none)", "committed at ts=2 dc=0 txid=2", "k = (none)"]);
+    assert_eq!(server.get("k"), None);
+}
+
+#[test]
+fn a_script_that_ends_inside_a_transaction_aborts_it_and_fails() {
+    let (_rt, server) = mock(MockConfig::default());
+    let out = shell(&server.addr().to_string(), "begin\nwrite k v\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("the script ended inside a transaction; it was aborted"), "{}", stderr(&out));
+    assert_eq!(server.get("k"), None);
+}
+
+#[test]
+fn a_port_that_speaks_something_else_is_not_a_causeway_server() {
+    use std::io::{Read, Write as _};
+    // An HTTP server, as a node's metrics endpoint is: it answers a
+    // Causeway hello with an HTTP error.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(1) {
+            let mut stream = stream.unwrap();
+            let _ = stream.read(&mut [0u8; 64]);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = shell(&addr, "info\n");
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{addr} is not a Causeway server")), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "it said so at once");
 }
 
 #[test]

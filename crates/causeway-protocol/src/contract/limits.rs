@@ -29,15 +29,6 @@ fn within(what: &str, size: usize, limit: u32) -> Result<(), SessionError> {
     Ok(())
 }
 
-/// A key is never empty, whatever the limits: the rule sessions enforce
-/// where no limits are configured (the simulator).
-pub fn check_not_empty(key: &[u8]) -> Result<(), SessionError> {
-    if key.is_empty() {
-        return Err(SessionError::InvalidArgument("empty key".into()));
-    }
-    Ok(())
-}
-
 impl Limits {
     /// The most bytes of keys and values one read answer or one
     /// transaction's write set can hold under these limits. Servers keep it
@@ -49,7 +40,9 @@ impl Limits {
 
     /// A key: not empty, and not over the key size.
     pub fn check_key(&self, key: &[u8]) -> Result<(), SessionError> {
-        check_not_empty(key)?;
+        if key.is_empty() {
+            return Err(SessionError::InvalidArgument("empty key".into()));
+        }
         within("key (bytes)", key.len(), self.max_key_bytes)
     }
 

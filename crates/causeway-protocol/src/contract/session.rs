@@ -2,6 +2,7 @@
 
 use super::data::{CommitStamp, Key, Value};
 use super::effects::Effects;
+use super::limits::Limits;
 use super::message::Message;
 use crate::hlc::PhysicalMicros;
 use crate::ids::{Addr, ClientId, ReplicaId};
@@ -13,13 +14,14 @@ use std::sync::Arc;
 use thiserror::Error;
 
 /// Where a new session lives: its id, the replica of its DC it talks to
-/// first (its coordinator, for the protocols that have one), and the shape
-/// of the cluster.
+/// first (its coordinator, for the protocols that have one), the shape of
+/// the cluster, and the sizes it accepts.
 #[derive(Clone, Debug)]
 pub struct SessionSetup {
     pub id: ClientId,
     pub coordinator: ReplicaId,
     pub topology: Arc<Topology>,
+    pub limits: Limits,
 }
 
 /// Errors a session reports. Operational errors, not bugs: a driver shows
@@ -38,6 +40,11 @@ pub enum SessionError {
     InvalidArgument(String),
     #[error("{what}: {size}, over the limit of {limit}")]
     TooLarge { what: String, size: u64, limit: u64 },
+    /// The transaction asked to commit had an operation refused (with
+    /// `cause`): committing the rest would apply part of what the client
+    /// meant, so the transaction was aborted instead.
+    #[error("the transaction was aborted, not committed: an operation in it was refused ({cause})")]
+    RefusedEarlier { cause: String },
 }
 
 /// Why the store aborted a transaction the client wanted to commit. Not an
@@ -92,8 +99,9 @@ pub trait Session {
 
     fn read(&mut self, now: PhysicalMicros, keys: &[Key], out: &mut SessionEffects<Self>) -> CallResult;
 
-    /// Buffers a write; it is sent at commit.
-    fn write(&mut self, key: Key, value: Value) -> Result<(), SessionError>;
+    /// Buffers a write of `key`, sent at commit: a value, or `None` to
+    /// delete the key (later reads find no value).
+    fn write(&mut self, key: Key, value: Option<Value>) -> Result<(), SessionError>;
 
     fn commit(&mut self, now: PhysicalMicros, out: &mut SessionEffects<Self>) -> CallResult;
 

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 pub struct Prepared {
     /// The snapshot it read from: its commit vector, but for the local entry.
     pub snapshot: VectorTs,
-    pub writes: Vec<(Key, Value)>,
+    pub writes: Vec<(Key, Option<Value>)>,
 }
 
 /// A read slice whose snapshot this partition may not have installed yet.
@@ -101,5 +101,5 @@ pub fn read_at(store: &MvStore<VectorTs>, key: &[u8], snapshot: &VectorTs) -> Op
     let chain = store.chain(key)?;
     // A version is stamped with its commit vector's entry for its DC, so
     // none stamped above the snapshot's largest entry is visible.
-    chain.newest_visible_upto(snapshot.max_entry(), |v| vector::visible(v, snapshot)).map(|v| v.value.clone())
+    chain.newest_visible_upto(snapshot.max_entry(), |v| vector::visible(v, snapshot)).and_then(|v| v.value.clone())
 }

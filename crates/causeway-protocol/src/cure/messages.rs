@@ -30,7 +30,7 @@ pub type CureMsg = FamilyMsg<CureFamily>;
 pub struct TxWrites {
     pub txid: TxId,
     pub commit_vector: VectorTs,
-    pub writes: Vec<(Key, Value)>,
+    pub writes: Vec<(Key, Option<Value>)>,
 }
 
 /// Inside a DC: a partition's version vector, to every other partition,

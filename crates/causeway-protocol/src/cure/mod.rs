@@ -139,6 +139,6 @@ impl<const HYBRID: bool> Protocol for CureOn<HYBRID> {
     fn session(setup: SessionSetup, _config: &CureConfig) -> CureSession {
         debug_assert_eq!(setup.id.dc, setup.coordinator.dc, "a session talks to a coordinator in its own DC");
         let past = CurePast::new(setup.coordinator.dc, setup.topology.dc_count());
-        SessionCore::new(setup.id, CoordinatedClient::new(setup.coordinator, past))
+        SessionCore::new(&setup, CoordinatedClient::new(setup.coordinator, past))
     }
 }

@@ -211,6 +211,11 @@ impl CureReplica {
         if !replicated {
             self.core.replication.heartbeat(self.vv.get(m), out);
         }
+        // The version vector's smallest entry: every DC's writes up to it
+        // are here (FIFO links), so a tombstone below it beats anything
+        // still to come.
+        let s_old = self.stable.oldest_snapshot();
+        self.core.store.collect_tombstones(self.vv.min_entry(), |v| vector::visible(v, s_old));
     }
 }
 
@@ -261,7 +266,7 @@ impl FamilyReplica for CureReplica {
         tx: TxId,
         snapshot: VectorTs,
         ht: Timestamp,
-        writes: Vec<(Key, Value)>,
+        writes: Vec<(Key, Option<Value>)>,
         out: &mut Out,
     ) {
         if !self.of_this_cluster(&snapshot) {

@@ -61,7 +61,7 @@ impl CausalPast for CurePast {
         true
     }
 
-    fn committed(&mut self, ct: Timestamp, _writes: Vec<(Key, Value)>) {
+    fn committed(&mut self, ct: Timestamp, _writes: Vec<(Key, Option<Value>)>) {
         self.hwt = ct;
         self.seen.raise(self.dc, ct);
     }

@@ -57,7 +57,7 @@ fn prepare(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> Timest
         tx: TxId(tx),
         snapshot,
         ht,
-        writes: vec![(Key::from("k"), Value::from(format!("v{tx}")))],
+        writes: vec![(Key::from("k"), Some(Value::from(format!("v{tx}"))))],
     };
     r.on_message(now, coordinator(), msg, &mut out);
     match out.messages.as_slice() {
@@ -183,7 +183,8 @@ fn a_replicated_version_is_visible_only_in_snapshots_covering_its_commit_vector(
     let mut r = replica(ClockMode::Hybrid, 3, 1);
     let from_dc1 = Addr::Replica(ReplicaId::new(1, 0));
     let cv = vector(&[ts(START - 10), ts(START + 100), ts(START + 40)]);
-    let txs = vec![TxWrites { txid: TxId(3), commit_vector: cv, writes: vec![(Key::from("k"), Value::from("r"))] }];
+    let txs =
+        vec![TxWrites { txid: TxId(3), commit_vector: cv, writes: vec![(Key::from("k"), Some(Value::from("r")))] }];
     r.on_message(START, from_dc1, CureMsg::Replicate { ct: ts(START + 100), txs }, &mut Out::default());
     assert_eq!(r.version_vector().get(DcId(1)), ts(START + 100));
 

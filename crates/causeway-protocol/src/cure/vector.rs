@@ -60,6 +60,11 @@ impl VectorTs {
         }
     }
 
+    /// The smallest entry.
+    pub fn min_entry(&self) -> Timestamp {
+        self.0.iter().copied().min().unwrap_or(Timestamp::ZERO)
+    }
+
     /// The largest entry: a commit must be ordered after all of them.
     pub fn max_entry(&self) -> Timestamp {
         self.0.iter().copied().max().unwrap_or(Timestamp::ZERO)
@@ -109,7 +114,7 @@ mod tests {
     fn version(origin: u16, cv: &[u64]) -> Version<VectorTs> {
         let meta = v(cv);
         Version {
-            value: Value::new(),
+            value: Some(Value::new()),
             stamp: CommitStamp { ts: meta.get(DcId(origin)), dc: DcId(origin), txid: TxId(1) },
             meta,
         }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct EcWrites {
     pub txid: TxId,
     pub ct: Timestamp,
-    pub writes: Vec<(Key, Value)>,
+    pub writes: Vec<(Key, Option<Value>)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,7 +20,7 @@ pub enum EcMsg {
     ReadReq { tag: ReadTag, keys: Vec<Key> },
     ReadResp { tag: ReadTag, values: Vec<(Key, Option<Value>)> },
     // Client ↔ its coordinator.
-    CommitReq { hwt: Timestamp, writes: Vec<(Key, Value)> },
+    CommitReq { hwt: Timestamp, writes: Vec<(Key, Option<Value>)> },
     CommitResp { tx: TxId, ct: Timestamp },
     TxError { error: SessionError },
     // Coordinator → the other partitions written: apply at once.

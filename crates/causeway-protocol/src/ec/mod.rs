@@ -88,6 +88,6 @@ impl Protocol for Ec {
 
     fn session(setup: SessionSetup, _config: &EcConfig) -> EcSession {
         debug_assert_eq!(setup.id.dc, setup.coordinator.dc, "a session talks to replicas in its own DC");
-        SessionCore::new(setup.id, EcClient::new(setup.id, setup.coordinator, setup.topology))
+        SessionCore::new(&setup, EcClient::new(setup.id, setup.coordinator, setup.topology.clone()))
     }
 }

@@ -91,7 +91,7 @@ impl EcReplica {
         now: PhysicalMicros,
         client: Addr,
         hwt: Timestamp,
-        writes: Vec<(Key, Value)>,
+        writes: Vec<(Key, Option<Value>)>,
         out: &mut Out,
     ) {
         if writes.is_empty() {
@@ -118,7 +118,7 @@ impl EcReplica {
         let values = keys
             .into_iter()
             .map(|k| {
-                let v = self.store.chain(&k).and_then(|c| c.newest()).map(|v| v.value.clone());
+                let v = self.store.chain(&k).and_then(|c| c.newest()).and_then(|v| v.value.clone());
                 (k, v)
             })
             .collect();

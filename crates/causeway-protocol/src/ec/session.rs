@@ -75,7 +75,7 @@ impl ClientRole for EcClient {
         self.reading = Some(Gather { tag, waiting, values: Vec::new() });
     }
 
-    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Value)], out: &mut Out) {
+    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
         out.send(Addr::Replica(self.coordinator), EcMsg::CommitReq { hwt: self.hwt, writes: writes.to_vec() });
     }
 
@@ -110,7 +110,7 @@ impl ClientRole for EcClient {
         }
     }
 
-    fn committed(&mut self, stamp: &CommitStamp, _writes: Vec<(Key, Value)>) {
+    fn committed(&mut self, stamp: &CommitStamp, _writes: Vec<(Key, Option<Value>)>) {
         self.hwt = self.hwt.max(stamp.ts);
     }
 

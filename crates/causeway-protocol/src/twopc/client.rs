@@ -35,7 +35,7 @@ pub trait CausalPast: Send + 'static {
     }
 
     /// The session's transaction committed `writes` at `ct`.
-    fn committed(&mut self, ct: Timestamp, writes: Vec<(Key, Value)>);
+    fn committed(&mut self, ct: Timestamp, writes: Vec<(Key, Option<Value>)>);
 
     /// The commit time of the session's last update: its next one commits
     /// above it.
@@ -93,7 +93,7 @@ impl<C: CausalPast> ClientRole for CoordinatedClient<C> {
     }
 
     /// Alg. 1, lines 26–32.
-    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Value)], out: &mut Out<C>) {
+    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out<C>) {
         if let Some(tx) = self.tx {
             let msg = TxnMsg::CommitReq { tx, hwt: self.past.last_commit(), writes: writes.to_vec() };
             out.send(self.to_coordinator(), msg);
@@ -136,7 +136,7 @@ impl<C: CausalPast> ClientRole for CoordinatedClient<C> {
         }
     }
 
-    fn committed(&mut self, stamp: &CommitStamp, writes: Vec<(Key, Value)>) {
+    fn committed(&mut self, stamp: &CommitStamp, writes: Vec<(Key, Option<Value>)>) {
         self.past.committed(stamp.ts, writes);
     }
 

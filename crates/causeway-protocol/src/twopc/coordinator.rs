@@ -118,7 +118,7 @@ impl<S: Snapshot> Coordinator<S> {
         client: Addr,
         tx: TxId,
         hwt: Timestamp,
-        writes: Vec<(Key, Value)>,
+        writes: Vec<(Key, Option<Value>)>,
         topology: &Topology,
         out: &mut Out<S, Q, W, G, T, R>,
     ) {

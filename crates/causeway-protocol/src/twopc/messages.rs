@@ -22,7 +22,7 @@ pub enum TxnMsg<S, Q, W, G> {
         /// The commit time of the client's last update: the proposal
         /// exceeds it.
         hwt: Timestamp,
-        writes: Vec<(Key, Value)>,
+        writes: Vec<(Key, Option<Value>)>,
     },
     /// One-way: a read-only or aborted transaction is over, so the
     /// coordinator can drop its context (and stop holding back GC).
@@ -67,7 +67,7 @@ pub enum TxnMsg<S, Q, W, G> {
         tx: TxId,
         snapshot: S,
         ht: Timestamp,
-        writes: Vec<(Key, Value)>,
+        writes: Vec<(Key, Option<Value>)>,
     },
     PrepareResp {
         tx: TxId,

@@ -80,7 +80,7 @@ pub trait FamilyReplica: Send + 'static {
         tx: TxId,
         snapshot: Snap<Self::Family>,
         ht: Timestamp,
-        writes: Vec<(Key, Value)>,
+        writes: Vec<(Key, Option<Value>)>,
         out: &mut FamilyEffects<Self>,
     );
 

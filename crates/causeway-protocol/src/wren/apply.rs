@@ -43,6 +43,12 @@ impl VersionVector {
         self.remote.iter().map(|&dc| self.get(dc)).min().unwrap_or(Timestamp::MAX)
     }
 
+    /// A time up to which this replica has every write of every DC: no
+    /// version stamped at or below it can still arrive (FIFO links).
+    pub fn settled(&self) -> Timestamp {
+        self.local().min(self.remote_min())
+    }
+
     pub fn as_slice(&self) -> &[Timestamp] {
         &self.vv
     }

@@ -15,7 +15,7 @@ pub struct Prepared {
     /// The snapshot's remote time: the remote dependency time of the
     /// versions the transaction creates.
     pub rdt: Timestamp,
-    pub writes: Vec<(Key, Value)>,
+    pub writes: Vec<(Key, Option<Value>)>,
 }
 
 /// Reads of one replica's store, under the visibility rule (and the
@@ -38,7 +38,9 @@ impl Reader<'_> {
     pub fn read(&self, key: &[u8], snapshot: Snapshot) -> Option<Value> {
         let chain = self.store.chain(key)?;
         // Local versions need ut ≤ lt, remote ones ut ≤ rt: none above both.
-        chain.newest_visible_upto(snapshot.lt.max(snapshot.rt), |v| self.visible(v, snapshot)).map(|v| v.value.clone())
+        chain
+            .newest_visible_upto(snapshot.lt.max(snapshot.rt), |v| self.visible(v, snapshot))
+            .and_then(|v| v.value.clone())
     }
 
     /// A slice: every key with its value in `snapshot`.

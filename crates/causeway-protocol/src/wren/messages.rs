@@ -36,7 +36,7 @@ pub struct TxWrites {
     pub txid: TxId,
     /// The remote dependency time of every version the transaction creates.
     pub rdt: Timestamp,
-    pub writes: Vec<(Key, Value)>,
+    pub writes: Vec<(Key, Option<Value>)>,
 }
 
 /// What one subtree of the BiST tree reports to its parent.

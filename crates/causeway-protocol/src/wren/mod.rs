@@ -114,6 +114,6 @@ impl Protocol for Wren {
 
     fn session(setup: SessionSetup, config: &WrenConfig) -> WrenSession {
         debug_assert_eq!(setup.id.dc, setup.coordinator.dc, "a session talks to a coordinator in its own DC");
-        SessionCore::new(setup.id, CoordinatedClient::new(setup.coordinator, WrenPast::new(config.fault)))
+        SessionCore::new(&setup, CoordinatedClient::new(setup.coordinator, WrenPast::new(config.fault)))
     }
 }

@@ -13,7 +13,7 @@
 use super::apply::{self, VersionVector};
 use super::cohort::{Prepared, Reader};
 use super::messages::{BistMsg, StableReport, StartFrom, TxWrites, WrenFamily};
-use super::snapshot::Snapshot;
+use super::snapshot::{self, Snapshot};
 use super::stabilization::Bist;
 use super::{Fault, WrenConfig};
 use crate::contract::{Key, NoRecord, Value};
@@ -91,6 +91,8 @@ impl WrenReplica {
         if !replicated {
             core.replication.heartbeat(self.vv.local(), out);
         }
+        let settled = self.vv.settled();
+        core.store.collect_tombstones(settled, |v| snapshot::visible(here, v, s_old));
     }
 }
 
@@ -142,7 +144,7 @@ impl FamilyReplica for WrenReplica {
         tx: TxId,
         snapshot: Snapshot,
         ht: Timestamp,
-        writes: Vec<(Key, Value)>,
+        writes: Vec<(Key, Option<Value>)>,
         out: &mut Out,
     ) {
         let prepared = || Prepared { rdt: snapshot.rt, writes };

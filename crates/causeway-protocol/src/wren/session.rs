@@ -24,8 +24,9 @@ pub struct WrenPast {
     rst: Timestamp,
     /// Commit time of the client's last update transaction.
     hwt: Timestamp,
-    /// The client cache `WC`: own writes with their commit time.
-    wc: FxHashMap<Key, (Value, Timestamp)>,
+    /// The client cache `WC`: own writes with their commit time (`None`:
+    /// a delete).
+    wc: FxHashMap<Key, (Option<Value>, Timestamp)>,
 }
 
 impl WrenPast {
@@ -51,7 +52,7 @@ pub struct WrenSessionState {
     pub lst: Timestamp,
     pub rst: Timestamp,
     pub hwt: Timestamp,
-    pub cache: Vec<(Key, Value, Timestamp)>,
+    pub cache: Vec<(Key, Option<Value>, Timestamp)>,
 }
 
 impl CausalPast for WrenPast {
@@ -77,11 +78,11 @@ impl CausalPast for WrenPast {
         if self.fault == Fault::SkipClientCache {
             return None;
         }
-        self.wc.get(key).map(|(v, _)| Some(v.clone()))
+        self.wc.get(key).map(|(v, _)| v.clone())
     }
 
     /// Alg. 1, lines 30–32: the writes join the cache with their commit time.
-    fn committed(&mut self, ct: Timestamp, writes: Vec<(Key, Value)>) {
+    fn committed(&mut self, ct: Timestamp, writes: Vec<(Key, Option<Value>)>) {
         self.hwt = ct;
         for (k, v) in writes {
             self.wc.insert(k, (v, ct));

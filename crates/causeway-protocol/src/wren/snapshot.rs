@@ -52,7 +52,7 @@ mod tests {
 
     fn v(dc: u16, ut: u64, rdt: u64) -> Version<Timestamp> {
         Version {
-            value: Value::new(),
+            value: Some(Value::new()),
             stamp: CommitStamp { ts: Timestamp(ut), dc: DcId(dc), txid: TxId(1) },
             meta: Timestamp(rdt),
         }

@@ -31,7 +31,7 @@ fn prepare(r: &mut WrenReplica, now: u64, tx: u64, ht: Timestamp) -> Timestamp {
         tx: TxId(tx),
         snapshot: Snapshot::default(),
         ht,
-        writes: vec![(Key::from("k"), Value::from(format!("v{tx}")))],
+        writes: vec![(Key::from("k"), Some(Value::from(format!("v{tx}"))))],
     };
     r.on_message(now, coordinator_addr(), msg, &mut out);
     match out.messages.as_slice() {
@@ -146,11 +146,11 @@ fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
         Some((_, WrenMsg::StartTxResp { tx, .. })) => tx,
         other => panic!("{other:?}"),
     };
-    let writes = vec![(Key::from("k"), Value::from("first")), (Key::from("k"), Value::from("last"))];
+    let writes = vec![(Key::from("k"), Some(Value::from("first"))), (Key::from("k"), Some(Value::from("last")))];
     r.on_message(1_100, client, WrenMsg::CommitReq { tx, hwt: Timestamp::ZERO, writes }, &mut out);
     match out.messages.as_slice() {
         [(_, WrenMsg::PrepareReq { writes, .. })] => {
-            assert_eq!(writes, &vec![(Key::from("k"), Value::from("last"))]);
+            assert_eq!(writes, &vec![(Key::from("k"), Some(Value::from("last")))]);
         }
         other => panic!("expected one prepare, got {other:?}"),
     }

@@ -1,45 +1,82 @@
 //! The operator and benchmark hooks of the client wire: `Dump` (the newest
-//! value of every key this node's replicas of the DC hold),
+//! value of every key this node's replicas of the DC hold, a page at a time),
 //! `DropPeerConnections`, and `Stats` (counters and stable times).
 
 use super::host::ClientHost;
 use crate::router::ReplicaInput;
 use bytes::Bytes;
 use causeway_protocol::{DcId, Key, Protocol};
-use causeway_wire::{Dump, Response};
+use causeway_wire::{Dump, Response, DUMP_PAGE_BYTES};
 use tokio::sync::{mpsc, oneshot};
 
-/// What the replicas of a dump answered, merged and sorted.
-pub type DumpParts = Vec<(Key, Bytes)>;
+/// One page of a dump, merged from the node's replicas of the DC and sorted:
+/// its entries, and the key to continue after (`None`: the last page).
+pub type DumpParts = (Vec<(Key, Bytes)>, Option<Key>);
 
-/// Asks every replica of `dc` on this node for its newest values; the
-/// merged answer arrives on `reply`.
-pub fn start_dump<P: Protocol>(host: &ClientHost<P>, dc: DcId, reply: mpsc::UnboundedSender<DumpParts>) {
+/// The entries of `sorted` after `after`, in order, up to `max_bytes` of keys
+/// and values (at least one, so a dump always moves on); and whether more
+/// entries follow.
+pub fn page(sorted: Vec<(Key, Bytes)>, after: Option<Key>, max_bytes: usize) -> (Vec<(Key, Bytes)>, bool) {
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    let mut rest = sorted.into_iter().skip_while(|(k, _)| after.as_ref().is_some_and(|a| k <= a)).peekable();
+    while let Some((k, v)) = rest.next_if(|(k, v)| out.is_empty() || bytes + k.len() + v.len() <= max_bytes) {
+        bytes += k.len() + v.len();
+        out.push((k, v));
+    }
+    (out, rest.peek().is_some())
+}
+
+/// Asks every replica of `dc` on this node for a page of its newest values
+/// after `after`; the merged page arrives on `reply`.
+pub fn start_dump<P: Protocol>(
+    host: &ClientHost<P>,
+    dc: DcId,
+    after: Option<Key>,
+    reply: mpsc::UnboundedSender<DumpParts>,
+) {
     let mut waits = Vec::new();
     for r in host.router.local_replicas().filter(|r| r.dc == dc) {
         let (tx, rx) = oneshot::channel();
         if let Some(inbox) = host.router.replica_inbox(r) {
-            let _ = inbox.send(ReplicaInput::Dump(tx));
+            let _ = inbox.send(ReplicaInput::Dump { after: after.clone(), max_bytes: DUMP_PAGE_BYTES, reply: tx });
             waits.push(rx);
         }
     }
     tokio::spawn(async move {
         let mut entries = Vec::new();
+        // Past the last key a replica left out, that replica may hold keys
+        // this page has not seen: the page ends there.
+        let mut end: Option<Key> = None;
         for w in waits {
-            entries.extend(w.await.unwrap_or_default());
+            let (part, more) = w.await.unwrap_or_default();
+            if more {
+                let last = part.last().map(|(k, _)| k.clone());
+                end = match (end, last) {
+                    (Some(e), Some(l)) => Some(e.min(l)),
+                    (e, l) => e.or(l),
+                };
+            }
+            entries.extend(part);
         }
         entries.sort();
-        let _ = reply.send(entries);
+        if let Some(end) = &end {
+            entries.retain(|(k, _)| k <= end);
+        }
+        let (entries, more) = page(entries, None, DUMP_PAGE_BYTES);
+        let next = if more || end.is_some() { entries.last().map(|(k, _)| k.clone()) } else { None };
+        let _ = reply.send((entries, next));
     });
 }
 
-/// The answer to `Dump`: the entries, and which of the DC's partitions they cover.
-pub fn dump_response<P: Protocol>(host: &ClientHost<P>, dc: DcId, entries: DumpParts) -> Response {
+/// The answer to `Dump`: a page of entries, and which of the DC's
+/// partitions they cover.
+pub fn dump_response<P: Protocol>(host: &ClientHost<P>, dc: DcId, (entries, next): DumpParts) -> Response {
     let topology = &host.topology;
     let mut partitions: Vec<u32> = host.router.local_replicas().filter(|r| r.dc == dc).map(|r| r.partition.0).collect();
     partitions.sort_unstable();
     let partition_count = topology.partitions().filter(|&p| topology.holds(dc, p)).count() as u32;
-    Response::Dump(Dump { dc: dc.0, partitions, partition_count, entries })
+    Response::Dump(Dump { dc: dc.0, partitions, partition_count, entries, next })
 }
 
 /// The answer to `Stats`.
@@ -51,4 +88,24 @@ pub fn stats<P: Protocol>(host: &ClientHost<P>, waited_txns: bool) -> Response {
 pub fn drop_peer_connections<P: Protocol>(host: &ClientHost<P>) -> Response {
     host.router.drop_peer_connections();
     Response::Done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(keys: &[&'static str]) -> Vec<(Key, Bytes)> {
+        keys.iter().map(|k| (Key::from_static(k.as_bytes()), Bytes::from_static(b"vv"))).collect()
+    }
+
+    #[test]
+    fn a_page_starts_after_the_cursor_and_stops_at_the_budget() {
+        let all = entries(&["a", "b", "c", "d"]);
+        assert_eq!(page(all.clone(), None, 100), (all.clone(), false));
+        let (first, more) = page(all.clone(), None, 6);
+        assert_eq!((first, more), (entries(&["a", "b"]), true));
+        assert_eq!(page(all.clone(), Some(Key::from_static(b"b")), 6), (entries(&["c", "d"]), false));
+        assert_eq!(page(all.clone(), None, 1), (entries(&["a"]), true), "at least one entry: the dump moves on");
+        assert_eq!(page(all, Some(Key::from_static(b"d")), 6), (vec![], false));
+    }
 }

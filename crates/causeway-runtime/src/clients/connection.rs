@@ -106,9 +106,18 @@ async fn send_now(framed: &mut Wire, id: u64, response: Response) -> std::io::Re
 }
 
 /// Queues an answer in the connection's write buffer; [`run`] flushes it
-/// before it waits, so answers to pipelined requests leave in one write.
+/// before it waits, so answers to pipelined requests leave in one write. An
+/// answer too large for one frame is replaced by an error that says so: the
+/// client hears why, and the connection lives on.
 async fn send(framed: &mut Wire, id: u64, response: Response) -> std::io::Result<()> {
-    let bytes = postcard::to_allocvec(&ResponseFrame { id, response }).map_err(std::io::Error::other)?;
+    let mut bytes = postcard::to_allocvec(&ResponseFrame { id, response }).map_err(std::io::Error::other)?;
+    let limit = framed.codec().max_frame_length();
+    if bytes.len() > limit {
+        tracing::warn!(size = bytes.len(), limit, "an answer does not fit in one frame; the client gets an error");
+        let e = WireError::AnswerTooLarge { size: bytes.len() as u64, limit: limit as u64 };
+        bytes = postcard::to_allocvec(&ResponseFrame { id, response: Response::Error(e) })
+            .map_err(std::io::Error::other)?;
+    }
     framed.feed(Bytes::from(bytes)).await
 }
 

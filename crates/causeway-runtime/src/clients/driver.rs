@@ -8,7 +8,8 @@ use crate::clock::now_micros;
 use crate::token;
 use causeway_protocol::contract::session::{CallResult, SessionEffects};
 use causeway_protocol::{
-    Addr, ClientId, CommitStamp, DcId, PhysicalMicros, Protocol, ReplicaId, Session, SessionEvent, SessionSetup,
+    Addr, ClientId, CommitStamp, DcId, PhysicalMicros, Protocol, ReplicaId, Session, SessionError, SessionEvent,
+    SessionSetup,
 };
 use causeway_wire::{Request, Response, Stamp, WireError};
 use std::collections::BTreeMap;
@@ -65,8 +66,6 @@ pub struct SessionDriver<'h, P: Protocol> {
     dc: DcId,
     session: P::Session,
     waiting: Option<Waiting>,
-    /// Writes buffered in the running transaction, against the limit.
-    writes: u32,
     out: SessionEffects<P::Session>,
     /// Timers the session armed, by when they are due (then arming order).
     timers: BTreeMap<(Instant, u64), <P::Session as Session>::Timer>,
@@ -75,7 +74,7 @@ pub struct SessionDriver<'h, P: Protocol> {
 
 impl<'h, P: Protocol> SessionDriver<'h, P> {
     pub fn new(host: &'h ClientHost<P>, client: ClientId, dc: DcId, coordinator: ReplicaId) -> Self {
-        let setup = SessionSetup { id: client, coordinator, topology: host.topology.clone() };
+        let setup = SessionSetup { id: client, coordinator, topology: host.topology.clone(), limits: host.limits };
         let session = P::session(setup, &host.config);
         SessionDriver {
             host,
@@ -83,7 +82,6 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             dc,
             session,
             waiting: None,
-            writes: 0,
             out: SessionEffects::<P::Session>::default(),
             timers: BTreeMap::new(),
             armed: 0,
@@ -138,29 +136,26 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     }
 
     /// Serves one request: answers it now, or starts what the cluster answers.
+    /// The session checks every request against the limits (and refuses
+    /// the commit of a transaction it refused an operation of).
     pub fn serve(&mut self, id: u64, request: Request, dumps: &mpsc::UnboundedSender<DumpParts>) -> Served {
-        let limits = self.host.limits;
         let result = match request {
             Request::Hello { .. } => Err(WireError::invalid("Hello was already received")),
             Request::Begin => self.call(id, Operation::Begin, |s, now, out| s.begin(now, out)),
-            Request::Read { keys } => match limits.check_read(&keys) {
-                Ok(()) => self.call(id, Operation::Read, |s, now, out| s.read(now, &keys, out)),
-                Err(e) => Err(e.into()),
-            },
-            Request::Write { key, value } => self.write(key, value).map(|()| Served::Reply(Response::Written)),
+            Request::Read { keys } => self.call(id, Operation::Read, |s, now, out| s.read(now, &keys, out)),
+            Request::Write { key, value } => self.write(key, Some(value)),
+            Request::Delete { key } => self.write(key, None),
             Request::Commit => self.call(id, Operation::Commit, |s, now, out| s.commit(now, out)),
             Request::Abort => match self.session.abort(now_micros(), &mut self.out) {
                 Ok(()) => {
-                    self.writes = 0;
                     self.host.metrics.txns_aborted.inc();
                     Ok(Served::Reply(Response::Aborted))
                 }
                 Err(e) => Err(e.into()),
             },
-            Request::ReadOnly { keys } => match limits.check_read(&keys) {
-                Ok(()) => self.call(id, Operation::ReadOnly, |s, now, out| s.read_only(now, &keys, out)),
-                Err(e) => Err(e.into()),
-            },
+            Request::ReadOnly { keys } => {
+                self.call(id, Operation::ReadOnly, |s, now, out| s.read_only(now, &keys, out))
+            }
             Request::ExportSession => self
                 .session
                 .export_state()
@@ -172,8 +167,8 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
                 .map(|()| Served::Reply(Response::Resumed)),
             Request::DropPeerConnections => Ok(Served::Reply(admin::drop_peer_connections(self.host))),
             Request::Stats { waited_txns } => Ok(Served::Reply(admin::stats(self.host, waited_txns))),
-            Request::Dump => {
-                admin::start_dump(self.host, self.dc, dumps.clone());
+            Request::Dump { after } => {
+                admin::start_dump(self.host, self.dc, after, dumps.clone());
                 self.waiting = Some(Waiting { id, op: Operation::Dump, since: Instant::now() });
                 Ok(Served::Wait)
             }
@@ -181,11 +176,9 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         result.unwrap_or_else(|e| Served::Reply(Response::Error(e)))
     }
 
-    fn write(&mut self, key: bytes::Bytes, value: bytes::Bytes) -> Result<(), WireError> {
-        self.host.limits.check_write(&key, &value, u64::from(self.writes))?;
+    fn write(&mut self, key: bytes::Bytes, value: Option<bytes::Bytes>) -> Result<Served, WireError> {
         self.session.write(key, value)?;
-        self.writes += 1;
-        Ok(())
+        Ok(Served::Reply(Response::Written))
     }
 
     /// Calls the session; an immediate completion is answered at once.
@@ -234,11 +227,12 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         let op = self.waiting.as_ref().map(|w| &w.op);
         let response = match (op, event) {
             (_, SessionEvent::Failed(e)) => {
-                self.writes = 0;
+                if matches!(e, SessionError::RefusedEarlier { .. }) {
+                    metrics.txns_aborted.inc();
+                }
                 Response::Error(e.into())
             }
             (_, SessionEvent::Aborted(why)) => {
-                self.writes = 0;
                 metrics.txns_aborted.inc();
                 Response::TxnAborted(why)
             }
@@ -250,7 +244,6 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
                 Response::Values(values.into_iter().map(|(_, v)| v).collect())
             }
             (Some(Operation::Commit), SessionEvent::Committed(s)) => {
-                self.writes = 0;
                 metrics.txns_committed.inc();
                 Response::Committed(s.map(stamp))
             }

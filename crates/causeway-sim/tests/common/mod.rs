@@ -18,8 +18,8 @@ pub fn seeds(default: u64) -> u64 {
 
 /// A random but seed-determined cluster and fault schedule: 1–5 DCs,
 /// 1–8 partitions, clock skew up to 60 ms (250 ms on a quarter of the
-/// seeds), drift, up to two DC cuts, and on
-/// half the seeds latency spikes.
+/// seeds), drift, up to two DC cuts, on half the seeds latency spikes, and
+/// on half of them deletes among the writes.
 /// The workload runs for 600 ms of simulated time or `max_txns`
 /// transactions, whichever comes first.
 pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
@@ -43,6 +43,9 @@ pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
         read_only_fraction: rng.random_range(0.0..0.5),
         abort_fraction: 0.05,
         rewrite_fraction: 0.05,
+        // Half the seeds delete keys too: tombstones replicated, ordered,
+        // read as no value, and collected.
+        delete_fraction: if rng.random_bool(0.5) { rng.random_range(0.05..0.3) } else { 0.0 },
         max_read_rounds: rng.random_range(1..=3),
         // Clients pause between transactions so that a run spans several WAN
         // round trips without piling up transactions: remote versions then
