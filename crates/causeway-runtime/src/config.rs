@@ -33,7 +33,8 @@
 //! name = "virginia-0"
 //! dc = "virginia"
 //! partitions = [0, 1]
-//! peer = "127.0.0.1:7000"     # other servers connect here
+//! peer = "127.0.0.1:7000"     # other servers connect here (a host name
+//!                             # works too: "db-1.example:7000")
 //! client = "127.0.0.1:7100"   # clients connect here
 //! metrics = "127.0.0.1:9100"  # optional Prometheus endpoint
 //! clock_offset_ms = 0         # optional, benchmarks only: emulated clock skew
@@ -42,6 +43,7 @@
 
 use crate::plan::{ClusterPlan, NodePlan, WanDelays};
 use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
+use causeway_transport::PeerAddr;
 use causeway_workload::WanModel;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -121,11 +123,36 @@ struct NodeFile {
     name: String,
     dc: String,
     partitions: Vec<u32>,
-    peer: SocketAddr,
-    client: SocketAddr,
-    metrics: Option<SocketAddr>,
+    /// `host:port`; a host name is resolved at start, and the other nodes
+    /// resolve it again at every reconnect.
+    peer: String,
+    client: String,
+    metrics: Option<String>,
     /// Emulated clock skew for benchmarks: added to this node's clock.
     clock_offset_ms: Option<f64>,
+}
+
+/// A `host:port` address: an IP address, or a host name resolved now (to
+/// its first address). The error says what is wrong, for a message that
+/// names the field.
+fn resolve_addr(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return if addr.port() == 0 { Err("needs a port other than 0".into()) } else { Ok(addr) };
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err("needs a port: write host:port".into());
+    };
+    match port.parse::<u16>() {
+        Ok(0) => return Err("needs a port other than 0".into()),
+        Ok(_) => {}
+        Err(_) => return Err(format!("has no valid port ({port:?} is not a number from 1 to 65535)")),
+    }
+    if host.is_empty() {
+        return Err("needs a host before the port".into());
+    }
+    let mut addrs = text.to_socket_addrs().map_err(|e| format!("does not resolve: {e}"))?;
+    addrs.next().ok_or_else(|| format!("does not resolve: {host} has no address"))
 }
 
 /// The most bytes of keys and values in one read answer or one write set:
@@ -234,16 +261,16 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             let known: Vec<_> = dc_ids.keys().copied().collect();
             format!("{at}: unknown DC {:?} (declared DCs: {})", node.dc, known.join(", "))
         })?;
-        for (what, addr) in
-            [("peer", Some(node.peer)), ("client", Some(node.client)), ("metrics", node.metrics)].into_iter()
+        let mut resolved = BTreeMap::new();
+        for (what, text) in
+            [("peer", Some(&node.peer)), ("client", Some(&node.client)), ("metrics", node.metrics.as_ref())]
         {
-            let Some(addr) = addr else { continue };
-            if addr.port() == 0 {
-                return Err(format!("{at}: {what} address {addr} needs a port"));
-            }
+            let Some(text) = text else { continue };
+            let addr = resolve_addr(text).map_err(|e| format!("{at}: {what} address {text:?} {e}"))?;
             if let Some(other) = addrs.insert(addr, format!("{at} ({what})")) {
                 return Err(format!("duplicate address {addr}: used by {other} and by {at} ({what})"));
             }
+            resolved.insert(what, addr);
         }
         if node.partitions.is_empty() {
             return Err(format!("{at} holds no partition"));
@@ -275,9 +302,13 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         nodes.push(NodePlan {
             name: node.name.clone(),
             replicas,
-            clients: vec![(dc, node.client)],
-            peer: Some(node.peer),
-            metrics: node.metrics,
+            clients: vec![(dc, resolved["client"])],
+            // A name stays a name: peers resolve it again when they reconnect.
+            peer: Some(match node.peer.parse::<SocketAddr>() {
+                Ok(ip) => PeerAddr::Ip(ip),
+                Err(_) => PeerAddr::Name(node.peer.clone()),
+            }),
+            metrics: resolved.get("metrics").copied(),
         });
     }
     // Placement: which DCs hold each partition.

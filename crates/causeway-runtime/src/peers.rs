@@ -66,12 +66,18 @@ impl<M: Message> Peers<M> {
     /// Listens for the other nodes and dials them.
     pub async fn start(plan: &ClusterPlan, node: usize) -> Result<Arc<Peers<M>>, StartError> {
         let me = &plan.nodes[node];
-        let listen = me.peer.ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", me.name)))?;
+        let listen =
+            me.peer.as_ref().ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", me.name)))?;
+        let listen = listen.resolve().map_err(|e| {
+            StartError::Invalid(format!("node {:?}: its peer address {listen} does not resolve: {e}", me.name))
+        })?;
         let my_dc = plan.dc_of_node(node);
         let mut peers = Vec::new();
         for (i, other) in plan.nodes.iter().enumerate().filter(|(i, _)| *i != node) {
-            let addr =
-                other.peer.ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", other.name)))?;
+            let addr = other
+                .peer
+                .clone()
+                .ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", other.name)))?;
             let mut peer = Peer::new(i as u32, addr);
             if let (Some(wan), Some(a), Some(b)) = (&plan.wan, my_dc, plan.dc_of_node(i)) {
                 if let Some(spec) = wan.spec(a, b) {
@@ -81,6 +87,7 @@ impl<M: Message> Peers<M> {
             peers.push(peer);
         }
         let mut config = TransportConfig::new(node as u32, plan.name.clone(), listen, peers);
+        config.terms = plan.peer_terms();
         // The limits keep one transaction's writes or one read answer under
         // 12 MiB; a replication group may carry several transactions.
         config.max_frame_bytes = MAX_PEER_FRAME_BYTES;

@@ -4,6 +4,7 @@
 //! from it.
 
 use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
+use causeway_transport::PeerAddr;
 use causeway_workload::WanModel;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,8 +39,10 @@ pub struct NodePlan {
     pub replicas: Vec<ReplicaId>,
     /// Where clients of each DC this node serves connect.
     pub clients: Vec<(DcId, SocketAddr)>,
-    /// Where the other nodes connect; `None` for a node alone in its cluster.
-    pub peer: Option<SocketAddr>,
+    /// Where the other nodes connect; `None` for a node alone in its
+    /// cluster. A host name is resolved when the node starts (to listen)
+    /// and by the other nodes at every reconnect.
+    pub peer: Option<PeerAddr>,
     /// Where Prometheus scrapes; `None`: no metrics endpoint.
     pub metrics: Option<SocketAddr>,
 }
@@ -80,6 +83,35 @@ impl WanDelays {
 }
 
 impl ClusterPlan {
+    /// What every node of the cluster must agree on, compared when two
+    /// nodes connect: the protocol (its messages mean nothing to another),
+    /// the shape of the cluster and the placement of its replicas on nodes.
+    /// A node started from another config file is refused by name.
+    pub fn peer_terms(&self) -> Vec<(String, String)> {
+        let t = &self.topology;
+        let placement: Vec<String> = t
+            .partitions()
+            .map(|p| t.replicas_of(p).iter().map(|dc| dc.0.to_string()).collect::<Vec<_>>().join("+"))
+            .collect();
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let replicas: Vec<String> =
+                    n.replicas.iter().map(|r| format!("{}.{}", r.dc.0, r.partition.0)).collect();
+                format!("{}={}", n.name, replicas.join(","))
+            })
+            .collect();
+        let digest = |text: String| format!("{:016x}", causeway_protocol::topology::fnv1a64(text.as_bytes()));
+        vec![
+            ("protocol".into(), self.protocol.name().into()),
+            ("dcs".into(), t.dc_count().to_string()),
+            ("partitions".into(), t.partition_count().to_string()),
+            ("placement (digest)".into(), digest(placement.join(" "))),
+            ("nodes and their replicas (digest)".into(), digest(nodes.join(" "))),
+        ]
+    }
+
     /// M DCs × N partitions in one process: one node runs every replica and
     /// serves every DC's clients. `client_port`: the first DC's client port
     /// (the others follow); 0 lets the OS choose.

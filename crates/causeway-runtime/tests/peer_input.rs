@@ -35,7 +35,7 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
         name: name.into(),
         replicas,
         clients: client.map(|c| (DcId(0), local(c))).into_iter().collect(),
-        peer: Some(local(peer)),
+        peer: Some(local(peer).into()),
         metrics: None,
     };
     let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, 0).unwrap();
@@ -54,19 +54,17 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
     let got: Arc<Mutex<Vec<Envelope<WrenMsg>>>> = Arc::default();
     let sink = got.clone();
     let peers = vec![Peer::new(0, local(ports[0])), Peer::new(1, local(ports[2]))];
-    let fake: Transport<Envelope<WrenMsg>> = Transport::start(
-        TransportConfig::new(2, "peers", local(ports[4]), peers),
-        Arc::new(move |_, e| sink.lock().unwrap().push(e)),
-    )
-    .await
-    .unwrap();
+    let mut config = TransportConfig::new(2, "peers", local(ports[4]), peers);
+    config.terms = plan.peer_terms();
+    let fake: Transport<Envelope<WrenMsg>> =
+        Transport::start(config, Arc::new(move |_, e| sink.lock().unwrap().push(e))).await.unwrap();
     // A client id whose top bits name node 2: replies come back to us.
     let me = Addr::Client(ClientId { dc: DcId(0), index: 2 << 24 });
     let coordinator = Addr::Replica(ReplicaId::new(0, 0));
     let ghost = TxId(0xdead_beef);
     let send = |msg: WrenMsg| fake.send(0, Envelope { from: me, to: coordinator, msg }).unwrap();
     send(WrenMsg::TxReadReq { tx: ghost, keys: vec![b("k")] });
-    send(WrenMsg::CommitReq { tx: ghost, hwt: Timestamp(1), writes: vec![(b("k"), b("forged"))] });
+    send(WrenMsg::CommitReq { tx: ghost, hwt: Timestamp(1), writes: vec![(b("k"), Some(b("forged")))] });
     send(WrenMsg::EndTx { tx: ghost });
     send(WrenMsg::PrepareResp { tx: ghost, pt: Timestamp(u64::MAX >> 1) });
     send(WrenMsg::Commit { tx: ghost, ct: Timestamp(5) });
@@ -113,4 +111,52 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
     assert_eq!(c.call(Request::Write { key: b("k"), value: b("real") }).await, Some(Response::Written));
     assert!(matches!(c.call(Request::Commit).await, Some(Response::Committed(Some(_)))));
     assert_eq!(c.call(Request::ReadOnly { keys: vec![b("k")] }).await, Some(Response::Values(vec![Some(b("real"))])));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_runs_another_protocol_is_refused_by_name() {
+    let held: Vec<_> = (0..3).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    let ports: Vec<u16> = held.iter().map(|l| l.local_addr().unwrap().port()).collect();
+    drop(held);
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, 0).unwrap();
+    plan.name = "mixed".into();
+    plan.nodes = vec![
+        NodePlan {
+            name: "n0".into(),
+            replicas: vec![ReplicaId::new(0, 0)],
+            clients: vec![(DcId(0), local(ports[1]))],
+            peer: Some(local(ports[0]).into()),
+            metrics: None,
+        },
+        NodePlan {
+            name: "other".into(),
+            replicas: vec![],
+            clients: vec![],
+            peer: Some(local(ports[2]).into()),
+            metrics: None,
+        },
+    ];
+    let n0 = start(Arc::new(plan.clone()), "n0").await.unwrap();
+    // The other node's config file says Cure, under the same cluster name.
+    let mut cure = plan.clone();
+    cure.protocol = ProtocolKind::Cure;
+    let mut config = TransportConfig::new(1, "mixed", local(ports[2]), vec![Peer::new(0, local(ports[0]))]);
+    config.terms = cure.peer_terms();
+    let other: Transport<Envelope<WrenMsg>> = Transport::start(config, Arc::new(|_, _| {})).await.unwrap();
+    let msg = WrenMsg::EndTx { tx: TxId(1) };
+    other
+        .send(0, Envelope { from: Addr::Replica(ReplicaId::new(0, 0)), to: Addr::Replica(ReplicaId::new(0, 0)), msg })
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while other.stats().peer(0).unwrap().connect_failures < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "the other node was never refused");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stats = other.stats();
+    let link = stats.peer(0).unwrap();
+    assert!(!link.connected && link.msgs_sent == 0, "nothing crossed: {link:?}");
+    assert_eq!(n0.metrics.peer_envelopes_refused.get(), 0, "nothing was decoded as a Wren message");
+    // The terms name what differs, both sides.
+    let why = causeway_transport::handshake::compare_terms(&plan.peer_terms(), &cure.peer_terms()).unwrap();
+    assert_eq!(why.to_string(), r#"protocol differs: the refusing node has "wren", the connecting node "cure""#);
 }

@@ -18,6 +18,10 @@ pub struct TransportConfig {
     pub node: NodeId,
     /// Cluster name; peers of another cluster are refused at handshake.
     pub cluster: String,
+    /// What peers must agree on besides the cluster name (the runtime: the
+    /// protocol, the cluster's shape): named values, compared at the
+    /// handshake; a peer that differs is refused with both values named.
+    pub terms: Vec<(String, String)>,
     /// Where peers connect to us (port 0 picks one: see [`crate::Transport::local_addr`]).
     /// Ignored by [`crate::Transport::start_with_listener`].
     pub listen: SocketAddr,
@@ -41,6 +45,7 @@ impl TransportConfig {
         TransportConfig {
             node,
             cluster: cluster.into(),
+            terms: Vec::new(),
             listen,
             peers,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
@@ -79,14 +84,51 @@ impl TransportConfig {
 pub struct Peer {
     pub node: NodeId,
     /// Where to dial it.
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     /// WAN emulation on the link from us to it.
     pub delay: Option<DelaySpec>,
 }
 
+/// Where to dial a peer: an address, or a `host:port` whose name is
+/// resolved again at every attempt (a node that moved is found again).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerAddr {
+    Ip(SocketAddr),
+    Name(String),
+}
+
+impl PeerAddr {
+    /// What the name means now: its first address.
+    pub fn resolve(&self) -> io::Result<SocketAddr> {
+        use std::net::ToSocketAddrs;
+        match self {
+            PeerAddr::Ip(a) => Ok(*a),
+            PeerAddr::Name(host) => host
+                .to_socket_addrs()?
+                .next()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{host} resolves to no address"))),
+        }
+    }
+}
+
+impl From<SocketAddr> for PeerAddr {
+    fn from(a: SocketAddr) -> Self {
+        PeerAddr::Ip(a)
+    }
+}
+
+impl std::fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerAddr::Ip(a) => write!(f, "{a}"),
+            PeerAddr::Name(host) => f.write_str(host),
+        }
+    }
+}
+
 impl Peer {
-    pub fn new(node: NodeId, addr: SocketAddr) -> Self {
-        Peer { node, addr, delay: None }
+    pub fn new(node: NodeId, addr: impl Into<PeerAddr>) -> Self {
+        Peer { node, addr: addr.into(), delay: None }
     }
 
     pub fn with_delay(mut self, delay: DelaySpec) -> Self {

@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::NodeId;
 
 /// Bumped on any incompatible change of the handshake, batch or ack frames.
-pub const TRANSPORT_VERSION: u32 = 1;
+pub const TRANSPORT_VERSION: u32 = 2;
 
 pub const MAGIC: [u8; 4] = *b"CWTP";
 
@@ -28,6 +28,9 @@ const HEAD: usize = MAGIC.len() + 4;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
     pub cluster: String,
+    /// What both ends must agree on besides the cluster name, as named
+    /// values ([`crate::TransportConfig::terms`]).
+    pub terms: Vec<(String, String)>,
     pub node: NodeId,
     /// Distinguishes process lifetimes of `node`; larger is newer.
     pub incarnation: u64,
@@ -50,12 +53,35 @@ pub enum Refusal {
     Version { ours: u32, theirs: u32 },
     #[error("cluster {theirs:?} is not ours ({ours:?})")]
     Cluster { ours: String, theirs: String },
+    /// A term both ends must agree on differs (`None`: that end does not
+    /// name it).
+    #[error("{what} differs: the refusing node has {}, the connecting node {}", shown(ours), shown(theirs))]
+    Terms { what: String, ours: Option<String>, theirs: Option<String> },
     #[error("node {0} is not a peer of this node")]
     UnknownNode(NodeId),
     #[error("incarnation {theirs} of node {node} is older than {known}, which we have seen")]
     Stale { node: NodeId, theirs: u64, known: u64 },
     #[error("base {base} is past {next}, the next message we expect")]
     Sequence { base: u64, next: u64 },
+}
+
+fn shown(term: &Option<String>) -> String {
+    match term {
+        Some(v) => format!("{v:?}"),
+        None => "none".into(),
+    }
+}
+
+/// The first term on which `ours` and `theirs` differ, as a refusal.
+pub fn compare_terms(ours: &[(String, String)], theirs: &[(String, String)]) -> Option<Refusal> {
+    let get = |terms: &[(String, String)], what: &str| terms.iter().find(|(k, _)| k == what).map(|(_, v)| v.clone());
+    let mut names: Vec<&String> = ours.iter().chain(theirs).map(|(k, _)| k).collect();
+    names.sort();
+    names.dedup();
+    names.into_iter().find_map(|what| {
+        let (o, t) = (get(ours, what), get(theirs, what));
+        (o != t).then(|| Refusal::Terms { what: what.clone(), ours: o, theirs: t })
+    })
 }
 
 #[derive(Debug, Error)]
@@ -104,17 +130,33 @@ mod tests {
 
     #[test]
     fn hello_round_trips_and_checks_head() {
-        let hello = Hello { cluster: "c".into(), node: 3, incarnation: 77, base: 5 };
+        let terms = vec![("protocol".to_string(), "wren".to_string())];
+        let hello = Hello { cluster: "c".into(), terms, node: 3, incarnation: 77, base: 5 };
         let frame = encode_frame(TRANSPORT_VERSION, &hello);
         assert_eq!(u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize, frame.len() - 4);
         assert_eq!(decode::<Hello>(&frame[4..]).unwrap(), hello);
 
         let other = encode_frame(TRANSPORT_VERSION + 1, &hello);
-        assert!(matches!(decode::<Hello>(&other[4..]), Err(HandshakeError::Version { theirs }) if theirs == 2));
+        assert!(
+            matches!(decode::<Hello>(&other[4..]), Err(HandshakeError::Version { theirs }) if theirs == TRANSPORT_VERSION + 1)
+        );
         assert!(matches!(decode::<Hello>(b"GET / HTTP/1.1"), Err(HandshakeError::BadMagic)));
         assert!(matches!(decode::<Hello>(&frame[4..frame.len() - 1]), Err(HandshakeError::Malformed(_))));
         let mut long = frame[4..].to_vec();
         long.push(0);
         assert!(matches!(decode::<Hello>(&long), Err(HandshakeError::Trailing)));
+    }
+
+    #[test]
+    fn terms_that_differ_are_named_with_both_sides() {
+        let t = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let ours = t(&[("protocol", "wren"), ("partitions", "4")]);
+        assert_eq!(compare_terms(&ours, &ours), None);
+        let why = compare_terms(&ours, &t(&[("protocol", "cure"), ("partitions", "4")])).unwrap();
+        assert_eq!(why.to_string(), r#"protocol differs: the refusing node has "wren", the connecting node "cure""#);
+        let why = compare_terms(&ours, &t(&[("protocol", "wren")])).unwrap();
+        assert_eq!(why.to_string(), r#"partitions differs: the refusing node has "4", the connecting node none"#);
     }
 }

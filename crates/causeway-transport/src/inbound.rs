@@ -134,6 +134,9 @@ fn accept(shared: &Shared, body: &[u8]) -> Result<(Arc<PeerShared>, u64, u64), R
     if hello.cluster != shared.cfg.cluster {
         return Err(Rejection::Refuse(Refusal::Cluster { ours: shared.cfg.cluster.clone(), theirs: hello.cluster }));
     }
+    if let Some(why) = handshake::compare_terms(&shared.cfg.terms, &hello.terms) {
+        return Err(Rejection::Refuse(why));
+    }
     let peer = shared.peer(hello.node).ok_or(Rejection::Refuse(Refusal::UnknownNode(hello.node)))?;
     let mut st = lock(&peer.inbound);
     match st.incarnation {

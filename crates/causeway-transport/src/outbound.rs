@@ -15,6 +15,7 @@ use tokio::time::{sleep, timeout};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, warn};
 
+use crate::config::PeerAddr;
 use crate::frame::{self, MAX_VARINT_BYTES};
 use crate::handshake::{self, Hello, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
 use crate::outbox::Retained;
@@ -48,6 +49,9 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
     let mut established = false;
     // Since when the peer cannot be reached, and when an operator was last told.
     let mut down: Option<(std::time::Instant, std::time::Instant)> = None;
+    // The last refusal told to an operator, and when: a peer that refuses
+    // us keeps refusing, and once a minute is enough to hear it.
+    let mut refused: Option<(String, std::time::Instant)> = None;
     loop {
         // Connection drops requested before this attempt do not concern it.
         epoch.borrow_and_update();
@@ -66,6 +70,7 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                     peer.counters.reconnects.fetch_add(1, Relaxed);
                 }
                 established = true;
+                refused = None;
                 backoff = shared.cfg.reconnect_min;
                 retained.trim(next);
                 peer.counters.connected.store(true, Relaxed);
@@ -76,7 +81,17 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
             Err(e) => {
                 peer.counters.connect_failures.fetch_add(1, Relaxed);
                 if e.kind() == io::ErrorKind::PermissionDenied {
-                    warn!(node = shared.cfg.node, peer = peer.node, "peer refused us: {e}");
+                    let why = e.to_string();
+                    let now = std::time::Instant::now();
+                    let again = refused
+                        .as_ref()
+                        .is_some_and(|(last, at)| *last == why && now.duration_since(*at) < DOWN_REPEAT_WARNING);
+                    if again {
+                        debug!(node = shared.cfg.node, peer = peer.node, "peer refused us: {why}");
+                    } else {
+                        warn!(node = shared.cfg.node, peer = peer.node, "peer {} refused us: {why}", peer.addr);
+                        refused = Some((why, now));
+                    }
                 } else {
                     debug!(node = shared.cfg.node, peer = peer.node, "cannot connect: {e}");
                 }
@@ -105,7 +120,14 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
 
 /// Dials and shakes hands; returns the sequence number to send from.
 async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io::Result<(Acks, OwnedWriteHalf, u64)> {
-    let stream = timeout(CONNECT_TIMEOUT, TcpStream::connect(peer.addr))
+    // A name is resolved anew at every attempt.
+    let dial = async {
+        match &peer.addr {
+            PeerAddr::Ip(a) => TcpStream::connect(*a).await,
+            PeerAddr::Name(host) => TcpStream::connect(host.as_str()).await,
+        }
+    };
+    let stream = timeout(CONNECT_TIMEOUT, dial)
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
     // We coalesce ourselves; Nagle would only add latency to the last frame of a burst.
@@ -114,8 +136,13 @@ async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io:
     let mut acks = FramedRead::new(rd, frame::codec(MAX_HANDSHAKE_BYTES));
 
     let base = peer.counters.acked.load(Relaxed);
-    let hello =
-        Hello { cluster: shared.cfg.cluster.clone(), node: shared.cfg.node, incarnation: shared.incarnation, base };
+    let hello = Hello {
+        cluster: shared.cfg.cluster.clone(),
+        terms: shared.cfg.terms.clone(),
+        node: shared.cfg.node,
+        incarnation: shared.incarnation,
+        base,
+    };
     wr.write_all(&handshake::encode_frame(TRANSPORT_VERSION, &hello)).await?;
     let body = timeout(HANDSHAKE_TIMEOUT, acks.next())
         .await

@@ -1,23 +1,23 @@
 //! What the transport keeps per peer, shared by `send`, the peer's outbound
 //! link task and the inbound connections it makes to us.
 
-use std::net::SocketAddr;
 use std::sync::Mutex;
 
+use crate::config::PeerAddr;
 use crate::outbox::Outbox;
 use crate::stats::PeerCounters;
 use crate::NodeId;
 
 pub(crate) struct PeerShared {
     pub node: NodeId,
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     pub outbox: Outbox,
     pub counters: PeerCounters,
     pub inbound: Mutex<InboundState>,
 }
 
 impl PeerShared {
-    pub fn new(node: NodeId, addr: SocketAddr) -> Self {
+    pub fn new(node: NodeId, addr: PeerAddr) -> Self {
         PeerShared {
             node,
             addr,

@@ -32,7 +32,7 @@ async fn setup() -> Setup {
     let a = Transport::start_with_listener(config(1, vec![Peer::new(2, ab)]), la, Inbox::default().deliver())
         .await
         .unwrap();
-    let peers = vec![Peer::new(1, aa), Peer::new(RAW, "127.0.0.1:1".parse().unwrap())];
+    let peers = vec![Peer::new(1, aa), Peer::new(RAW, "127.0.0.1:1".parse::<SocketAddr>().unwrap())];
     let b = Transport::start_with_listener(config(2, peers), lb, inbox.deliver()).await.unwrap();
     let mut s = Setup { a, b, inbox, sent: 0 };
     s.good_traffic_flows().await;
@@ -64,7 +64,7 @@ impl Setup {
 }
 
 fn hello(version: u32, cluster: &str, node: u32, incarnation: u64, base: u64) -> Vec<u8> {
-    handshake::encode_frame(version, &Hello { cluster: cluster.into(), node, incarnation, base })
+    handshake::encode_frame(version, &Hello { cluster: cluster.into(), terms: Vec::new(), node, incarnation, base })
 }
 
 /// Reads one frame body; `None` if the connection ends first.
@@ -142,6 +142,22 @@ async fn another_cluster_and_unknown_nodes_are_refused() {
     assert_eq!(reply, Reply::Refuse(Refusal::UnknownNode(2)));
     assert_closed(raw).await;
     s.finish(3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_disagrees_on_the_terms_is_refused_with_both_sides_named() {
+    let s = setup().await;
+    let terms = vec![("protocol".to_string(), "cure".to_string())];
+    let body = handshake::encode_frame(
+        TRANSPORT_VERSION,
+        &Hello { cluster: CLUSTER.into(), terms, node: RAW, incarnation: 1, base: 0 },
+    );
+    let (reply, raw) = shake(s.addr(), &body).await;
+    let expected = Refusal::Terms { what: "protocol".into(), ours: None, theirs: Some("cure".into()) };
+    assert_eq!(reply, Reply::Refuse(expected));
+    assert_closed(raw).await;
+    assert_eq!(s.b.stats().peer(RAW).unwrap().inbound_connections, 0);
+    s.finish(1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -122,3 +122,23 @@ async fn send_errors_are_values_and_leave_the_link_working() {
     assert!(tokio::net::TcpStream::connect(aa).await.is_err());
     b.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_named_by_host_name_is_dialed_by_its_name() {
+    let ((la, aa), (lb, ab)) = (listener(), listener());
+    let ib = Inbox::default();
+    // `localhost` as a config file would say it: resolved at every dial.
+    let named = causeway_transport::PeerAddr::Name(format!("localhost:{}", ab.port()));
+    assert!(named.resolve().unwrap().ip().is_loopback());
+    let a = Transport::start_with_listener(config(1, vec![Peer::new(2, named)]), la, Inbox::default().deliver())
+        .await
+        .unwrap();
+    let _b = Transport::start_with_listener(config(2, vec![Peer::new(1, aa)]), lb, ib.deliver()).await.unwrap();
+    for seq in 0..100 {
+        a.send(2, Msg::new(seq)).unwrap();
+    }
+    ib.wait_for(1, 100, Duration::from_secs(5)).await;
+    ib.assert_exactly(1, 100);
+    let unknown = causeway_transport::PeerAddr::Name("no-such-host.invalid:7000".into());
+    assert!(unknown.resolve().is_err());
+}

@@ -110,9 +110,24 @@ fn mistakes_are_named_with_where_they_are() {
         (
             "client = \"127.0.0.1:7102\"",
             "client = \"127.0.0.1:0\"",
-            "node \"o1\": client address 127.0.0.1:0 needs a port",
+            "node \"o1\": client address \"127.0.0.1:0\" needs a port other than 0",
         ),
         ("[limits]", "[limitz]", "unknown field `limitz`"),
+        (
+            "peer = \"127.0.0.1:7002\"",
+            "peer = \"localhost\"",
+            "node \"o1\": peer address \"localhost\" needs a port: write host:port",
+        ),
+        (
+            "peer = \"127.0.0.1:7002\"",
+            "peer = \"localhost:http\"",
+            "node \"o1\": peer address \"localhost:http\" has no valid port (\"http\" is not a number from 1 to 65535)",
+        ),
+        (
+            "client = \"127.0.0.1:7102\"",
+            "client = \"no-such-host.invalid:7102\"",
+            "node \"o1\": client address \"no-such-host.invalid:7102\" does not resolve",
+        ),
         ("partitions = [0, 1]", "partitions = [0, 1", "cluster.toml: TOML parse error at line"),
     ];
     for (from, to, expected) in cases {
@@ -133,4 +148,21 @@ fn a_partition_no_node_holds_and_partial_placement_for_wren_are_refused() {
     // Nobody holds partition 2.
     let message = error_of(&GOOD.replacen("partitions = 2\n", "partitions = 3\n", 1));
     assert!(message.contains("partition 2 has no replica"), "{message}");
+}
+
+#[test]
+fn host_names_are_resolved_and_peers_keep_their_names() {
+    let text = GOOD.replacen("peer = \"127.0.0.1:7001\"", "peer = \"localhost:7001\"", 1).replacen(
+        "client = \"127.0.0.1:7101\"",
+        "client = \"localhost:7101\"",
+        1,
+    );
+    let plan = parse(&text, Path::new("cluster.toml")).unwrap();
+    let o0 = &plan.nodes[1];
+    // The other nodes dial the name, resolved again at every reconnect.
+    assert_eq!(o0.peer, Some(PeerAddr::Name("localhost:7001".into())));
+    assert!(o0.peer.as_ref().unwrap().resolve().unwrap().ip().is_loopback());
+    // A listening address is resolved at start.
+    assert!(o0.clients[0].1.ip().is_loopback() && o0.clients[0].1.port() == 7101);
+    assert_eq!(plan.nodes[0].peer, Some(PeerAddr::Ip("127.0.0.1:7000".parse().unwrap())));
 }
