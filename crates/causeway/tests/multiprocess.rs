@@ -156,7 +156,7 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
 
     // The links really broke and came back.
     let text = metrics_text(cluster.nodes[2].3).await;
-    assert!(metric(&text, "causeway_peer_reconnects") >= 5.0, "{text}");
+    assert!(metric(&text, "causeway_peer_reconnects_total") >= 5.0, "{text}");
     assert!(metric(&text, "causeway_transactions_committed_total") > 0.0);
-    assert!(metric(&text, "causeway_bytes_sent_total{class=\"replication\"}") > 0.0);
+    assert!(metric(&text, "causeway_sent_bytes_total{class=\"replication\"}") > 0.0);
 }
