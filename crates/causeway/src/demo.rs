@@ -76,6 +76,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         record: true,
         visibility_interval: Duration::from_millis(1),
         preload: false,
+        ..BenchSpec::default()
     };
     spec.validate().map_err(anyhow::Error::msg)?;
     println!(
