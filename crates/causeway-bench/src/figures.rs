@@ -1,15 +1,21 @@
-//! The Wren paper's figures, drawn from a sweep's reports as PNG and SVG:
+//! The Wren paper's figures, drawn from a sweep's reports as PNG and SVG,
+//! each named after the paper's figure it redraws (the names
+//! docs/BENCHMARKS.md shows):
 //!
-//! * `throughput-latency-*` — mean latency against throughput, one curve
-//!   per protocol as clients are added (Figs. 3a, 4, 5: mixes and
-//!   partitions per transaction);
-//! * `read-wait-*` — mean read waiting time against throughput (Fig. 3b);
-//! * `scaling` — peak throughput as partitions per DC grow, one curve per
-//!   protocol and DC count (Fig. 6), when the sweep varied them;
-//! * `bytes` — replication and stabilization bytes per committed
-//!   transaction, per protocol (Fig. 7a);
-//! * `visibility` — CDFs of local and remote update-visibility latency
-//!   (Fig. 7b).
+//! * `fig3a-throughput-latency` — mean latency against throughput, one
+//!   curve per protocol as clients are added; `fig4-throughput-latency-18r2w`
+//!   for another read:write mix, `fig5-throughput-latency-2ppt` for other
+//!   partitions per transaction;
+//! * `fig3b-read-wait` — mean read waiting time against throughput;
+//! * `fig6-scaling` — peak throughput as partitions per DC grow, one curve
+//!   per protocol and DC count, when the sweep varied them;
+//! * `fig7a-bytes` — replication and stabilization bytes per committed
+//!   transaction, per protocol;
+//! * `fig7b-visibility` — CDFs of local and remote update-visibility latency.
+//!
+//! A sweep with several configurations draws the first two per
+//! configuration, named by what sets it apart ([`group_suffix`]):
+//! `fig3a-throughput-latency-3dc-2p`, `fig3b-read-wait-18r2w`, ….
 //!
 //! Text is drawn with the DejaVu Sans font compiled into the binary, so
 //! figures come out the same on a machine without fonts.
@@ -179,13 +185,56 @@ fn group_key(r: &BenchReport) -> GroupKey {
     }
 }
 
-fn group_stem(k: &GroupKey) -> String {
-    let stem = format!("{}dc-{}p-{}r{}w", k.dcs, k.partitions, k.reads, k.writes);
-    // The paper's 4 partitions per transaction goes unsaid (Fig. 5 varies it).
-    if k.touched == 4.min(k.partitions) {
-        stem
+/// The paper's transaction: 19 reads and 1 write over 4 partitions (or
+/// every partition, when there are fewer).
+fn papers_mix(k: &GroupKey) -> bool {
+    (k.reads, k.writes) == (19, 1)
+}
+
+fn papers_reach(k: &GroupKey) -> bool {
+    k.touched == 4.min(k.partitions)
+}
+
+/// What sets a configuration apart, for its figures' names: what varies
+/// between the sweep's configurations, and what departs from the paper's
+/// default (the mix, partitions per transaction, a deployment other than
+/// embedded) — `-3dc-2p`, `-18r2w`, `-2ppt`, `-processes`; empty for the
+/// paper's default alone.
+fn group_suffix(k: &GroupKey, all: &[&GroupKey]) -> String {
+    let varies = |f: &dyn Fn(&GroupKey) -> String| all.iter().any(|g| f(g) != f(k));
+    let mut parts = Vec::new();
+    if varies(&|g| g.dcs.to_string()) {
+        parts.push(format!("{}dc", k.dcs));
+    }
+    if varies(&|g| g.partitions.to_string()) {
+        parts.push(format!("{}p", k.partitions));
+    }
+    if !papers_mix(k) || varies(&|g| format!("{}:{}", g.reads, g.writes)) {
+        parts.push(format!("{}r{}w", k.reads, k.writes));
+    }
+    // The paper's 4 (or all, when fewer) counts as one value, whatever the partitions.
+    let reach = |g: &GroupKey| if papers_reach(g) { "the paper's".to_string() } else { g.touched.to_string() };
+    if !papers_reach(k) || varies(&reach) {
+        parts.push(format!("{}ppt", k.touched));
+    }
+    if varies(&|g| g.wan.to_string()) {
+        parts.push(if k.wan { "wan-on".into() } else { "wan-off".into() });
+    }
+    if k.deployment != "embedded" || varies(&|g| g.deployment.clone()) {
+        parts.push(k.deployment.clone());
+    }
+    parts.iter().map(|p| format!("-{p}")).collect()
+}
+
+/// The paper's figure a throughput-latency curve redraws: Fig. 5 varies the
+/// partitions per transaction, Fig. 4 the mix, Fig. 3a is the default.
+fn throughput_figure(k: &GroupKey) -> &'static str {
+    if !papers_reach(k) {
+        "fig5"
+    } else if !papers_mix(k) {
+        "fig4"
     } else {
-        format!("{stem}-{}ppt", k.touched)
+        "fig3a"
     }
 }
 
@@ -203,7 +252,7 @@ fn group_title(k: &GroupKey) -> String {
 }
 
 /// A figure of one value against throughput: file stem, title, y axis, value.
-type AgainstLoad = (&'static str, &'static str, &'static str, fn(&BenchReport) -> f64);
+type AgainstLoad = (String, &'static str, &'static str, fn(&BenchReport) -> f64);
 
 /// Per protocol, its runs sorted by load.
 fn by_protocol<'a>(runs: &[&'a BenchReport]) -> BTreeMap<String, Vec<&'a BenchReport>> {
@@ -224,6 +273,7 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     for r in reports {
         groups.entry(group_key(r)).or_default().push(r);
     }
+    let keys: Vec<&GroupKey> = groups.keys().collect();
     let mut files = Vec::new();
     for (key, runs) in &groups {
         let protocols = by_protocol(runs);
@@ -238,14 +288,22 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
                 })
                 .collect()
         };
+        let suffix = group_suffix(key, &keys);
         let against_load: [AgainstLoad; 2] = [
-            ("throughput-latency", "Throughput and latency", "mean transaction latency (ms)", |r| r.latency_mean_ms),
-            ("read-wait", "Read waiting time", "mean waiting time per read request (ms)", |r| r.reads.wait_mean_ms),
+            (
+                format!("{}-throughput-latency{suffix}", throughput_figure(key)),
+                "Throughput and latency",
+                "mean transaction latency (ms)",
+                |r| r.latency_mean_ms,
+            ),
+            (format!("fig3b-read-wait{suffix}"), "Read waiting time", "mean waiting time per read request (ms)", |r| {
+                r.reads.wait_mean_ms
+            }),
         ];
         for (stem, title, y, value) in against_load {
             files.extend(draw_lines(
                 dir,
-                &format!("{stem}-{}", group_stem(key)),
+                &stem,
                 &LineChart {
                     title: format!("{title} — {}", group_title(key)),
                     x: "throughput (thousand transactions/s)",
@@ -290,7 +348,7 @@ fn scaling(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     draw_lines(
         dir,
-        "scaling",
+        "fig6-scaling",
         &LineChart {
             title: "Peak throughput as the cluster grows".into(),
             x: "partitions per DC",
@@ -321,7 +379,7 @@ fn visibility(runs: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     }
     draw_lines(
         dir,
-        "visibility",
+        "fig7b-visibility",
         &LineChart {
             title: "Update visibility latency (CDF): local solid, remote dashed".into(),
             x: "time from commit to visibility (ms)",
@@ -338,8 +396,8 @@ fn bytes(runs: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
         return Ok(Vec::new());
     }
     register_font();
-    let png = dir.join("bytes.png");
-    let svg = dir.join("bytes.svg");
+    let png = dir.join("fig7a-bytes.png");
+    let svg = dir.join("fig7a-bytes.svg");
     bars_on(BitMapBackend::new(&png, SIZE).into_drawing_area(), runs)?;
     bars_on(SVGBackend::new(&svg, SIZE).into_drawing_area(), runs)?;
     Ok(vec![png, svg])
@@ -403,4 +461,35 @@ where
     legend(&mut c, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(dcs: u16, partitions: u32, (reads, writes): (u32, u32), touched: u32, deployment: &str) -> GroupKey {
+        GroupKey { dcs, partitions, reads, writes, touched, wan: true, deployment: deployment.into() }
+    }
+
+    fn name(k: &GroupKey, all: &[&GroupKey]) -> String {
+        format!("{}-throughput-latency{}", throughput_figure(k), group_suffix(k, all))
+    }
+
+    #[test]
+    fn figures_are_named_after_the_papers_and_what_sets_them_apart() {
+        let default = key(3, 4, (19, 1), 4, "embedded");
+        assert_eq!(name(&default, &[&default]), "fig3a-throughput-latency");
+        let (a, b) = (key(3, 4, (18, 2), 4, "embedded"), key(3, 4, (10, 10), 4, "embedded"));
+        assert_eq!(name(&a, &[&a, &b]), "fig4-throughput-latency-18r2w");
+        assert_eq!(name(&b, &[&a, &b]), "fig4-throughput-latency-10r10w");
+        let two = key(3, 8, (19, 1), 2, "embedded");
+        assert_eq!(name(&two, &[&two]), "fig5-throughput-latency-2ppt");
+        let (small, big) = (key(3, 2, (19, 1), 2, "embedded"), key(5, 8, (19, 1), 4, "embedded"));
+        assert_eq!(name(&small, &[&small, &big]), "fig3a-throughput-latency-3dc-2p");
+        assert_eq!(name(&big, &[&small, &big]), "fig3a-throughput-latency-5dc-8p");
+        let processes = key(3, 2, (19, 1), 2, "processes");
+        assert_eq!(name(&processes, &[&processes]), "fig3a-throughput-latency-processes");
+        assert_eq!(group_suffix(&a, &[&a, &default]), "-18r2w");
+        assert_eq!(group_suffix(&default, &[&a, &default]), "-19r1w", "the mix varies in the sweep");
+    }
 }

@@ -83,7 +83,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     if spec.preload {
         let (_, endpoint) = endpoints.first().context("the cluster has no client endpoint")?;
         let keys = spec.workload.keys_per_partition;
-        causeway_load::preload::preload(*endpoint, topology, keys, spec.value_size, 8)
+        causeway_load::preload::preload(*endpoint, topology, &spec.key_prefix(), keys, spec.value_size, 8)
             .await
             .context("preloading the keys failed")?;
     }
@@ -106,6 +106,8 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
         duration: spec.duration,
         workload: WorkloadKind::Random(spec.workload.clone()),
         seed: spec.seed,
+        run_id: spec.run_id.clone(),
+        key_prefix: spec.key_prefix(),
         record: spec.record,
         value_size: Some(spec.value_size),
         phases: Some(phase_tx),
@@ -206,7 +208,8 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     };
     let history = if spec.record {
         let endpoints: Vec<_> = endpoints.iter().map(|(dc, a)| (dc.0, *a)).collect();
-        let finals = settle::final_states(&endpoints, Duration::from_secs(10)).await?;
+        // The run's own keys: a running cluster may hold others.
+        let finals = settle::final_states(&endpoints, &spec.key_prefix(), Duration::from_secs(10)).await?;
         Some(History { txns: report.records, finals })
     } else {
         None

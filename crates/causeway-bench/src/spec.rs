@@ -64,6 +64,13 @@ pub struct BenchSpec {
     /// Write every key once before the warm-up (not with `record`: the
     /// history would not know who wrote those values).
     pub preload: bool,
+    /// Names this run: its sessions and transactions carry it
+    /// (`RUN-dc0-c1-5`), so the histories of two runs never share an id.
+    pub run_id: String,
+    /// Keys are named `PREFIX k0`, `PREFIX k1`, …; `None`: against a running
+    /// cluster (which may hold other data, and other runs' keys) a prefix of
+    /// this run's own, `RUN/`; in a cluster the run starts, none.
+    pub key_prefix: Option<String>,
 }
 
 impl Default for BenchSpec {
@@ -92,8 +99,28 @@ impl Default for BenchSpec {
             record: false,
             visibility_interval: Duration::from_millis(1),
             preload: false,
+            run_id: new_run_id(),
+            key_prefix: None,
         }
     }
+}
+
+/// A name for a run, unique enough that two runs never share it: 8
+/// lowercase letters and digits drawn from the clock, the process and a
+/// counter.
+pub fn new_run_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let mut z = nanos
+        ^ u64::from(std::process::id()).rotate_left(40)
+        ^ RUNS.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // SplitMix64's finalizer spreads the bits.
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    (0..8).map(|i| DIGITS[(z >> (i * 6)) as usize % 36] as char).collect()
 }
 
 /// The paper's transaction: `reads` + `writes` over 4 partitions, zipf
@@ -116,6 +143,15 @@ pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
 }
 
 impl BenchSpec {
+    /// The prefix of every key the run reads and writes ([`BenchSpec::key_prefix`]).
+    pub fn key_prefix(&self) -> String {
+        match (&self.key_prefix, &self.deployment) {
+            (Some(prefix), _) => prefix.clone(),
+            (None, Deployment::Config(_)) => format!("{}/", self.run_id),
+            (None, _) => String::new(),
+        }
+    }
+
     /// Closed-loop clients in each DC.
     pub fn clients_per_dc(&self) -> u32 {
         self.clients_per_dc.unwrap_or_else(|| self.clients_per_partition.saturating_mul(self.partitions))
@@ -153,6 +189,8 @@ impl BenchSpec {
         check(w.keys_per_partition <= 10_000_000, "--keys must be at most 10,000,000 per partition")?;
         check(w.zipf.is_finite() && w.zipf >= 0.0, "--zipf must be 0 (uniform) or more")?;
         check(self.value_size >= 1 && self.value_size <= 64 << 10, "--value-size must be 1 to 65536 bytes")?;
+        // Room for the key's own name under the servers' key limit.
+        check(self.key_prefix().len() <= 256, "--key-prefix must be at most 256 bytes")?;
         check(
             !(self.preload && self.record),
             "--preload cannot go with --history (the history would not know who wrote the preloaded values)",
@@ -217,6 +255,18 @@ mod tests {
         bad(|s| s.skew_ms = -1.0, "--skew-ms");
         bad(|s| s.delta_g_ms = 0.0, "--delta-g-ms");
         bad(|s| s.workload.keys_per_partition = 0, "--keys");
+    }
+
+    #[test]
+    fn runs_have_ids_of_their_own_and_a_running_cluster_a_key_prefix_of_the_run() {
+        let (a, b) = (BenchSpec::default(), BenchSpec::default());
+        assert_ne!(a.run_id, b.run_id);
+        assert_eq!(a.run_id.len(), 8);
+        assert_eq!(a.key_prefix(), "", "a cluster the run starts holds nothing else");
+        let running = BenchSpec { deployment: Deployment::Config("c.toml".into()), ..a.clone() };
+        assert_eq!(running.key_prefix(), format!("{}/", a.run_id));
+        let chosen = BenchSpec { key_prefix: Some("mine/".into()), ..running };
+        assert_eq!(chosen.key_prefix(), "mine/");
     }
 
     #[test]

@@ -46,6 +46,7 @@ impl Sweep {
                             s.partitions = partitions;
                             s.protocol = protocol;
                             s.clients_per_partition = clients;
+                            s.run_id = crate::spec::new_run_id();
                             out.push(s);
                         }
                     }

@@ -1,9 +1,9 @@
 //! What can go wrong in a client call.
 
 use crate::wire::{AbortReason, SessionError, WireError};
+use std::fmt;
 use std::io;
 use std::time::Duration;
-use thiserror::Error;
 
 /// The error of a [`Client`](crate::Client) call.
 ///
@@ -21,16 +21,21 @@ use thiserror::Error;
 /// [`Disconnected`]: Error::Disconnected
 /// [`Protocol`]: Error::Protocol
 /// [`VersionMismatch`]: Error::VersionMismatch
-#[derive(Debug, Error)]
+///
+/// An error's text names its cause: `Unreachable` shows the I/O error
+/// (`cannot reach 127.0.0.1:7100: Connection refused (os error 111)`), so
+/// printing an error is enough. For that reason no variant returns its
+/// cause from [`source`](std::error::Error::source) as well: a printer that
+/// walks the chain (`anyhow`'s `{:#}`) would show it twice. The I/O error
+/// itself is in the variant's `source` field.
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// No TCP connection could be made to the server.
-    #[error("cannot reach {addr}: {source}")]
     Unreachable {
         /// The address as given to [`Client::connect`](crate::Client::connect).
         addr: String,
         /// Why the connection failed.
-        #[source]
         source: io::Error,
     },
     /// Something answers at the address, but not as a Causeway server does
@@ -43,7 +48,6 @@ pub enum Error {
         detail: String,
     },
     /// The server did not answer in time. The connection is closed.
-    #[error("{what} timed out after {after:?}")]
     Timeout {
         /// The operation that timed out (`connect`, `hello`, `read`, `commit`, …).
         what: &'static str,
@@ -51,13 +55,10 @@ pub enum Error {
         after: Duration,
     },
     /// The connection is closed, or was closed by an earlier error.
-    #[error("the connection to the server is closed")]
     Disconnected,
     /// An argument is invalid (an empty key, …); the client or the server found it.
-    #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// A key, a value or a request is over the server's [limits](crate::wire::Limits).
-    #[error("{what}: {size}, over the limit of {limit}")]
     TooLarge {
         /// What is too large (`key`, `value`, `keys in one read`, `request`, …).
         what: String,
@@ -67,13 +68,10 @@ pub enum Error {
         limit: u64,
     },
     /// The call needs a running transaction; call [`begin`](crate::Client::begin) first.
-    #[error("no transaction is active; call begin first")]
     NoActiveTransaction,
     /// The call needs no running transaction; commit or abort it first.
-    #[error("a transaction is already active; commit or abort it first")]
     TransactionActive,
     /// The coordinator no longer knows the transaction (it may have expired); it is gone.
-    #[error("the coordinator does not know this transaction (it may have expired)")]
     UnknownTransaction,
     /// The transaction was aborted at its commit because one of its
     /// operations had been refused (`cause`): committing the rest would
@@ -93,14 +91,11 @@ pub enum Error {
         limit: u64,
     },
     /// The session token is malformed, or from another DC or cluster.
-    #[error("invalid session token: {0}")]
     BadToken(String),
     /// The server cannot serve the request now (its DC's partitions are
     /// unreachable, it is shutting down, …); retrying later may succeed.
-    #[error("server unavailable: {0}")]
     Unavailable(String),
     /// The server speaks another version of the wire protocol. The connection is closed.
-    #[error("wire version mismatch: server speaks {server}, client {client}")]
     VersionMismatch {
         /// The server's [`WIRE_VERSION`](crate::wire::WIRE_VERSION).
         server: u32,
@@ -109,16 +104,41 @@ pub enum Error {
     },
     /// The store aborted the transaction (a conflict under a serializable
     /// protocol); it is over, and another attempt may commit.
-    #[error("{0}")]
     Aborted(AbortReason),
     /// Any other error the server reported.
-    #[error("server error: {0}")]
     Server(WireError),
     /// The server said something this client does not understand (a bad
     /// frame, an answer to the wrong request). The connection is closed.
-    #[error("protocol error: {0}")]
     Protocol(String),
 }
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Unreachable { addr, source } => write!(f, "cannot reach {addr}: {source}"),
+            Error::Timeout { what, after } => write!(f, "{what} timed out after {after:?}"),
+            Error::Disconnected => f.write_str("the connection to the server is closed"),
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::TooLarge { what, size, limit } => write!(f, "{what}: {size}, over the limit of {limit}"),
+            Error::NoActiveTransaction => f.write_str("no transaction is active; call begin first"),
+            Error::TransactionActive => f.write_str("a transaction is already active; commit or abort it first"),
+            Error::UnknownTransaction => {
+                f.write_str("the coordinator does not know this transaction (it may have expired)")
+            }
+            Error::BadToken(s) => write!(f, "invalid session token: {s}"),
+            Error::Unavailable(s) => write!(f, "server unavailable: {s}"),
+            Error::VersionMismatch { server, client } => {
+                write!(f, "wire version mismatch: server speaks {server}, client {client}")
+            }
+            Error::Aborted(reason) => write!(f, "{reason}"),
+            Error::Server(e) => write!(f, "server error: {e}"),
+            Error::Protocol(s) => write!(f, "protocol error: {s}"),
+        }
+    }
+}
+
+/// No `source`: each error's text already names its cause (see [`Error`]).
+impl std::error::Error for Error {}
 
 impl Error {
     /// Whether this error ended the connection: every later call on the client fails.
@@ -160,5 +180,21 @@ impl From<SessionError> for Error {
             SessionError::RefusedEarlier { cause } => Error::RefusedEarlier { cause },
             e @ SessionError::OperationInProgress => Error::Server(WireError::Session(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn an_error_names_its_cause_once() {
+        let e = Error::Unreachable {
+            addr: "127.0.0.1:1".into(),
+            source: io::Error::new(io::ErrorKind::ConnectionRefused, "Connection refused"),
+        };
+        assert_eq!(e.to_string(), "cannot reach 127.0.0.1:1: Connection refused");
+        assert!(e.source().is_none(), "the text already shows it");
     }
 }

@@ -156,7 +156,9 @@ pub struct History {
 
 #[derive(Debug, Error)]
 pub enum ParseError {
-    #[error("cannot read the history: {0}")]
+    /// The I/O error is the source, not part of the text: a chain printer
+    /// (`anyhow`'s `{:#}`) shows it once.
+    #[error("cannot read the history")]
     Io(#[from] io::Error),
     #[error("line {line}: {message}")]
     Line { line: usize, message: String },

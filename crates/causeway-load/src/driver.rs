@@ -29,6 +29,12 @@ pub struct LoadConfig {
     pub duration: Duration,
     pub workload: WorkloadKind,
     pub seed: u64,
+    /// Names the run in session names and transaction ids
+    /// (`RUN-dc0-c1-5`), so that the histories of runs against one cluster
+    /// never share an id; empty: `dc0-c1-5`.
+    pub run_id: String,
+    /// Every key the clients read and write starts with this.
+    pub key_prefix: String,
     /// Keep every transaction for the history (costs memory on long runs).
     pub record: bool,
     /// Pad written values to at least this many bytes; without a history,
@@ -91,7 +97,8 @@ pub async fn run(
     commits: Option<mpsc::UnboundedSender<Commit>>,
     mut progress: impl FnMut(Progress) + Send,
 ) -> Result<LoadReport, Error> {
-    let generator = Arc::new(Generator::new(config.workload.clone(), &topology));
+    let generator = Arc::new(Generator::with_key_prefix(config.workload.clone(), &topology, &config.key_prefix));
+    let run = if config.run_id.is_empty() { String::new() } else { format!("{}-", config.run_id) };
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     // Connect everyone first, so connection errors come before the run.
@@ -104,7 +111,7 @@ pub async fn run(
         }
         for i in 0..config.clients_per_dc {
             let addr = endpoints[i as usize % endpoints.len()];
-            let options = ClientOptions { name: format!("load-dc{}-{i}", dc.0), ..ClientOptions::default() };
+            let options = ClientOptions { name: format!("load-{run}dc{}-{i}", dc.0), ..ClientOptions::default() };
             clients.push((dc, i, Client::connect_with(addr, options).await?));
         }
     }
@@ -123,7 +130,7 @@ pub async fn run(
     let mut tasks = Vec::new();
     for (dc, i, client) in clients {
         let worker = Worker {
-            name: format!("dc{}-c{i}", dc.0),
+            name: format!("{run}dc{}-c{i}", dc.0),
             dc,
             client,
             generator: generator.clone(),

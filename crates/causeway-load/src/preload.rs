@@ -9,17 +9,19 @@ use causeway_workload::KeySpace;
 use std::net::SocketAddr;
 
 /// Writes `value_size`-byte values under every key of `keys_per_partition`
-/// keys in each partition, through `clients` connections to `endpoint`
+/// keys (named after `prefix`) in each partition, through `clients`
+/// connections to `endpoint`
 /// (one DC; replication carries them to the others). Returns how many keys
 /// were written.
 pub async fn preload(
     endpoint: SocketAddr,
     topology: &Topology,
+    prefix: &str,
     keys_per_partition: u32,
     value_size: usize,
     clients: usize,
 ) -> Result<u64, Error> {
-    let space = KeySpace::new(topology, keys_per_partition);
+    let space = KeySpace::with_prefix(topology, keys_per_partition, prefix);
     let all: Vec<Bytes> = (0..space.partitions()).flat_map(|p| space.partition(p).iter().cloned()).collect();
     let value = Bytes::from(vec![b'v'; value_size]);
     let clients = clients.max(1);

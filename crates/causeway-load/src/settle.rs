@@ -11,12 +11,18 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Each DC's data, once two rounds in a row read the same everywhere (or
-/// `limit` has passed: then the last round, which the checker will judge).
+/// Each DC's data under the keys that start with `prefix` (a run's own, in
+/// a cluster that may hold others), once two rounds in a row read the same
+/// everywhere (or `limit` has passed: then the last round, which the
+/// checker will judge).
 /// Endpoints of one DC on several nodes each hold part of its data; their
 /// dumps are merged into one final line per DC, partial if some partition
 /// of the DC was not covered.
-pub async fn final_states(endpoints: &[(u16, SocketAddr)], limit: Duration) -> Result<Vec<FinalState>, Error> {
+pub async fn final_states(
+    endpoints: &[(u16, SocketAddr)],
+    prefix: &str,
+    limit: Duration,
+) -> Result<Vec<FinalState>, Error> {
     let mut clients = Vec::new();
     for &(dc, addr) in endpoints {
         clients.push((dc, Client::connect(addr).await?));
@@ -28,7 +34,8 @@ pub async fn final_states(endpoints: &[(u16, SocketAddr)], limit: Duration) -> R
         for (dc, client) in &mut clients {
             let dump = client.dump().await?;
             let (state, covered, count) = per_dc.entry(*dc).or_default();
-            state.extend(dump.entries.iter().map(|(k, v)| (text(k), text(v))));
+            let mine = dump.entries.iter().filter(|(k, _)| k.starts_with(prefix.as_bytes()));
+            state.extend(mine.map(|(k, v)| (text(k), text(v))));
             covered.extend(&dump.partitions);
             *count = dump.partition_count;
         }

@@ -3,6 +3,11 @@
 //! Counters and histograms are updated where things happen; values that are
 //! state rather than events (stable-time lag, queue lengths, versions) are
 //! read from the replicas' published gauges when Prometheus scrapes.
+//!
+//! Names follow Prometheus's conventions: what counts events is a counter
+//! (served with `_total`), what can go down is a gauge, and a value with a
+//! unit is registered with its base unit (seconds, bytes), which names it
+//! (`_seconds`, `_bytes`) and gives it a `# UNIT` line.
 
 use causeway_protocol::{Message, MsgClass};
 use causeway_wire::{ClassCount, NodeStats};
@@ -11,7 +16,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
@@ -39,7 +44,8 @@ pub struct Metrics {
     pub metadata_per_version: Family<Labels, Gauge>,
     pub client_connections: Gauge,
     pub peer_connected: Family<Labels, Gauge>,
-    pub peer_reconnects: Family<Labels, Gauge>,
+    /// Set from the transport's own count (which only grows) at each scrape.
+    pub peer_reconnects: Family<Labels, Counter>,
     /// Envelopes a peer node sent in the name of an address it does not host.
     pub peer_envelopes_refused: Counter,
     /// The per-class series of `bytes_sent` and `messages_sent`, by class
@@ -101,29 +107,35 @@ impl Metrics {
         };
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
-            // Every metric with its help text, as Prometheus lists them.
+            // Every metric with its help text (and base unit), as Prometheus lists them.
             macro_rules! register {
-                ($($name:literal: $help:literal => $metric:expr,)*) => {
-                    $(r.register($name, $help, $metric.clone());)*
+                ($($name:literal $(in $unit:ident)?: $help:literal => $metric:expr,)*) => {
+                    $(register!(@one $name $(in $unit)?: $help => $metric);)*
+                };
+                (@one $name:literal: $help:literal => $metric:expr) => {
+                    r.register($name, $help, $metric.clone())
+                };
+                (@one $name:literal in $unit:ident: $help:literal => $metric:expr) => {
+                    r.register_with_unit($name, $help, Unit::$unit, $metric.clone())
                 };
             }
             register! {
                 "transactions_started": "Transactions begun by clients of this node" => m.txns_started,
                 "transactions_committed": "Transactions committed by clients of this node" => m.txns_committed,
                 "transactions_aborted": "Transactions aborted by clients of this node" => m.txns_aborted,
-                "operation_latency_seconds": "Client operation latency, by operation" => m.op_latency,
+                "operation_latency" in Seconds: "Client operation latency, by operation" => m.op_latency,
                 "reads_waited": "Read slices a replica could not answer at once" => m.reads_waited,
-                "read_wait_seconds": "How long read slices that waited waited" => m.read_wait,
-                "bytes_sent": "Protocol message bytes sent, by message class" => m.bytes_sent,
+                "read_wait" in Seconds: "How long read slices that waited waited" => m.read_wait,
+                "sent" in Bytes: "Protocol message bytes sent, by message class" => m.bytes_sent,
                 "messages_sent": "Protocol messages sent, by message class" => m.messages_sent,
-                "stable_lag_seconds": "Local clock minus the visible snapshot's time, per replica and origin \
+                "stable_lag" in Seconds: "Local clock minus the visible snapshot's time, per replica and origin \
                     (local: LST, remote: RST)" => m.stable_lag,
                 "queue_length": "Messages waiting in a queue (replica inbox, peer link)" => m.queue_length,
                 "versions": "Versions stored, per replica" => m.versions,
-                "version_metadata_bytes": "Bytes of protocol metadata per stored version (Wren: two timestamps)"
+                "version_metadata" in Bytes: "Bytes of protocol metadata per stored version (Wren: two timestamps)"
                     => m.metadata_per_version,
                 "client_connections": "Open client connections" => m.client_connections,
-                "peer_connected": "Whether the link to a peer node is connected" => m.peer_connected,
+                "peer_connected": "Whether the link to a peer node is connected (1) or not (0)" => m.peer_connected,
                 "peer_reconnects": "Times the link to a peer node reconnected" => m.peer_reconnects,
                 "peer_envelopes_refused": "Envelopes a peer node sent in the name of an address it does not \
                     host, dropped" => m.peer_envelopes_refused,

@@ -140,7 +140,9 @@ impl<M: Message> PeerControl for Peers<M> {
                 .get_or_create(&vec![("queue", "peer_unacked".into()), ("peer", peer.clone())])
                 .set(p.unacked as i64);
             metrics.peer_connected.get_or_create(&vec![("peer", peer.clone())]).set(i64::from(p.connected));
-            metrics.peer_reconnects.get_or_create(&vec![("peer", peer)]).set(p.reconnects as i64);
+            // The transport's count only grows: the counter takes its value.
+            let reconnects = metrics.peer_reconnects.get_or_create(&vec![("peer", peer)]);
+            reconnects.inner().fetch_max(p.reconnects, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }

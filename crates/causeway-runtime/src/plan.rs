@@ -82,6 +82,50 @@ impl WanDelays {
     }
 }
 
+/// The client ports of an embedded cluster's DCs: `first`, `first + 1`, …
+/// (or all 0: the OS chooses each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientPorts {
+    pub first: u16,
+    pub dcs: u16,
+}
+
+impl ClientPorts {
+    /// DC `dc`'s port.
+    pub fn port(self, dc: DcId) -> u16 {
+        if self.first == 0 {
+            0
+        } else {
+            self.first + dc.0
+        }
+    }
+
+    /// Whether `port` is one of them.
+    pub fn contains(self, port: u16) -> bool {
+        self.first != 0 && (self.first..self.first + self.dcs).contains(&port)
+    }
+
+    /// `7100–7102`: the range, as a message names it.
+    pub fn range(self) -> String {
+        format!("{}–{}", self.first, u32::from(self.first) + u32::from(self.dcs) - 1)
+    }
+}
+
+/// The ports of `dcs` DCs from `first` on, if they fit below 65536.
+pub fn client_ports(first: u16, dcs: u16) -> Result<ClientPorts, String> {
+    let ports = ClientPorts { first, dcs };
+    let last = u32::from(first) + u32::from(dcs.max(1)) - 1;
+    if first != 0 && last > u32::from(u16::MAX) {
+        return Err(format!(
+            "{dcs} DCs need client ports {} (one per DC), but ports end at 65535: start at {} or lower, or at 0 for \
+             free ports",
+            ports.range(),
+            u32::from(u16::MAX) + 1 - u32::from(dcs)
+        ));
+    }
+    Ok(ports)
+}
+
 impl ClusterPlan {
     /// What every node of the cluster must agree on, compared when two
     /// nodes connect: the protocol (its messages mean nothing to another),
@@ -114,7 +158,8 @@ impl ClusterPlan {
 
     /// M DCs × N partitions in one process: one node runs every replica and
     /// serves every DC's clients. `client_port`: the first DC's client port
-    /// (the others follow); 0 lets the OS choose.
+    /// (the others follow, so all of them must fit under 65536); 0 lets the
+    /// OS choose.
     pub fn embedded(
         protocol: ProtocolKind,
         dcs: u16,
@@ -124,13 +169,8 @@ impl ClusterPlan {
     ) -> Result<ClusterPlan, String> {
         let topology = Topology::full(dcs, partitions).map_err(|e| e.to_string())?;
         let wan = wan.map(|m| WanDelays::from_model(m, dcs)).transpose()?;
-        let clients = topology
-            .dcs()
-            .map(|dc| {
-                let port = if client_port == 0 { 0 } else { client_port.saturating_add(dc.0) };
-                (dc, SocketAddr::from(([127, 0, 0, 1], port)))
-            })
-            .collect();
+        let ports = client_ports(client_port, dcs)?;
+        let clients = topology.dcs().map(|dc| (dc, SocketAddr::from(([127, 0, 0, 1], ports.port(dc))))).collect();
         let node =
             NodePlan { name: "embedded".into(), replicas: topology.all_replicas(), clients, peer: None, metrics: None };
         Ok(ClusterPlan {
@@ -172,5 +212,24 @@ impl ClusterPlan {
     /// The emulated clock offset of `replica` ([`ClusterPlan::clock_offsets_us`]).
     pub fn clock_offset_us(&self, replica: ReplicaId) -> i64 {
         self.clock_offsets_us.get(&replica).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_ports_that_do_not_fit_are_refused_with_the_range_they_need() {
+        let plan = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, 65533).unwrap();
+        let ports: Vec<u16> = plan.nodes[0].clients.iter().map(|(_, a)| a.port()).collect();
+        assert_eq!(ports, vec![65533, 65534, 65535]);
+        let e = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, 65534).unwrap_err();
+        assert!(e.contains("65534–65536") && e.contains("start at 65533"), "{e}");
+        let free = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, 0).unwrap();
+        assert!(free.nodes[0].clients.iter().all(|(_, a)| a.port() == 0));
+        assert!(client_ports(7100, 3).unwrap().contains(7102));
+        assert!(!client_ports(7100, 3).unwrap().contains(7103));
+        assert!(!client_ports(0, 3).unwrap().contains(0));
     }
 }

@@ -142,11 +142,16 @@ pub struct Generator {
 
 impl Generator {
     pub fn new(kind: WorkloadKind, topology: &Topology) -> Self {
+        Generator::with_key_prefix(kind, topology, "")
+    }
+
+    /// Plans over keys named `{prefix}k0, {prefix}k1, …`.
+    pub fn with_key_prefix(kind: WorkloadKind, topology: &Topology, prefix: &str) -> Self {
         let keys_per_partition = match &kind {
             WorkloadKind::Random(w) => w.keys_per_partition,
             WorkloadKind::Groups { groups, .. } => *groups,
         };
-        let keys = KeySpace::new(topology, keys_per_partition);
+        let keys = KeySpace::with_prefix(topology, keys_per_partition, prefix);
         let zipf = match &kind {
             WorkloadKind::Random(w) if w.zipf > 0.0 => Some(ZipfTable::new(w.keys_per_partition as usize, w.zipf)),
             _ => None,

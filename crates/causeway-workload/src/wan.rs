@@ -93,6 +93,20 @@ impl WanModel {
         WanModel::parse(DEFAULT_WAN_TOML).expect("the bundled WAN model is valid")
     }
 
+    /// No WAN: `dcs` DCs, each in a region of its own, as near each other as
+    /// the servers inside one DC of this model (one way between DCs, its
+    /// slowest intra-DC latency).
+    pub fn without_wan(&self, dcs: u16) -> WanModel {
+        let n = usize::from(dcs);
+        let rtt = 2 * self.intra_dc_one_way_us.1;
+        WanModel {
+            regions: (0..n).map(|i| format!("dc{i}")).collect(),
+            rtt_us: (0..n).map(|a| (0..n).map(|b| if a == b { 0 } else { rtt }).collect()).collect(),
+            intra_dc_one_way_us: self.intra_dc_one_way_us,
+            jitter: self.jitter,
+        }
+    }
+
     /// The model in `path`, or the bundled one; errors name the file.
     pub fn load(path: Option<&std::path::Path>) -> Result<WanModel, String> {
         let Some(path) = path else { return Ok(WanModel::default_model()) };
@@ -113,6 +127,15 @@ mod tests {
         assert_eq!(wan.rtt_us[2][0], 75_000);
         assert_eq!(wan.rtt_us[2][4], 270_000);
         assert_eq!(wan.rtt_us[3][4], 145_000);
+    }
+
+    #[test]
+    fn without_wan_dcs_are_as_near_as_servers_in_one_dc() {
+        let flat = WanModel::default_model().without_wan(7);
+        assert_eq!(flat.regions.len(), 7);
+        assert_eq!(flat.rtt_us[0][6], 500);
+        assert_eq!(flat.rtt_us[3][3], 0);
+        assert_eq!(flat.intra_dc_one_way_us, (50, 250));
     }
 
     #[test]

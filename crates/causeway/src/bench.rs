@@ -1,7 +1,9 @@
 //! `causeway bench`, `causeway sweep` and `causeway plot`: the benchmark
 //! harness from the command line (the work is in `causeway-bench`).
 
-use crate::serve::{init_logging, runtime, EmbeddedArgs, NetworkArgs};
+use crate::args::{count, shape, ClientArgs, ClusterArgs, NetworkArgs};
+use crate::output::{prepare_dir, OutputFile};
+use crate::serve::{init_logging, runtime};
 use crate::verdict;
 use anyhow::{Context, Result};
 use causeway_bench::sweep::{self, Sweep};
@@ -32,9 +34,11 @@ pub struct RunFlags {
     /// (its protocol, DCs and partitions; nothing is started).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Partitions each transaction reads and writes (capped at --partitions).
-    #[arg(long, default_value_t = 4)]
-    partitions_per_txn: u32,
+    /// Partitions each transaction reads and writes, at most --partitions
+    /// [default: 4, or --partitions if fewer; in a sweep, at most each run's
+    /// partitions].
+    #[arg(long)]
+    partitions_per_txn: Option<u32>,
     /// Keys per partition.
     #[arg(long, default_value_t = 100_000)]
     keys: u32,
@@ -77,8 +81,9 @@ impl RunFlags {
             },
             (None, false) => Deployment::Embedded,
         };
+        let (delta_r_ms, delta_g_ms) = net.intervals_ms()?;
         let mut workload = paper_workload(19, 1);
-        workload.partitions_per_txn = self.partitions_per_txn;
+        workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
         workload.keys_per_partition = self.keys;
         workload.zipf = self.zipf;
         Ok(BenchSpec {
@@ -89,8 +94,8 @@ impl RunFlags {
             duration: secs(self.duration, "--duration")?,
             wan: net.wan()?,
             skew_ms: self.skew_ms,
-            delta_r_ms: net.delta_r_ms,
-            delta_g_ms: net.delta_g_ms,
+            delta_r_ms,
+            delta_g_ms,
             seed: self.seed,
             preload: self.preload,
             visibility_interval: secs(self.visibility_interval_ms / 1000.0, "--visibility-interval-ms")?,
@@ -102,10 +107,9 @@ impl RunFlags {
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     #[command(flatten)]
-    cluster: EmbeddedArgs,
-    /// Closed-loop clients per partition (each one session, one connection).
-    #[arg(long, default_value_t = 2)]
-    clients: u32,
+    cluster: ClusterArgs,
+    #[command(flatten)]
+    clients: ClientArgs,
     /// Closed-loop clients per DC instead of per partition (for loads below
     /// one client per partition).
     #[arg(long, conflicts_with = "clients")]
@@ -124,6 +128,13 @@ pub struct BenchArgs {
     /// Record the history, write it to this file and check it.
     #[arg(long)]
     history: Option<PathBuf>,
+    /// Name every key the run reads and writes PREFIXk0, PREFIXk1, … Against
+    /// a running cluster (--config) the default is a prefix of this run's
+    /// own, so the run neither overwrites other data nor reads another
+    /// run's (its history would not know those values); in a cluster the
+    /// run starts, no prefix.
+    #[arg(long, value_name = "PREFIX")]
+    key_prefix: Option<String>,
 }
 
 /// A live progress line on a terminal, a line every 5 s otherwise.
@@ -165,24 +176,24 @@ fn clear_progress() {
     }
 }
 
+/// The run in one line: `wren on 3 DCs × 4 partitions in this process, …`.
 fn describe(spec: &BenchSpec) -> String {
     let w = &spec.workload;
+    let cluster = shape(spec.dcs, spec.partitions);
     let place = match &spec.deployment {
-        Deployment::Embedded => "in this process".to_string(),
-        Deployment::Processes { .. } => "one server process per replica".to_string(),
-        Deployment::Config(path) => format!("the cluster of {}", path.display()),
+        Deployment::Embedded => format!("{cluster} in this process"),
+        Deployment::Processes { .. } => format!("{cluster}, one server process per replica"),
+        Deployment::Config(path) => format!("the running cluster of {} ({cluster})", path.display()),
     };
     format!(
-        "{}, {} DCs × {} partitions {place}, WAN emulation {}, {} client(s) per DC, {}+{} per txn over {} partitions, \
-         {} keys per partition, zipf {}, {}-byte values, warm-up {} s, measured {} s",
+        "{} on {place}, WAN emulation {}, {} per DC, {}+{} per txn over {}, {} keys per partition, zipf {}, \
+         {}-byte values, warm-up {} s, measured {} s",
         spec.protocol,
-        spec.dcs,
-        spec.partitions,
         if spec.wan.is_some() { "on" } else { "off" },
-        spec.clients_per_dc(),
+        count(spec.clients_per_dc(), "client"),
         w.reads_per_txn,
         w.writes_per_txn,
-        w.partitions_per_txn.min(spec.partitions),
+        count(w.partitions_per_txn.min(spec.partitions), "partition"),
         w.keys_per_partition,
         w.zipf,
         spec.value_size,
@@ -191,10 +202,10 @@ fn describe(spec: &BenchSpec) -> String {
     )
 }
 
-fn write_json(path: &std::path::Path, report: &BenchReport) -> Result<()> {
-    let text = serde_json::to_vec_pretty(report)?;
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("  report         {}", path.display());
+fn write_json(out: OutputFile, report: &BenchReport) -> Result<()> {
+    let path = out.path().display().to_string();
+    out.write(|w| serde_json::to_writer_pretty(w, report).map_err(std::io::Error::from))?;
+    println!("  report         {path}");
     Ok(())
 }
 
@@ -204,32 +215,49 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     spec.protocol = args.cluster.protocol;
     spec.dcs = args.cluster.dcs;
     spec.partitions = args.cluster.partitions;
-    spec.clients_per_partition = args.clients;
+    spec.clients_per_partition = args.clients.clients;
     spec.clients_per_dc = args.clients_per_dc;
     spec.workload.reads_per_txn = args.reads;
     spec.workload.writes_per_txn = args.writes;
     spec.record = args.history.is_some();
+    spec.key_prefix = args.key_prefix.clone();
     if let Deployment::Config(path) = &spec.deployment {
         // The cluster's own shape, for the summary.
         let plan = causeway_runtime::config::load(path)?;
         spec.protocol = plan.protocol;
         spec.dcs = plan.topology.dc_count();
         spec.partitions = plan.topology.partition_count();
+        spec.wan = plan.wan.is_some().then_some(None);
+    }
+    if let Some(p) = args.run.partitions_per_txn.filter(|p| *p > spec.partitions) {
+        anyhow::bail!(
+            "--partitions-per-txn {p}: a transaction can touch at most the cluster's {} (--partitions)",
+            count(spec.partitions, "partition")
+        );
     }
     spec.validate().map_err(anyhow::Error::msg)?;
+    // Checked before the run: a path that cannot be written fails now.
+    let json = args.json.as_deref().map(|p| OutputFile::open(p, "--json")).transpose()?;
+    let history = args.history.as_deref().map(|p| OutputFile::open(p, "--history")).transpose()?;
     println!("causeway bench: {}", describe(&spec));
+    let prefix = spec.key_prefix();
+    if args.key_prefix.is_some() {
+        println!("  writes keys under {prefix:?} only (--key-prefix)");
+    } else if !prefix.is_empty() {
+        println!("  writes keys under {prefix:?} only, a prefix of this run's own (--key-prefix chooses another)");
+    }
     if spec.preload {
         let keys = u64::from(spec.workload.keys_per_partition) * u64::from(spec.partitions);
         eprintln!("  preloading {keys} keys…");
     }
     let outcome = run_and_summarize(&spec)?;
-    if let Some(path) = &args.json {
-        write_json(path, &outcome.report)?;
+    if let Some(out) = json {
+        write_json(out, &outcome.report)?;
     }
     let mut ok = outcome.errors.is_empty();
-    if let (Some(history), Some(path)) = (&outcome.history, &args.history) {
-        verdict::write_history(history, path)?;
-        ok &= verdict::judge(history, spec.protocol.guarantee());
+    if let (Some(h), Some(out)) = (&outcome.history, history) {
+        verdict::write_history(h, out)?;
+        ok &= verdict::judge(h, spec.protocol.guarantee());
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -252,7 +280,8 @@ pub struct SweepArgs {
     /// Protocols to compare, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "wren,cure,h-cure")]
     protocols: Vec<ProtocolKind>,
-    /// Clients per partition, comma-separated: the load steps of each curve.
+    /// Closed-loop clients per partition in each DC, comma-separated: the
+    /// load steps of each curve.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
     clients: Vec<u32>,
     /// Clients per DC instead, comma-separated (loads below one client per
@@ -290,6 +319,8 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
         mixes: args.mix.iter().map(|m| (m.0, m.1)).collect(),
     };
     sweep.validate().map_err(anyhow::Error::msg)?;
+    // Checked before the runs: a directory that cannot be written fails now.
+    prepare_dir(&args.out, "--out")?;
     let specs = sweep.specs();
     let per_run = sweep.base.warmup + sweep.base.duration;
     println!(
@@ -338,13 +369,19 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
-    /// A sweep's output directory (with sweep.json); figures are drawn there.
+    /// A sweep's output directory (with sweep.json).
     dir: PathBuf,
+    /// Draw the figures into this directory instead of DIR (docs/figures,
+    /// say: the names are those docs/BENCHMARKS.md shows).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 pub fn plot(args: PlotArgs) -> Result<ExitCode> {
     let reports = sweep::load(&args.dir)?;
-    for f in figures::draw_all(&reports, &args.dir)? {
+    let out = args.out.as_deref().unwrap_or(&args.dir);
+    prepare_dir(out, if args.out.is_some() { "--out" } else { "DIR" })?;
+    for f in figures::draw_all(&reports, out)? {
         println!("{}", f.display());
     }
     Ok(ExitCode::SUCCESS)

@@ -3,8 +3,10 @@
 //! It is a benchmark run (`causeway-bench`) that records its history and
 //! mixes in read-only and aborted transactions, so every path is shown.
 
+use crate::args::{count, shape, ClientArgs, ClusterArgs};
 use crate::bench::run_and_summarize;
-use crate::serve::{init_logging, EmbeddedArgs};
+use crate::output::OutputFile;
+use crate::serve::init_logging;
 use crate::verdict;
 use anyhow::Result;
 use causeway_bench::{BenchSpec, Deployment};
@@ -17,13 +19,12 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     #[command(flatten)]
-    cluster: EmbeddedArgs,
+    cluster: ClusterArgs,
     /// How long the workload runs, in seconds.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
-    /// Closed-loop clients per partition (each one session).
-    #[arg(long, default_value_t = 2)]
-    clients: u32,
+    #[command(flatten)]
+    clients: ClientArgs,
     /// Reads per transaction.
     #[arg(long, default_value_t = 19)]
     reads: u32,
@@ -51,12 +52,13 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         "--duration must be more than 0 and at most 86400 seconds"
     );
     let c = &args.cluster;
+    let (delta_r_ms, delta_g_ms) = c.net.intervals_ms()?;
     let spec = BenchSpec {
         protocol: c.protocol,
         dcs: c.dcs,
         partitions: c.partitions,
         deployment: Deployment::Embedded,
-        clients_per_partition: args.clients,
+        clients_per_partition: args.clients.clients,
         clients_per_dc: None,
         workload: WorkloadConfig {
             reads_per_txn: args.reads,
@@ -70,27 +72,30 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         duration: Duration::from_secs_f64(args.duration),
         wan: c.net.wan()?,
         skew_ms: 0.0,
-        delta_r_ms: c.net.delta_r_ms,
-        delta_g_ms: c.net.delta_g_ms,
+        delta_r_ms,
+        delta_g_ms,
         seed: args.seed,
         record: true,
         visibility_interval: Duration::from_millis(1),
         preload: false,
+        ..BenchSpec::default()
     };
     spec.validate().map_err(anyhow::Error::msg)?;
+    // Checked before the run: a path that cannot be written fails now.
+    let out = args.history.as_deref().map(|p| OutputFile::open(p, "--history")).transpose()?;
     println!(
-        "causeway demo: {}, {} DCs × {} partitions in this process, WAN emulation {}, {} clients per partition, {} s",
+        "causeway demo: {} on {} in this process, WAN emulation {}, {} per DC ({} per partition), {} s",
         spec.protocol,
-        spec.dcs,
-        spec.partitions,
+        shape(spec.dcs, spec.partitions),
         if spec.wan.is_some() { "on" } else { "off" },
+        count(spec.clients_per_dc(), "client"),
         spec.clients_per_partition,
         args.duration
     );
     let outcome = run_and_summarize(&spec)?;
     let history = outcome.history.expect("the demo records its history");
-    if let Some(path) = &args.history {
-        verdict::write_history(&history, path)?;
+    if let Some(out) = out {
+        verdict::write_history(&history, out)?;
     }
     let ok = verdict::judge(&history, spec.protocol.guarantee())
         && outcome.errors.is_empty()

@@ -1,8 +1,10 @@
 //! The `causeway` command.
 
+mod args;
 mod bench;
 mod check;
 mod demo;
+mod output;
 mod serve;
 mod shell;
 mod sim;

@@ -1,11 +1,11 @@
 //! `causeway server` (one node of a cluster from a config file) and
 //! `causeway dev` (a whole cluster in this process).
 
+use crate::args::{shape, ClusterArgs};
 use anyhow::{Context, Result};
-use causeway_protocol::ProtocolKind;
-use causeway_runtime::{config, start, ClusterPlan};
-use causeway_workload::WanModel;
-use clap::{Args, ValueEnum};
+use causeway_runtime::plan::client_ports;
+use causeway_runtime::{config, start};
+use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -27,81 +27,17 @@ pub struct ServerArgs {
     threads: Option<usize>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OnOff {
-    On,
-    Off,
-}
-
-/// How the DCs of a cluster this process starts talk to each other: WAN
-/// emulation and the protocol's intervals (`dev`, `demo`, `bench`, `sweep`).
-#[derive(Args, Debug, Clone)]
-pub struct NetworkArgs {
-    /// Emulate WAN latency between DCs (the RTT matrix of config/wan.toml, or --wan-file).
-    #[arg(long, value_enum, default_value = "on")]
-    pub wan: OnOff,
-    /// RTT matrix for WAN emulation (same format as config/wan.toml).
-    #[arg(long)]
-    pub wan_file: Option<PathBuf>,
-    /// Δ_R, apply and replication interval, in milliseconds.
-    #[arg(long, default_value_t = 5.0)]
-    pub delta_r_ms: f64,
-    /// Δ_G, stabilization interval, in milliseconds.
-    #[arg(long, default_value_t = 5.0)]
-    pub delta_g_ms: f64,
-}
-
-impl NetworkArgs {
-    /// WAN emulation as asked: `None` off, `Some(None)` the built-in model,
-    /// `Some(Some(file))` another one, as an absolute path (server
-    /// processes read it from another directory).
-    pub fn wan(&self) -> Result<Option<Option<PathBuf>>> {
-        Ok(match (self.wan, &self.wan_file) {
-            (OnOff::Off, Some(_)) => anyhow::bail!("--wan-file needs --wan on"),
-            (OnOff::Off, None) => None,
-            (OnOff::On, None) => Some(None),
-            (OnOff::On, Some(file)) => {
-                Some(Some(std::fs::canonicalize(file).with_context(|| format!("cannot read {}", file.display()))?))
-            }
-        })
-    }
-}
-
-/// Flags of commands that start an embedded cluster.
-#[derive(Args, Debug, Clone)]
-pub struct EmbeddedArgs {
-    /// Protocol the cluster runs: wren, cure, h-cure or ec.
-    #[arg(long, default_value = "wren")]
-    pub protocol: ProtocolKind,
-    /// Data centers.
-    #[arg(long, default_value_t = 3)]
-    pub dcs: u16,
-    /// Partitions per DC.
-    #[arg(long, default_value_t = 4)]
-    pub partitions: u32,
-    #[command(flatten)]
-    pub net: NetworkArgs,
-}
-
-impl EmbeddedArgs {
-    pub fn plan(&self, client_port: u16) -> Result<ClusterPlan> {
-        let wan =
-            self.net.wan()?.map(|file| WanModel::load(file.as_deref())).transpose().map_err(anyhow::Error::msg)?;
-        ClusterPlan::embedded(self.protocol, self.dcs, self.partitions, wan.as_ref(), client_port)
-            .and_then(|p| p.with_intervals_ms(self.net.delta_r_ms, self.net.delta_g_ms))
-            .map_err(anyhow::Error::msg)
-    }
-}
-
 #[derive(Args, Debug)]
 pub struct DevArgs {
     #[command(flatten)]
-    cluster: EmbeddedArgs,
-    /// Client port of DC 0; DC i listens on PORT+i (0: any free ports).
+    cluster: ClusterArgs,
+    /// Client port of DC 0; DC i listens on PORT+i, so every DC's port must
+    /// be at most 65535 (0: any free ports).
     #[arg(long, default_value_t = 7100)]
     port: u16,
-    /// Serve Prometheus metrics on this address (for example 127.0.0.1:9100).
-    #[arg(long)]
+    /// Serve Prometheus metrics on this address (for example 127.0.0.1:9100),
+    /// on a port no DC's clients use.
+    #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
 }
 
@@ -158,14 +94,12 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
     if args.check {
         let (dcs, partitions) = (plan.topology.dc_count(), plan.topology.partition_count());
         println!(
-            "{}: cluster {:?}, protocol {}, {dcs} DC{} × {partitions} partition{}, {} node{}: {}",
+            "{}: cluster {:?}, protocol {}, {}, {}: {}",
             args.config.display(),
             plan.name,
             plan.protocol,
-            if dcs == 1 { "" } else { "s" },
-            if partitions == 1 { "" } else { "s" },
-            names.len(),
-            if names.len() == 1 { "" } else { "s" },
+            shape(dcs, partitions),
+            crate::args::count(names.len() as u64, "node"),
             names.join(", ")
         );
         return Ok(ExitCode::SUCCESS);
@@ -191,7 +125,17 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
 
 pub fn dev(args: DevArgs) -> Result<ExitCode> {
     init_logging();
-    let mut plan = args.cluster.plan(args.port)?;
+    let c = &args.cluster;
+    let ports = client_ports(args.port, c.dcs).map_err(|e| anyhow::anyhow!("--port {}: {e}", args.port))?;
+    if let Some(addr) = args.metrics.filter(|a| ports.contains(a.port())) {
+        anyhow::bail!(
+            "--metrics {addr}: port {} is a DC's client port ({} DCs listen on {}); give the metrics another port",
+            addr.port(),
+            c.dcs,
+            ports.range()
+        );
+    }
+    let mut plan = c.plan(args.port)?;
     plan.nodes[0].metrics = args.metrics;
     let rt = runtime()?;
     rt.block_on(async {
@@ -199,7 +143,8 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
         let wan = plan.wan.is_some();
         let node = start(Arc::new(plan), "embedded").await?;
         println!(
-            "causeway dev: {protocol}, {dcs} DCs × {partitions} partitions in this process, WAN emulation {}",
+            "causeway dev: {protocol} on {} in this process, WAN emulation {}",
+            shape(dcs, partitions),
             if wan { "on" } else { "off" }
         );
         for (dc, addr) in &node.clients {

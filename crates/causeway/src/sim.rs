@@ -1,8 +1,10 @@
 //! `causeway sim`: a simulated cluster from flags.
 
+use crate::args::{ClientArgs, ClusterArgs};
+use crate::output::OutputFile;
 use crate::verdict;
 use anyhow::{bail, Result};
-use causeway_protocol::{Protocol, ProtocolKind, ProtocolVisitor, Tuning};
+use causeway_protocol::{Protocol, ProtocolVisitor, Tuning};
 use causeway_sim::{
     random_crashes, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation, TransportFaults,
 };
@@ -71,21 +73,17 @@ impl FromStr for CutArg {
     }
 }
 
+/// Transactions a run stops after when neither --txns nor --duration-ms is given.
+const DEFAULT_TXNS: u64 = 10_000;
+
 #[derive(Args, Debug)]
 pub struct SimArgs {
-    /// Protocol to run: wren, cure, h-cure or ec.
-    #[arg(long, default_value = "wren")]
-    protocol: ProtocolKind,
-    /// Data centers (at most the number of regions in the WAN model).
-    #[arg(long, default_value_t = 3)]
-    dcs: u16,
-    /// Partitions per DC.
-    #[arg(long, default_value_t = 4)]
-    partitions: u32,
-    /// Closed-loop clients per partition in each DC.
-    #[arg(long, default_value_t = 2)]
-    clients: u32,
-    /// Stop after this many transactions have finished.
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[command(flatten)]
+    clients: ClientArgs,
+    /// Stop after this many transactions have finished (with neither --txns
+    /// nor --duration-ms: after 10000 transactions).
     #[arg(long, conflicts_with = "duration_ms")]
     txns: Option<u64>,
     /// Stop after this much simulated time, in milliseconds.
@@ -134,9 +132,6 @@ pub struct SimArgs {
     /// Write the history (JSON Lines) to this file.
     #[arg(long, value_name = "FILE")]
     history: Option<PathBuf>,
-    /// WAN model (TOML, like config/wan.toml); the bundled one by default.
-    #[arg(long, value_name = "FILE")]
-    wan: Option<PathBuf>,
     /// Workload kind.
     #[arg(long, value_enum, default_value = "random")]
     workload: WorkloadName,
@@ -146,9 +141,10 @@ pub struct SimArgs {
     /// Writes per update transaction.
     #[arg(long, default_value_t = 1)]
     writes: u32,
-    /// Partitions each transaction touches.
-    #[arg(long, default_value_t = 4)]
-    partitions_per_txn: u32,
+    /// Partitions each transaction touches, at most --partitions [default:
+    /// 4, or --partitions if fewer].
+    #[arg(long)]
+    partitions_per_txn: Option<u32>,
     /// Keys per partition.
     #[arg(long, default_value_t = 1000)]
     keys: u32,
@@ -164,12 +160,6 @@ pub struct SimArgs {
     /// Key groups of the `groups` workload.
     #[arg(long, default_value_t = 20)]
     groups: u32,
-    /// Δ_R: apply and replication interval, in milliseconds.
-    #[arg(long, default_value_t = 5.0)]
-    delta_r_ms: f64,
-    /// Δ_G: stabilization interval, in milliseconds.
-    #[arg(long, default_value_t = 5.0)]
-    delta_g_ms: f64,
 }
 
 /// A one-line progress display on a terminal; nothing when piped.
@@ -198,7 +188,8 @@ fn faults(args: &SimArgs) -> Result<Faults> {
     let mut crashes: Vec<Crash> = args.crash.iter().map(|c| c.0).collect();
     if args.crashes > 0 {
         let window_us = args.duration_ms.map_or(500_000, |ms| ms * 1000);
-        crashes.extend(random_crashes(args.seed, args.dcs, args.partitions, args.crashes, window_us));
+        let c = &args.cluster;
+        crashes.extend(random_crashes(args.seed, c.dcs, c.partitions, args.crashes, window_us));
     }
     let (dup, reorder, loss) = (args.duplicate_prob, args.reorder_prob, args.loss_prob);
     let transport = (dup > 0.0 || reorder > 0.0 || loss > 0.0).then(|| TransportFaults {
@@ -223,13 +214,43 @@ impl ProtocolVisitor for RunSim {
     }
 }
 
+/// The partitions each transaction touches: as asked, at most every
+/// partition; by default 4, or every partition if there are fewer.
+fn partitions_per_txn(args: &SimArgs) -> Result<u32> {
+    let partitions = args.cluster.partitions;
+    match args.partitions_per_txn {
+        None => Ok(partitions.min(4)),
+        Some(0) => bail!("--partitions-per-txn must be at least 1"),
+        Some(p) if p > partitions => bail!(
+            "--partitions-per-txn {p}: a transaction can touch at most the cluster's {partitions} partitions \
+             (--partitions {partitions})"
+        ),
+        Some(p) => Ok(p),
+    }
+}
+
+/// `100`, `100.5`: milliseconds of a cut, as the user wrote them.
+fn ms(us: u64) -> String {
+    format!("{}", us as f64 / 1000.0)
+}
+
 pub fn run(args: SimArgs) -> Result<ExitCode> {
-    let wan = WanModel::load(args.wan.as_deref()).map_err(anyhow::Error::msg)?;
+    if args.txns == Some(0) {
+        bail!("--txns must be at least 1 (without it, a run stops after {DEFAULT_TXNS} transactions)");
+    }
+    if args.duration_ms == Some(0) {
+        bail!("--duration-ms must be at least 1");
+    }
+    let c = &args.cluster;
+    let wan = match c.net.model()? {
+        Some(model) => model,
+        None => WanModel::default_model().without_wan(c.dcs),
+    };
     let workload = match args.workload {
         WorkloadName::Random => WorkloadKind::Random(WorkloadConfig {
             reads_per_txn: args.reads,
             writes_per_txn: args.writes,
-            partitions_per_txn: args.partitions_per_txn,
+            partitions_per_txn: partitions_per_txn(&args)?,
             keys_per_partition: args.keys,
             zipf: args.zipf,
             read_only_fraction: args.read_only,
@@ -239,14 +260,15 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         WorkloadName::Groups => WorkloadKind::Groups { groups: args.groups, read_only_fraction: 0.5 },
     };
     let txns = match (args.txns, args.duration_ms) {
-        (None, None) => Some(10_000),
+        (None, None) => Some(DEFAULT_TXNS),
         (t, _) => t,
     };
+    let (delta_r_ms, delta_g_ms) = c.net.intervals_ms()?;
     let config = SimConfig {
         seed: args.seed,
-        dcs: args.dcs,
-        partitions: args.partitions,
-        clients_per_partition: args.clients,
+        dcs: c.dcs,
+        partitions: c.partitions,
+        clients_per_partition: args.clients.clients,
         txns,
         duration_us: args.duration_ms.map(|ms| ms * 1000),
         wan,
@@ -262,16 +284,28 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         ..SimConfig::default()
     };
     let tuning = Tuning {
-        apply_interval_us: micros(args.delta_r_ms, "--delta-r-ms")?.max(1),
-        stabilization_interval_us: micros(args.delta_g_ms, "--delta-g-ms")?.max(1),
+        apply_interval_us: micros(delta_r_ms, "--delta-r-ms")?.max(1),
+        stabilization_interval_us: micros(delta_g_ms, "--delta-g-ms")?.max(1),
     };
-    let report = args.protocol.visit(RunSim { config, tuning })?;
+    config.validate()?;
+    // Checked before the run: a path that cannot be written fails now.
+    let history = args.history.as_deref().map(|p| OutputFile::open(p, "--history")).transpose()?;
+    let report = c.protocol.visit(RunSim { config, tuning })?;
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
     println!("{report}");
-    if let Some(path) = &args.history {
-        verdict::write_history(&report.history, path)?;
+    for cut in &args.cuts {
+        let cut = cut.0;
+        println!(
+            "  cut            DC {} cut off from {} to {} ms (simulated)",
+            cut.dc,
+            ms(cut.start_us),
+            ms(cut.end_us)
+        );
+    }
+    if let Some(out) = history {
+        verdict::write_history(&report.history, out)?;
     }
     let mut ok = verdict::judge(&report.history, report.guarantee) && report.settled();
     if !report.settled() {

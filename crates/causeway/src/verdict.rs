@@ -1,17 +1,15 @@
 //! Writing a history file and judging it, as `sim` and `demo` both do.
 
-use anyhow::{Context, Result};
+use crate::output::OutputFile;
+use anyhow::Result;
 use causeway_history::{check, Guarantee, History};
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::Path;
 use std::time::Instant;
 
-pub fn write_history(history: &History, path: &Path) -> Result<()> {
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut w = BufWriter::new(file);
-    history.write_jsonl(&mut w).and_then(|_| w.flush()).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("  history        {} lines in {}", history.txns.len() + history.finals.len(), path.display());
+/// Writes the history into `out` (opened before the run) and says where.
+pub fn write_history(history: &History, out: OutputFile) -> Result<()> {
+    let path = out.path().display().to_string();
+    out.write(|w| history.write_jsonl(w))?;
+    println!("  history        {} lines in {path}", history.txns.len() + history.finals.len());
     Ok(())
 }
 

@@ -204,20 +204,20 @@ fn sweep_runs_a_series_and_draws_the_papers_figures() {
     assert_eq!(reports.as_array().map(Vec::len), Some(8), "2 protocols × 2 loads × 2 sizes");
     assert!(dir.join("runs/wren-2dc-2p-19r1w-4cpd.json").exists(), "2 clients per partition × 2 partitions");
     for stem in [
-        "throughput-latency-2dc-1p-19r1w",
-        "throughput-latency-2dc-2p-19r1w",
-        "read-wait-2dc-2p-19r1w",
-        "scaling",
-        "bytes",
-        "visibility",
+        "fig3a-throughput-latency-1p",
+        "fig3a-throughput-latency-2p",
+        "fig3b-read-wait-2p",
+        "fig6-scaling",
+        "fig7a-bytes",
+        "fig7b-visibility",
     ] {
         assert!(png(&dir.join(format!("{stem}.png"))), "{stem}.png");
         assert!(svg(&dir.join(format!("{stem}.svg"))), "{stem}.svg");
     }
-    std::fs::remove_file(dir.join("scaling.png")).unwrap();
+    std::fs::remove_file(dir.join("fig6-scaling.png")).unwrap();
     let again = causeway(&["plot", dir.to_str().unwrap()]);
     assert!(again.status.success(), "{}", text(&again));
-    assert!(png(&dir.join("scaling.png")), "plot draws the figures again");
+    assert!(png(&dir.join("fig6-scaling.png")), "plot draws the figures again");
 }
 
 #[test]

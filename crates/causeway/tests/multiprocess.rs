@@ -105,6 +105,8 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
             ..WorkloadConfig::default()
         }),
         seed: 11,
+        run_id: String::new(),
+        key_prefix: String::new(),
         record: true,
         value_size: None,
         phases: None,
@@ -125,7 +127,7 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
     assert!(report.committed > 500, "only {} transactions committed", report.committed);
 
     let finals_at: Vec<_> = endpoints.iter().map(|(d, a)| (d.0, *a)).collect();
-    let finals = settle::final_states(&finals_at, Duration::from_secs(20)).await.expect("dumps");
+    let finals = settle::final_states(&finals_at, "", Duration::from_secs(20)).await.expect("dumps");
     assert_eq!(finals.len(), 3, "one final line per DC");
     assert!(finals.iter().all(|f| !f.partial), "the two nodes of each DC cover both partitions");
     let history = History { txns: report.records, finals };
@@ -156,7 +158,7 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
 
     // The links really broke and came back.
     let text = metrics_text(cluster.nodes[2].3).await;
-    assert!(metric(&text, "causeway_peer_reconnects") >= 5.0, "{text}");
+    assert!(metric(&text, "causeway_peer_reconnects_total") >= 5.0, "{text}");
     assert!(metric(&text, "causeway_transactions_committed_total") > 0.0);
-    assert!(metric(&text, "causeway_bytes_sent_total{class=\"replication\"}") > 0.0);
+    assert!(metric(&text, "causeway_sent_bytes_total{class=\"replication\"}") > 0.0);
 }
