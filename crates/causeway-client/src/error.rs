@@ -40,7 +40,6 @@ pub enum Error {
     },
     /// Something answers at the address, but not as a Causeway server does
     /// (another service's port, such as a server's metrics endpoint).
-    #[error("{addr} is not a Causeway server: {detail}")]
     NotCauseway {
         /// The address as given to [`Client::connect`](crate::Client::connect).
         addr: String,
@@ -76,14 +75,12 @@ pub enum Error {
     /// The transaction was aborted at its commit because one of its
     /// operations had been refused (`cause`): committing the rest would
     /// have applied part of it. It is over.
-    #[error("the transaction was aborted, not committed: an operation in it was refused ({cause})")]
     RefusedEarlier {
         /// Why the first refused operation was refused.
         cause: String,
     },
     /// An answer of the server is larger than one frame may be: the request
     /// was served, its answer lost. Ask for less.
-    #[error("the server's answer is {size} bytes, over the frame limit of {limit} bytes")]
     AnswerTooLarge {
         /// The answer's size in bytes.
         size: u64,
@@ -116,6 +113,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Unreachable { addr, source } => write!(f, "cannot reach {addr}: {source}"),
+            Error::NotCauseway { addr, detail } => write!(f, "{addr} is not a Causeway server: {detail}"),
             Error::Timeout { what, after } => write!(f, "{what} timed out after {after:?}"),
             Error::Disconnected => f.write_str("the connection to the server is closed"),
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
@@ -124,6 +122,12 @@ impl fmt::Display for Error {
             Error::TransactionActive => f.write_str("a transaction is already active; commit or abort it first"),
             Error::UnknownTransaction => {
                 f.write_str("the coordinator does not know this transaction (it may have expired)")
+            }
+            Error::RefusedEarlier { cause } => {
+                write!(f, "the transaction was aborted, not committed: an operation in it was refused ({cause})")
+            }
+            Error::AnswerTooLarge { size, limit } => {
+                write!(f, "the server's answer is {size} bytes, over the frame limit of {limit} bytes")
             }
             Error::BadToken(s) => write!(f, "invalid session token: {s}"),
             Error::Unavailable(s) => write!(f, "server unavailable: {s}"),

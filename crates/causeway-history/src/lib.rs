@@ -11,5 +11,5 @@ pub mod checker;
 pub mod format;
 pub mod synth;
 
-pub use checker::{check, CheckStats, Guarantee, Report, Violation, ViolationKind};
+pub use checker::{check, CheckStats, Forbids, Guarantee, Report, Violation, ViolationKind};
 pub use format::{CommitTs, FinalState, History, Op, OpKind, ParseError, StampElem, Status, TxnRecord};

@@ -28,10 +28,9 @@ pub mod twopc;
 pub mod txn;
 pub mod wren;
 
-pub use causeway_history::Guarantee;
 pub use contract::{
-    AbortReason, CommitStamp, Effects, FaultPoints, Key, Limits, Message, MsgClass, NoRecord, Protocol, ReadTag,
-    ReadWaitProbe, Replica, ReplicaCounters, Session, SessionError, SessionEvent, SessionSetup, Tuning, Value,
+    AbortReason, CommitStamp, Effects, FaultPoints, Guarantee, Key, Limits, Message, MsgClass, NoRecord, Protocol,
+    ReadTag, ReadWaitProbe, Replica, ReplicaCounters, Session, SessionError, SessionEvent, SessionSetup, Tuning, Value,
 };
 pub use hlc::{Hlc, PhysicalMicros, Timestamp};
 pub use ids::{Addr, ClientId, DcId, PartitionId, ReplicaId, TxId};

@@ -15,6 +15,7 @@
 pub mod clients;
 pub mod clock;
 pub mod config;
+pub mod dump;
 pub mod envelope;
 pub mod error;
 pub mod metrics;

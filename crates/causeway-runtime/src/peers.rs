@@ -12,11 +12,7 @@ use causeway_transport::{Peer, Transport, TransportConfig, WireMessage};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 
-impl<M: Message> WireMessage for Envelope<M> {
-    fn class_index(&self) -> usize {
-        self.msg.class().index()
-    }
-}
+impl<M: Message> WireMessage for Envelope<M> {}
 
 /// Frames between servers: room for replication groups of several
 /// transactions at the largest size the limits allow.

@@ -120,7 +120,7 @@ pub async fn run<P: Protocol>(
                             }
                         }
                         ReplicaInput::Dump { after, max_bytes, reply } => {
-                            let page = crate::clients::admin::page(replica.latest_values(), after, max_bytes);
+                            let page = crate::dump::page(replica.latest_values(), after, max_bytes);
                             let _ = reply.send(page);
                         }
                     }

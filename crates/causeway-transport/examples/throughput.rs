@@ -40,14 +40,7 @@ enum Bench {
     },
 }
 
-impl WireMessage for Bench {
-    fn class_index(&self) -> usize {
-        match self {
-            Bench::Data { .. } => 0,
-            Bench::Done { .. } => 1,
-        }
-    }
-}
+impl WireMessage for Bench {}
 
 #[tokio::main]
 async fn main() {

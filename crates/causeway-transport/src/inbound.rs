@@ -22,8 +22,7 @@ use crate::handshake::{
 use crate::outbox::lock;
 use crate::peer::PeerShared;
 use crate::shared::{Deliver, Shared};
-use crate::stats::{add_classes, ClassBytes};
-use crate::{WireMessage, CLASSES};
+use crate::WireMessage;
 
 type Frames = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
 
@@ -242,7 +241,6 @@ fn deliver_batch<M: WireMessage>(
     batch: &mut Vec<(M, usize)>,
 ) -> Result<Option<u64>, End> {
     let len = batch.len() as u64;
-    let mut tally: ClassBytes = [0; CLASSES];
     let (mut msgs, mut bytes) = (0, 0);
     let mut st = lock(&peer.inbound);
     if st.generation != generation {
@@ -253,7 +251,6 @@ fn deliver_batch<M: WireMessage>(
     }
     let skip = (st.next - first).min(len);
     for (msg, size) in batch.drain(..).skip(skip as usize) {
-        tally[msg.class_index().min(CLASSES - 1)] += size as u64;
         msgs += 1;
         bytes += size as u64;
         deliver(peer.node, msg);
@@ -266,6 +263,5 @@ fn deliver_batch<M: WireMessage>(
     c.duplicates_dropped.fetch_add(skip, Relaxed);
     c.msgs_received.fetch_add(msgs, Relaxed);
     c.bytes_received.fetch_add(bytes, Relaxed);
-    add_classes(&c.bytes_received_by_class, &tally);
     Ok(Some(next))
 }

@@ -89,14 +89,7 @@ pub use transport::{SendError, Transport};
 /// Identifies a server process of the cluster.
 pub type NodeId = u32;
 
-/// How many message classes byte statistics distinguish.
-pub const CLASSES: usize = 8;
-
-/// What a [`Transport`] can carry.
-pub trait WireMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
-    /// Index (0..CLASSES) of the class this message counts under in byte
-    /// statistics. Out-of-range values count under the last class.
-    fn class_index(&self) -> usize {
-        0
-    }
-}
+/// What a [`Transport`] can carry. (What a message means, and its class for
+/// byte accounting, is its user's business: the runtime counts the classes
+/// each protocol declares.)
+pub trait WireMessage: Serialize + DeserializeOwned + Send + Sync + 'static {}

@@ -21,7 +21,6 @@ use crate::handshake::{self, Hello, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTE
 use crate::outbox::Retained;
 use crate::peer::PeerShared;
 use crate::shared::Shared;
-use crate::stats::{add_classes, ClassBytes};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -215,7 +214,6 @@ async fn stream(
             counters.msgs_sent.fetch_add(fill.msgs, Relaxed);
             counters.bytes_sent.fetch_add(fill.bytes, Relaxed);
             counters.msgs_resent.fetch_add(fill.resent, Relaxed);
-            add_classes(&counters.bytes_sent_by_class, &fill.classes);
         }
     };
 
@@ -235,10 +233,9 @@ struct Fill {
     /// One past the last message.
     to: u64,
     frames: u64,
-    /// First transmissions, their bytes and classes.
+    /// First transmissions, and their bytes.
     msgs: u64,
     bytes: u64,
-    classes: ClassBytes,
     resent: u64,
 }
 
@@ -262,7 +259,6 @@ fn fill(retained: &Retained, from: u64, out: &mut Vec<u8>, frame_target: usize, 
                     let len = (chunk.ends[k] - chunk.offset(chunk.first + k as u64)) as u64;
                     f.msgs += 1;
                     f.bytes += len;
-                    f.classes[chunk.classes[k] as usize] += len;
                 } else {
                     f.resent += 1;
                 }

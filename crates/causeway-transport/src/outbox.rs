@@ -17,8 +17,6 @@ pub(crate) struct Chunk {
     pub bytes: Vec<u8>,
     /// End offset of each message in `bytes`.
     pub ends: Vec<usize>,
-    /// Class of each message, for byte statistics.
-    pub classes: Vec<u8>,
 }
 
 impl Chunk {
@@ -54,7 +52,6 @@ impl Outbox {
     /// leaving the buffer as it was, if encoding fails or yields more than `max` bytes.
     pub fn push_with(
         &self,
-        class: usize,
         max: usize,
         encode: impl FnOnce(&mut Vec<u8>) -> Result<(), postcard::Error>,
     ) -> Result<(), PushError> {
@@ -69,7 +66,6 @@ impl Outbox {
         let was_empty = p.ends.is_empty();
         let end = p.bytes.len();
         p.ends.push(end);
-        p.classes.push(class as u8);
         drop(p);
         if was_empty {
             self.ready.notify_one();
@@ -132,7 +128,7 @@ mod tests {
     use super::*;
 
     fn push(o: &Outbox, v: u64) {
-        assert!(o.push_with(0, 100, |b| crate::frame::encode_into(b, &v)).is_ok());
+        assert!(o.push_with(100, |b| crate::frame::encode_into(b, &v)).is_ok());
     }
 
     #[test]
@@ -144,7 +140,7 @@ mod tests {
         let a = o.take().unwrap();
         assert_eq!((a.first, a.end(), a.offset(1)), (0, 2, 1));
         push(&o, 5);
-        assert!(matches!(o.push_with(0, 2, |b| crate::frame::encode_into(b, &u64::MAX)), Err(PushError::TooLarge(10))));
+        assert!(matches!(o.push_with(2, |b| crate::frame::encode_into(b, &u64::MAX)), Err(PushError::TooLarge(10))));
         let b = o.take().unwrap();
         assert_eq!((b.first, b.end(), b.bytes.as_slice()), (2, 3, &[5u8][..]));
 

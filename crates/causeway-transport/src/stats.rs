@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use crate::{NodeId, CLASSES};
+use crate::NodeId;
 
 /// What happened on the links with one peer, both directions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -13,7 +13,6 @@ pub struct PeerStats {
     /// Messages written to it for the first time, and their encoded bytes.
     pub msgs_sent: u64,
     pub bytes_sent: u64,
-    pub bytes_sent_by_class: [u64; CLASSES],
     /// Messages written again after a reconnect (not in `msgs_sent`).
     pub msgs_resent: u64,
     /// Batch frames written, and all bytes written including framing.
@@ -22,7 +21,6 @@ pub struct PeerStats {
     /// Messages delivered from it, and their encoded bytes.
     pub msgs_received: u64,
     pub bytes_received: u64,
-    pub bytes_received_by_class: [u64; CLASSES],
     pub frames_received: u64,
     /// Received messages dropped because they had been delivered already.
     pub duplicates_dropped: u64,
@@ -75,13 +73,11 @@ pub(crate) struct PeerCounters {
     pub acked: AtomicU64,
     pub msgs_sent: AtomicU64,
     pub bytes_sent: AtomicU64,
-    pub bytes_sent_by_class: [AtomicU64; CLASSES],
     pub msgs_resent: AtomicU64,
     pub frames_sent: AtomicU64,
     pub wire_bytes_sent: AtomicU64,
     pub msgs_received: AtomicU64,
     pub bytes_received: AtomicU64,
-    pub bytes_received_by_class: [AtomicU64; CLASSES],
     pub frames_received: AtomicU64,
     pub duplicates_dropped: AtomicU64,
     pub reconnects: AtomicU64,
@@ -89,34 +85,20 @@ pub(crate) struct PeerCounters {
     pub inbound_connections: AtomicU64,
 }
 
-/// Per-class byte tallies gathered over a batch, added to the atomics once.
-pub(crate) type ClassBytes = [u64; CLASSES];
-
-pub(crate) fn add_classes(into: &[AtomicU64; CLASSES], tally: &ClassBytes) {
-    for (a, n) in into.iter().zip(tally) {
-        if *n > 0 {
-            a.fetch_add(*n, Relaxed);
-        }
-    }
-}
-
 impl PeerCounters {
     pub(crate) fn snapshot(&self, node: NodeId) -> PeerStats {
         let load = |a: &AtomicU64| a.load(Relaxed);
-        let classes = |a: &[AtomicU64; CLASSES]| std::array::from_fn(|i| a[i].load(Relaxed));
         let acked = load(&self.acked);
         PeerStats {
             node,
             connected: self.connected.load(Relaxed),
             msgs_sent: load(&self.msgs_sent),
             bytes_sent: load(&self.bytes_sent),
-            bytes_sent_by_class: classes(&self.bytes_sent_by_class),
             msgs_resent: load(&self.msgs_resent),
             frames_sent: load(&self.frames_sent),
             wire_bytes_sent: load(&self.wire_bytes_sent),
             msgs_received: load(&self.msgs_received),
             bytes_received: load(&self.bytes_received),
-            bytes_received_by_class: classes(&self.bytes_received_by_class),
             frames_received: load(&self.frames_received),
             duplicates_dropped: load(&self.duplicates_dropped),
             reconnects: load(&self.reconnects),

@@ -18,7 +18,7 @@ use crate::outbox::{lock, PushError};
 use crate::peer::PeerShared;
 use crate::shared::{Deliver, Shared};
 use crate::stats::TransportStats;
-use crate::{inbound, outbound, NodeId, TransportConfig, WireMessage, CLASSES};
+use crate::{inbound, outbound, NodeId, TransportConfig, WireMessage};
 
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum SendError {
@@ -32,8 +32,8 @@ pub enum SendError {
     Closed,
 }
 
-/// The WAN stage of a link carries encoded messages and their class.
-type WanStage = DelayLine<(Vec<u8>, u8)>;
+/// The WAN stage of a link carries encoded messages.
+type WanStage = DelayLine<Vec<u8>>;
 
 /// A running transport. Clones share it.
 pub struct Transport<M> {
@@ -101,9 +101,9 @@ impl<M: WireMessage> Transport<M> {
             .map(|(p, shared)| {
                 let peer = shared.clone();
                 p.delay.map(|spec| {
-                    DelayLine::new(spec, move |(bytes, class): (Vec<u8>, u8)| {
+                    DelayLine::new(spec, move |bytes: Vec<u8>| {
                         // Size was checked by `send`.
-                        let _ = peer.outbox.push_with(class as usize, usize::MAX, |b| {
+                        let _ = peer.outbox.push_with(usize::MAX, |b| {
                             b.extend_from_slice(&bytes);
                             Ok(())
                         });
@@ -141,10 +141,9 @@ impl<M: WireMessage> Transport<M> {
         }
         let i = inner.shared.index(to).ok_or(SendError::UnknownPeer(to))?;
         let peer = &inner.shared.peers[i];
-        let class = msg.class_index().min(CLASSES - 1);
         let max = inner.max_msg;
         match &inner.delays[i] {
-            None => peer.outbox.push_with(class, max, |b| frame::encode_into(b, &msg)).map_err(|e| match e {
+            None => peer.outbox.push_with(max, |b| frame::encode_into(b, &msg)).map_err(|e| match e {
                 PushError::Encode(e) => SendError::Encode(e.to_string()),
                 PushError::TooLarge(bytes) => SendError::TooLarge { bytes, max },
             })?,
@@ -154,7 +153,7 @@ impl<M: WireMessage> Transport<M> {
                 if bytes.len() > max {
                     return Err(SendError::TooLarge { bytes: bytes.len(), max });
                 }
-                line.push((bytes, class as u8));
+                line.push(bytes);
             }
         }
         peer.counters.enqueued.fetch_add(1, Relaxed);

@@ -157,6 +157,10 @@ pub struct SimArgs {
     /// Fraction of update transactions the client aborts.
     #[arg(long, default_value_t = 0.02)]
     aborts: f64,
+    /// Fraction of writes that delete their key instead (tombstones,
+    /// replicated and collected like versions).
+    #[arg(long, default_value_t = 0.0)]
+    deletes: f64,
     /// Key groups of the `groups` workload.
     #[arg(long, default_value_t = 20)]
     groups: u32,
@@ -255,6 +259,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
             zipf: args.zipf,
             read_only_fraction: args.read_only,
             abort_fraction: args.aborts,
+            delete_fraction: args.deletes,
             ..WorkloadConfig::default()
         }),
         WorkloadName::Groups => WorkloadKind::Groups { groups: args.groups, read_only_fraction: 0.5 },

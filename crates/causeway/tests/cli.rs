@@ -197,3 +197,16 @@ fn sim_injects_crashes_transport_faults_and_fault_points_from_flags() {
     let late = causeway(&["sim", "--crash", "1:0:100-50"]);
     assert!(stderr(&late).contains("must restart after it crashes"), "{}", stderr(&late));
 }
+
+#[test]
+fn sim_deletes_when_asked_and_check_judges_the_deletes() {
+    let path = scratch("deletes.jsonl");
+    let out = causeway(&["sim", "--txns", "1500", "--deletes", "0.3", "--history", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let history = std::fs::read_to_string(&path).unwrap();
+    assert!(history.matches(r#""op":"d""#).count() > 100, "deletes in the history");
+    let check = causeway(&["check", path.to_str().unwrap()]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+    assert!(stdout(&check).contains(" deletes, "), "{}", stdout(&check));
+    assert!(stdout(&causeway(&["sim", "--help"])).contains("--deletes"));
+}

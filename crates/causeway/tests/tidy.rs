@@ -11,7 +11,8 @@
 //!   path is parsed (with `syn`), lifted to the siblings under the nearest
 //!   common parent, and the graph of each parent's children must be
 //!   acyclic. A parent re-exporting its children, and a child using its
-//!   parent, are the nesting itself, not edges.
+//!   parent, are the nesting itself, not edges; but a name the parent
+//!   re-exports leads to the sibling it comes from.
 //! * **The map is whole.** `docs/ARCHITECTURE.md` names every crate.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,9 +26,9 @@ fn crates_dir() -> PathBuf {
 
 /// Each workspace crate and the workspace crates it may depend on.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("causeway-history", &[]),
+    ("causeway-protocol", &[]),
     ("causeway-transport", &[]),
-    ("causeway-protocol", &["causeway-history"]),
+    ("causeway-history", &["causeway-protocol"]),
     ("causeway-workload", &["causeway-protocol"]),
     ("causeway-wire", &["causeway-protocol"]),
     ("causeway-client", &["causeway-wire"]),
@@ -65,8 +66,8 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// The crates that must stay pure (no I/O, no clock, no threads), and every
 /// dependency they may have.
 const PURE: &[(&str, &[&str])] = &[
-    ("causeway-protocol", &["causeway-history", "bytes", "serde", "rustc-hash", "thiserror"]),
-    ("causeway-history", &["serde", "serde_json", "rustc-hash", "thiserror"]),
+    ("causeway-protocol", &["bytes", "serde", "rustc-hash", "thiserror"]),
+    ("causeway-history", &["causeway-protocol", "serde", "serde_json", "rustc-hash", "thiserror"]),
 ];
 
 /// The names in a manifest's `[dependencies]` (not dev or build).
@@ -131,6 +132,12 @@ struct Refs {
     inline: Vec<ModPath>,
     /// (from module, absolute path referred to).
     refs: Vec<(ModPath, Vec<String>)>,
+    /// `pub use` re-exports: (module, name it exports) → the absolute path
+    /// it stands for, so `use super::X` of a re-exported sibling's item
+    /// counts as an edge to that sibling.
+    reexports: BTreeMap<(ModPath, String), Vec<String>>,
+    /// Set while visiting a `pub use` item.
+    in_pub_use: bool,
 }
 
 impl Refs {
@@ -163,6 +170,22 @@ impl Refs {
         }
     }
 
+    /// A name a `pub use` makes this module export, and what it stands for.
+    /// A path that does not start at `crate`, `self` or `super` starts at
+    /// this module (a child's item); if it names another crate instead, it
+    /// leads to no module here and changes nothing.
+    fn export(&mut self, name: String, segments: &[String]) {
+        if !self.in_pub_use {
+            return;
+        }
+        let abs = self.absolute(segments).unwrap_or_else(|| {
+            let mut path = self.at.clone();
+            path.extend(segments.iter().cloned());
+            path
+        });
+        self.reexports.insert((self.at.clone(), name), abs);
+    }
+
     fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
         match tree {
             syn::UseTree::Path(p) => {
@@ -173,11 +196,13 @@ impl Refs {
             syn::UseTree::Name(n) => {
                 let mut full = prefix.clone();
                 full.push(n.ident.to_string());
+                self.export(n.ident.to_string(), &full);
                 self.note(full);
             }
             syn::UseTree::Rename(r) => {
                 let mut full = prefix.clone();
                 full.push(r.ident.to_string());
+                self.export(r.rename.to_string(), &full);
                 self.note(full);
             }
             syn::UseTree::Glob(_) => self.note(prefix.clone()),
@@ -192,7 +217,9 @@ impl Refs {
 
 impl<'ast> Visit<'ast> for Refs {
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.in_pub_use = !matches!(item.vis, syn::Visibility::Inherited);
         self.use_tree(&mut Vec::new(), &item.tree);
+        self.in_pub_use = false;
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
@@ -236,24 +263,47 @@ fn module_of(src: &Path, file: &Path) -> ModPath {
 
 /// The circles among sibling modules of one crate, each as `parent: a → b → a`.
 fn module_cycles(krate: &str) -> Vec<String> {
-    let src = crates_dir().join(krate).join("src");
+    cycles_in(krate, &crates_dir().join(krate).join("src"))
+}
+
+/// [`module_cycles`] of the crate whose sources are under `src`.
+fn cycles_in(krate: &str, src: &Path) -> Vec<String> {
+    let src = src.to_path_buf();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut modules: BTreeSet<ModPath> = BTreeSet::new();
     let mut refs = Vec::new();
+    let mut reexports = BTreeMap::new();
     for file in &files {
         let text = fs::read_to_string(file).unwrap();
         let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let at = module_of(&src, file);
         modules.insert(at.clone());
-        let mut visitor = Refs { at, inline: Vec::new(), refs: Vec::new() };
+        let mut visitor =
+            Refs { at, inline: Vec::new(), refs: Vec::new(), reexports: BTreeMap::new(), in_pub_use: false };
         visitor.visit_file(&ast);
         modules.extend(visitor.inline);
         refs.extend(visitor.refs);
+        reexports.extend(visitor.reexports);
     }
     // Sibling edges under each parent.
     let mut edges: BTreeMap<ModPath, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
-    for (from, path) in refs {
+    for (from, mut path) in refs {
+        // A name a module re-exports stands for what it re-exports (a few
+        // hops at most: re-exports of re-exports).
+        for _ in 0..4 {
+            let hop = (1..=path.len()).rev().find_map(|n| {
+                let (module, name) = (path[..n - 1].to_vec(), path[n - 1].clone());
+                reexports.get(&(module, name)).map(|target: &Vec<String>| (n, target.clone()))
+            });
+            match hop {
+                Some((n, mut target)) if target != path[..n] => {
+                    target.extend(path[n..].iter().cloned());
+                    path = target;
+                }
+                _ => break,
+            }
+        }
         // The module the path names: its longest prefix that is a module.
         let Some(to) = (0..=path.len()).rev().map(|n| path[..n].to_vec()).find(|p| modules.contains(p)) else {
             continue;
@@ -330,11 +380,44 @@ fn the_cycle_finder_sees_a_circle_and_ignores_nesting() {
         [("a".to_string(), BTreeSet::from(["b".to_string()]))].into_iter().collect();
     assert!(find_cycles(&acyclic).is_empty());
 
-    let refs = Refs { at: vec!["wren".into(), "replica".into()], inline: Vec::new(), refs: Vec::new() };
+    let refs = Refs {
+        at: vec!["wren".into(), "replica".into()],
+        inline: Vec::new(),
+        refs: Vec::new(),
+        reexports: BTreeMap::new(),
+        in_pub_use: false,
+    };
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     assert_eq!(refs.absolute(&s(&["super", "messages", "X"])), Some(s(&["wren", "messages", "X"])));
     assert_eq!(refs.absolute(&s(&["crate", "twopc", "Y"])), Some(s(&["twopc", "Y"])));
     assert_eq!(refs.absolute(&s(&["std", "sync"])), None);
+}
+
+/// The whole pass on a crate written for the purpose: a circle through a
+/// parent's re-export is seen, nesting is not taken for one.
+#[test]
+fn module_cycles_are_found_through_re_exports_and_not_in_nesting() {
+    let dir = std::env::temp_dir().join(format!("causeway-tidy-{}", std::process::id()));
+    let write = |path: &str, text: &str| {
+        let file = dir.join(path);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, text).unwrap();
+    };
+    write("src/lib.rs", "pub mod a;\npub mod b;\npub mod nest;\n");
+    write("src/a.rs", "use crate::b::Thing;\npub struct Other;\n");
+    write("src/b.rs", "pub struct Thing;\n");
+    write("src/nest/mod.rs", "mod x;\nmod y;\npub use y::Exported;\nuse self::x::Inner;\n");
+    write("src/nest/x.rs", "pub struct Inner;\nuse super::super::nest::Exported;\n");
+    write("src/nest/y.rs", "pub struct Exported;\n");
+    assert!(cycles_in("sample", &dir.join("src")).is_empty(), "a → b, nest → x, x → y through nest's re-export");
+    // b uses a: a circle between siblings.
+    write("src/b.rs", "pub struct Thing;\nuse super::a::Other;\n");
+    assert_eq!(cycles_in("sample", &dir.join("src")), vec!["sample: a → b → a"]);
+    // y uses x, which reaches y only through nest's re-export.
+    write("src/b.rs", "pub struct Thing;\n");
+    write("src/nest/y.rs", "pub struct Exported;\nuse super::x::Inner;\n");
+    assert_eq!(cycles_in("sample", &dir.join("src")), vec!["sample::nest: x → y → x"]);
+    let _ = fs::remove_dir_all(&dir);
 }
 
 /// The protocol core is sans-IO and deterministic: no clocks, threads,

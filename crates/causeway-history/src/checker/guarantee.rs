@@ -1,30 +1,19 @@
-//! The consistency a store promises, as data: which violations a history of
-//! that store may not contain. Protocols declare theirs, and drivers judge a
-//! history against it without knowing the protocol.
+//! Which violations a history of a store may not contain, for each
+//! guarantee a store can promise (the guarantee itself is the protocol
+//! contract's vocabulary: protocols declare theirs, and drivers judge a
+//! history against it without knowing the protocol).
 
 use crate::checker::{Report, Violation, ViolationKind};
-use std::fmt;
+pub use causeway_protocol::Guarantee;
 
-/// What a store promises of every history its clients can observe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Guarantee {
-    /// Reads return committed values, and once writes stop every data
-    /// center converges on the last writer's value. No snapshot, no causal
-    /// order, no atomic visibility.
-    Eventual,
-    /// Transactional causal consistency: causal snapshots, atomic
-    /// visibility, last-writer-wins arbitration that respects causality,
-    /// convergence.
-    Causal,
-    /// Serializability. The checker does not judge it yet beyond what TCC
-    /// requires (a serializable history is TCC); the serializability check
-    /// comes with the first protocol that promises it.
-    Serializable,
+/// Which violations a history that keeps a guarantee cannot contain.
+pub trait Forbids {
+    /// Whether a history that keeps this promise can contain `kind`.
+    fn forbids(self, kind: ViolationKind) -> bool;
 }
 
-impl Guarantee {
-    /// Whether a history that keeps this promise can contain `kind`.
-    pub fn forbids(self, kind: ViolationKind) -> bool {
+impl Forbids for Guarantee {
+    fn forbids(self, kind: ViolationKind) -> bool {
         use ViolationKind::*;
         match self {
             Guarantee::Causal | Guarantee::Serializable => true,
@@ -47,21 +36,6 @@ impl Guarantee {
                     | FinalNotLww
             ),
         }
-    }
-
-    /// A short name for reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Guarantee::Eventual => "eventual consistency",
-            Guarantee::Causal => "TCC",
-            Guarantee::Serializable => "serializability",
-        }
-    }
-}
-
-impl fmt::Display for Guarantee {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -36,7 +36,7 @@ mod index;
 mod reads;
 mod report;
 
-pub use guarantee::Guarantee;
+pub use guarantee::{Forbids, Guarantee};
 pub use report::{CheckStats, Report, Violation, ViolationKind};
 
 use crate::format::{History, OpKind, Status, TxnRecord};

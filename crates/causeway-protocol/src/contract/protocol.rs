@@ -1,11 +1,12 @@
 //! A protocol of the engine: its types, its promise, its construction.
 
+use super::guarantee::Guarantee;
+use super::limits::Limits;
 use super::message::Message;
 use super::replica::Replica;
-use super::session::{Session, SessionSetup};
-use crate::ids::ReplicaId;
+use super::session::Session;
+use crate::ids::{ClientId, ReplicaId};
 use crate::topology::Topology;
-use causeway_history::Guarantee;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -24,6 +25,17 @@ impl Default for Tuning {
     fn default() -> Self {
         Tuning { apply_interval_us: 5_000, stabilization_interval_us: 5_000 }
     }
+}
+
+/// Where a new session lives: its id, the replica of its DC it talks to
+/// first (its coordinator, for the protocols that have one), the shape of
+/// the cluster, and the sizes it accepts.
+#[derive(Clone, Debug)]
+pub struct SessionSetup {
+    pub id: ClientId,
+    pub coordinator: ReplicaId,
+    pub topology: Arc<Topology>,
+    pub limits: Limits,
 }
 
 /// The records a protocol's replica makes durable.

@@ -2,27 +2,13 @@
 
 use super::data::{CommitStamp, Key, Value};
 use super::effects::Effects;
-use super::limits::Limits;
 use super::message::Message;
 use crate::hlc::PhysicalMicros;
-use crate::ids::{Addr, ClientId, ReplicaId};
-use crate::topology::Topology;
+use crate::ids::{Addr, ClientId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
-use std::sync::Arc;
 use thiserror::Error;
-
-/// Where a new session lives: its id, the replica of its DC it talks to
-/// first (its coordinator, for the protocols that have one), the shape of
-/// the cluster, and the sizes it accepts.
-#[derive(Clone, Debug)]
-pub struct SessionSetup {
-    pub id: ClientId,
-    pub coordinator: ReplicaId,
-    pub topology: Arc<Topology>,
-    pub limits: Limits,
-}
 
 /// Errors a session reports. Operational errors, not bugs: a driver shows
 /// them to the user.

@@ -14,11 +14,11 @@ pub mod messages;
 pub mod replica;
 pub mod session;
 
+use crate::contract::Guarantee;
 use crate::contract::{Protocol, SessionSetup, Tuning};
 use crate::ids::ReplicaId;
 use crate::session_core::SessionCore;
 use crate::topology::Topology;
-use causeway_history::Guarantee;
 use std::sync::Arc;
 
 pub use messages::EcMsg;

@@ -28,12 +28,12 @@ pub mod stabilization;
 #[cfg(test)]
 mod tests;
 
+use crate::contract::Guarantee;
 use crate::contract::{Protocol, SessionSetup, Tuning};
 use crate::ids::ReplicaId;
 use crate::session_core::SessionCore;
 use crate::topology::Topology;
 use crate::twopc::{CoordinatedClient, Rhythm};
-use causeway_history::Guarantee;
 use std::sync::Arc;
 
 pub use messages::WrenMsg;

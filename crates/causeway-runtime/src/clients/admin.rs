@@ -13,20 +13,6 @@ use tokio::sync::{mpsc, oneshot};
 /// its entries, and the key to continue after (`None`: the last page).
 pub type DumpParts = (Vec<(Key, Bytes)>, Option<Key>);
 
-/// The entries of `sorted` after `after`, in order, up to `max_bytes` of keys
-/// and values (at least one, so a dump always moves on); and whether more
-/// entries follow.
-pub fn page(sorted: Vec<(Key, Bytes)>, after: Option<Key>, max_bytes: usize) -> (Vec<(Key, Bytes)>, bool) {
-    let mut out = Vec::new();
-    let mut bytes = 0;
-    let mut rest = sorted.into_iter().skip_while(|(k, _)| after.as_ref().is_some_and(|a| k <= a)).peekable();
-    while let Some((k, v)) = rest.next_if(|(k, v)| out.is_empty() || bytes + k.len() + v.len() <= max_bytes) {
-        bytes += k.len() + v.len();
-        out.push((k, v));
-    }
-    (out, rest.peek().is_some())
-}
-
 /// Asks every replica of `dc` on this node for a page of its newest values
 /// after `after`; the merged page arrives on `reply`.
 pub fn start_dump<P: Protocol>(
@@ -63,7 +49,7 @@ pub fn start_dump<P: Protocol>(
         if let Some(end) = &end {
             entries.retain(|(k, _)| k <= end);
         }
-        let (entries, more) = page(entries, None, DUMP_PAGE_BYTES);
+        let (entries, more) = crate::dump::page(entries, None, DUMP_PAGE_BYTES);
         let next = if more || end.is_some() { entries.last().map(|(k, _)| k.clone()) } else { None };
         let _ = reply.send((entries, next));
     });
@@ -88,24 +74,4 @@ pub fn stats<P: Protocol>(host: &ClientHost<P>, waited_txns: bool) -> Response {
 pub fn drop_peer_connections<P: Protocol>(host: &ClientHost<P>) -> Response {
     host.router.drop_peer_connections();
     Response::Done
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entries(keys: &[&'static str]) -> Vec<(Key, Bytes)> {
-        keys.iter().map(|k| (Key::from_static(k.as_bytes()), Bytes::from_static(b"vv"))).collect()
-    }
-
-    #[test]
-    fn a_page_starts_after_the_cursor_and_stops_at_the_budget() {
-        let all = entries(&["a", "b", "c", "d"]);
-        assert_eq!(page(all.clone(), None, 100), (all.clone(), false));
-        let (first, more) = page(all.clone(), None, 6);
-        assert_eq!((first, more), (entries(&["a", "b"]), true));
-        assert_eq!(page(all.clone(), Some(Key::from_static(b"b")), 6), (entries(&["c", "d"]), false));
-        assert_eq!(page(all.clone(), None, 1), (entries(&["a"]), true), "at least one entry: the dump moves on");
-        assert_eq!(page(all, Some(Key::from_static(b"d")), 6), (vec![], false));
-    }
 }

@@ -20,11 +20,7 @@ pub struct Msg {
     pub pad: Vec<u8>,
 }
 
-impl WireMessage for Msg {
-    fn class_index(&self) -> usize {
-        (self.seq % 3) as usize
-    }
-}
+impl WireMessage for Msg {}
 
 impl Msg {
     pub fn new(seq: u64) -> Self {
