@@ -104,9 +104,9 @@ impl Client {
     /// Connects to the server at `addr` and opens a session in its DC.
     ///
     /// Fails with [`Error::Unreachable`] if no TCP connection can be made,
-    /// [`Error::Timeout`] if the connection takes too long,
-    /// [`Error::NotCauseway`] if what answers does not speak Causeway's wire
-    /// protocol (or does not answer the handshake in time), and
+    /// [`Error::Timeout`] if the connection or the handshake takes too long,
+    /// [`Error::NotCauseway`] if what answers closes the connection or does
+    /// not speak Causeway's wire protocol, and
     /// [`Error::VersionMismatch`] if the server speaks another wire version.
     pub async fn connect_with(addr: impl ToSocketAddrs + Display, options: ClientOptions) -> Result<Client, Error> {
         let name = addr.to_string();
@@ -138,8 +138,9 @@ impl Client {
         };
         let hello = Request::Hello { version: WIRE_VERSION, client: client.options.name.clone() };
         let not_causeway = |detail: String| Error::NotCauseway { addr: name.clone(), detail };
+        // A silent peer stays a timeout: it may be a Causeway server too busy
+        // to answer. One that closes or answers gibberish is not one.
         let answer = match client.call("hello", hello).await {
-            Err(Error::Timeout { after, .. }) => Err(not_causeway(format!("no answer to the handshake in {after:?}"))),
             Err(Error::Disconnected) => Err(not_causeway("it closed the connection at the handshake".into())),
             Err(Error::Protocol(detail)) => Err(not_causeway(detail)),
             other => other,

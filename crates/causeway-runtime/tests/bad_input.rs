@@ -285,6 +285,11 @@ async fn an_answer_larger_than_a_frame_is_an_error_that_says_so() {
     let addr = node.client_addr(DcId(0)).unwrap();
     fill(addr, "huge", 20, 1, 1 << 20).await;
     let (mut c, _) = Raw::hello(addr).await;
+    // Visible at the next Δ_R, in commit order: wait for the last one.
+    let last = || Request::ReadOnly { keys: vec![b("huge00019")] };
+    while !matches!(c.call(last()).await, Some(Response::Values(v)) if v[0].is_some()) {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     assert_eq!(c.call(Request::Begin).await, Some(Response::Started));
     let keys: Vec<Bytes> = (0..20).map(|i| b(&format!("huge{i:05}"))).collect();
     match error(c.call(Request::Read { keys }).await) {

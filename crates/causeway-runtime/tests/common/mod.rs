@@ -17,7 +17,9 @@ pub struct Raw {
 impl Raw {
     pub async fn connect(addr: SocketAddr) -> Raw {
         let stream = TcpStream::connect(addr).await.expect("connect");
-        Raw { framed: Framed::new(stream, LengthDelimitedCodec::new()), next: 1 }
+        // Accept any frame a server may send (the default codec stops at 8 MiB).
+        let codec = LengthDelimitedCodec::builder().max_frame_length(64 << 20).new_codec();
+        Raw { framed: Framed::new(stream, codec), next: 1 }
     }
 
     /// Connects and says Hello; returns the Welcome's response.
