@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{free_ports, Servers};
+use common::{cluster_config, free_ports, running_cluster};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn causeway(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_causeway")).args(args).output().expect("the binary runs")
@@ -120,36 +120,8 @@ fn bench_runs_each_replica_as_a_server_process_and_checks_its_history() {
 fn bench_measures_a_running_cluster_from_its_config_file() {
     let ports = free_ports(4);
     let config = scratch("running.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "name = \"t\"\nprotocol = \"cure\"\npartitions = 2\n[[dc]]\nname = \"a\"\n\
-             [[node]]\nname = \"a0\"\ndc = \"a\"\npartitions = [0]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n\
-             [[node]]\nname = \"a1\"\ndc = \"a\"\npartitions = [1]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n",
-            ports[0], ports[1], ports[2], ports[3]
-        ),
-    )
-    .unwrap();
-    let _servers = Servers(
-        ["a0", "a1"]
-            .iter()
-            .map(|node| {
-                Command::new(env!("CARGO_BIN_EXE_causeway"))
-                    .args(["server", "--config", config.to_str().unwrap(), "--node", node])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect(),
-    );
-    for port in [ports[1], ports[3]] {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(std::time::Instant::now() < deadline, "server on {port} did not start");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
+    std::fs::write(&config, cluster_config(&ports)).unwrap();
+    let _servers = running_cluster(&config, &ports);
     let path = scratch("running.json");
     let out = causeway(&[
         "bench",

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{free_ports, Servers};
+use common::{cluster_config, free_ports, running_cluster};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -310,40 +310,6 @@ fn the_docs_name_only_flags_the_commands_take() {
 }
 
 // Items 5 and 11: a running cluster of two nodes, one DC.
-
-fn cluster_config(ports: &[u16]) -> String {
-    format!(
-        "name = \"t\"\nprotocol = \"cure\"\npartitions = 2\n[[dc]]\nname = \"a\"\n\
-         [[node]]\nname = \"a0\"\ndc = \"a\"\npartitions = [0]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n\
-         [[node]]\nname = \"a1\"\ndc = \"a\"\npartitions = [1]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n",
-        ports[0], ports[1], ports[2], ports[3]
-    )
-}
-
-/// Starts the cluster of `config`; it stops when the guard is dropped.
-fn running_cluster(config: &Path, ports: &[u16]) -> Servers {
-    let servers = Servers(
-        ["a0", "a1"]
-            .iter()
-            .map(|node| {
-                Command::new(env!("CARGO_BIN_EXE_causeway"))
-                    .args(["server", "--config", config.to_str().unwrap(), "--node", node])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect(),
-    );
-    for port in [ports[1], ports[3]] {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "server on {port} did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    servers
-}
 
 /// The keys and transaction ids of a history file.
 fn keys_and_txids(path: &Path) -> (Vec<String>, Vec<String>) {

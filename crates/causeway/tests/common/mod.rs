@@ -1,7 +1,10 @@
 //! What the tests that start `causeway server` processes share.
+#![allow(dead_code)]
 
 use std::net::TcpListener;
-use std::process::Child;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Kills the servers however the test ends.
 pub struct Servers(pub Vec<Child>);
@@ -21,4 +24,40 @@ impl Drop for Servers {
 pub fn free_ports(n: usize) -> Vec<u16> {
     let held: Vec<_> = (0..n).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
     held.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+/// A Cure cluster of one DC and two nodes on `ports` (peer, client, peer,
+/// client).
+pub fn cluster_config(ports: &[u16]) -> String {
+    format!(
+        "name = \"t\"\nprotocol = \"cure\"\npartitions = 2\n[[dc]]\nname = \"a\"\n\
+         [[node]]\nname = \"a0\"\ndc = \"a\"\npartitions = [0]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n\
+         [[node]]\nname = \"a1\"\ndc = \"a\"\npartitions = [1]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n",
+        ports[0], ports[1], ports[2], ports[3]
+    )
+}
+
+/// Starts the cluster of `config`; it stops when the guard is dropped.
+pub fn running_cluster(config: &Path, ports: &[u16]) -> Servers {
+    let servers = Servers(
+        ["a0", "a1"]
+            .iter()
+            .map(|node| {
+                Command::new(env!("CARGO_BIN_EXE_causeway"))
+                    .args(["server", "--config", config.to_str().unwrap(), "--node", node])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    for port in [ports[1], ports[3]] {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "server on {port} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    servers
 }
