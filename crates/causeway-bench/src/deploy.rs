@@ -184,10 +184,10 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
             .with_context(|| format!("cannot start {}", exe.display()))?;
         guard.0.push((node.name.clone(), child));
     }
-    let endpoints: Vec<(DcId, SocketAddr)> = plan.nodes.iter().flat_map(|n| n.clients.iter().copied()).collect();
+    let endpoints = client_endpoints(&plan)?;
     // Wait until every node accepts clients.
     let deadline = Instant::now() + Duration::from_secs(20);
-    for (name, addr) in plan.nodes.iter().map(|n| (&n.name, n.clients[0].1)) {
+    for (name, addr) in plan.nodes.iter().map(|n| &n.name).zip(endpoints.iter().map(|e| e.1)) {
         loop {
             if tokio::net::TcpStream::connect(addr).await.is_ok() {
                 break;
@@ -208,20 +208,34 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
     Ok(Target {
         protocol: spec.protocol,
         topology: plan.topology.clone(),
-        nodes: plan.nodes.iter().map(|n| n.clients[0].1).collect(),
+        nodes: endpoints.iter().map(|e| e.1).collect(),
         endpoints,
         servers: Servers::Processes(pids),
         _running: Running::Processes(guard),
     })
 }
 
+/// Where the clients of each node of `plan` connect, its names resolved now
+/// (one endpoint per node: a node serves the clients of its DC).
+fn client_endpoints(plan: &ClusterPlan) -> Result<Vec<(DcId, SocketAddr)>> {
+    plan.nodes
+        .iter()
+        .flat_map(|n| n.clients.iter().map(move |c| (n, c)))
+        .map(|(n, (dc, at))| {
+            let addr =
+                at.resolve().with_context(|| format!("node {:?}: client address {at} does not resolve", n.name))?;
+            Ok((*dc, addr))
+        })
+        .collect()
+}
+
 fn running(path: &std::path::Path) -> Result<Target> {
     let plan = config::load(path)?;
-    let endpoints: Vec<(DcId, SocketAddr)> = plan.nodes.iter().flat_map(|n| n.clients.iter().copied()).collect();
+    let endpoints = client_endpoints(&plan)?;
     Ok(Target {
         protocol: plan.protocol,
         topology: plan.topology.clone(),
-        nodes: plan.nodes.iter().filter_map(|n| n.clients.first().map(|c| c.1)).collect(),
+        nodes: endpoints.iter().map(|e| e.1).collect(),
         endpoints,
         servers: Servers::Elsewhere,
         _running: Running::Nothing,
@@ -242,7 +256,7 @@ mod tests {
         assert_eq!(plan.protocol, spec.protocol);
         assert!(plan.wan.is_none());
         assert_eq!(plan.nodes[3].name, "dc1-p1");
-        assert_eq!(plan.nodes[3].clients[0].1.port(), 20_007);
+        assert_eq!(plan.nodes[3].clients[0].1.resolve().unwrap().port(), 20_007);
         for r in plan.topology.all_replicas() {
             // Offsets go through the file in milliseconds.
             let want = spec.clock_offset_us(r.dc.0, r.partition.0);

@@ -7,6 +7,7 @@ use crate::wire::{
 use crate::{Error, SessionToken};
 use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
+use std::collections::HashSet;
 use std::fmt::Display;
 use std::io;
 use std::time::Duration;
@@ -77,8 +78,9 @@ pub struct Client {
     /// its count in `unacked`) is not accounted for: still set at the next
     /// call if a call was cancelled midway.
     busy: bool,
-    /// Writes sent in the running transaction, against the server's limit.
-    txn_writes: u32,
+    /// The keys written (or deleted) in the running transaction, as the
+    /// server counts them against its limit: a key written again counts once.
+    txn_keys: HashSet<Bytes>,
     /// Why the first operation this client refused itself (a limit) since
     /// the last `begin` was refused: the transaction cannot commit.
     refused: Option<String>,
@@ -133,7 +135,7 @@ impl Client {
             deferred: None,
             closed: false,
             busy: false,
-            txn_writes: 0,
+            txn_keys: HashSet::new(),
             refused: None,
         };
         let hello = Request::Hello { version: WIRE_VERSION, client: client.options.name.clone() };
@@ -234,6 +236,7 @@ impl Client {
     pub async fn write(&mut self, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Result<(), Error> {
         let (key, value) = (key.into(), value.into());
         self.check_write(&key, &value)?;
+        self.txn_keys.insert(key.clone());
         self.send_write(Request::Write { key, value }).await
     }
 
@@ -243,6 +246,7 @@ impl Client {
     pub async fn delete(&mut self, key: impl Into<Bytes>) -> Result<(), Error> {
         let key = key.into();
         self.check_write(&key, &[])?;
+        self.txn_keys.insert(key.clone());
         self.send_write(Request::Delete { key }).await
     }
 
@@ -264,7 +268,6 @@ impl Client {
         }
         self.send("write", request).await?;
         self.unacked += 1;
-        self.txn_writes = self.txn_writes.saturating_add(1);
         self.busy = false;
         Ok(())
     }
@@ -293,12 +296,12 @@ impl Client {
         }
         match self.call("commit", Request::Commit).await {
             Ok(Response::Committed(stamp)) => {
-                self.txn_writes = 0;
+                self.txn_keys.clear();
                 Ok(stamp)
             }
             Ok(other) => Err(self.unexpected("commit", other)),
             Err(e) => {
-                self.txn_writes = 0;
+                self.txn_keys.clear();
                 Err(e)
             }
         }
@@ -318,7 +321,7 @@ impl Client {
     /// The transaction had an operation this client refused: abort it at
     /// the server, and say why it did not commit.
     async fn abort_refused(&mut self, cause: String) -> Error {
-        self.txn_writes = 0;
+        self.txn_keys.clear();
         match self.call("abort", Request::Abort).await {
             Ok(Response::Aborted) => Error::RefusedEarlier { cause },
             Ok(other) => self.unexpected("abort", other),
@@ -328,7 +331,7 @@ impl Client {
 
     /// A transaction started: nothing of it was refused yet.
     fn started(&mut self) {
-        self.txn_writes = 0;
+        self.txn_keys.clear();
         self.refused = None;
     }
 
@@ -378,7 +381,8 @@ impl Client {
         for (key, value) in &writes {
             self.check_write(key, value.as_deref().unwrap_or_default())?;
         }
-        let count = self.welcome.limits.check_writes(u64::from(self.txn_writes) + writes.len() as u64);
+        let new_keys = writes.iter().map(|(k, _)| k).filter(|k| !self.txn_keys.contains(*k)).collect::<HashSet<_>>();
+        let count = self.welcome.limits.check_writes((self.txn_keys.len() + new_keys.len()) as u64);
         self.refusing(count.map_err(Error::from))?;
         self.settle_for_commit().await?;
         if let Some(cause) = self.refused.take() {
@@ -395,7 +399,7 @@ impl Client {
         let mut answers = self.call_pipelined("write and commit", requests).await?;
         let commit = answers.pop().expect("one answer per request");
         if matches!(commit, Ok(Response::Committed(_)) | Err(Error::NoActiveTransaction)) {
-            self.txn_writes = 0;
+            self.txn_keys.clear();
         }
         let refused = answers.into_iter().find_map(|a| match a {
             Ok(Response::Written) => None,
@@ -421,7 +425,7 @@ impl Client {
         self.refused = None;
         match self.call("abort", Request::Abort).await? {
             Response::Aborted => {
-                self.txn_writes = 0;
+                self.txn_keys.clear();
                 Ok(())
             }
             other => Err(self.unexpected("abort", other)),
@@ -482,6 +486,10 @@ impl Client {
     pub async fn dump(&mut self) -> Result<Dump, Error> {
         let mut dump = self.dump_page(None).await?;
         while let Some(after) = dump.next.take() {
+            // Pages move forward, or the dump would never end.
+            if dump.entries.last().is_some_and(|(k, _)| *k > after) {
+                return Err(self.fail(Error::Protocol("a dump page that does not move forward".into())));
+            }
             let page = self.dump_page(Some(after)).await?;
             dump.entries.extend(page.entries);
             dump.next = page.next;

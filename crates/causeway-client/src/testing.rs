@@ -209,6 +209,8 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
         Behavior::Normal | Behavior::VersionMismatch => {}
     }
     let in_txn = session.txn.is_some();
+    // Session tokens are not operations of the transaction.
+    let of_txn = !matches!(request, Request::ExportSession | Request::ResumeSession { .. });
     let result = match request {
         Request::Hello { .. } => unreachable!("answered above"),
         Request::Begin => match session.txn {
@@ -295,7 +297,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
     };
     // As a real session does: an operation refused inside a transaction
     // leaves it unable to commit.
-    if let (Err(e), true, Some(txn)) = (&result, in_txn, session.txn.as_mut()) {
+    if let (Err(e), true, true, Some(txn)) = (&result, in_txn, of_txn, session.txn.as_mut()) {
         txn.refused.get_or_insert_with(|| e.clone());
     }
     Answer(result.unwrap_or_else(|e| R::Error(e.into())))

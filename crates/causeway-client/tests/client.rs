@@ -477,3 +477,22 @@ async fn deletes_remove_keys_and_dumps_come_in_pages() {
     assert_eq!(keys, ["k0", "k1", "k2", "k4", "k5", "k6", "k7", "k8", "k9"]);
     assert_eq!(dump.next, None);
 }
+
+#[tokio::test]
+async fn a_key_written_again_counts_once_against_the_writes_limit() {
+    let limits = Limits { max_writes_per_txn: 3, ..Limits::default() };
+    let server = mock(Behavior::Normal, limits).await;
+    let mut c = Client::connect(server.addr()).await.unwrap();
+    c.begin().await.unwrap();
+    for i in 0..10 {
+        c.write("a", format!("{i}")).await.unwrap();
+    }
+    // a, b, c: three keys, however often a was written, and b twice here.
+    let writes = vec![
+        (Bytes::from_static(b"b"), some("1")),
+        (Bytes::from_static(b"b"), some("2")),
+        (Bytes::from_static(b"c"), None),
+    ];
+    assert!(c.commit_writes(writes).await.unwrap().is_some());
+    assert_eq!((server.get("a"), server.get("b")), (some("9"), some("2")));
+}

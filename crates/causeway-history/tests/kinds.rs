@@ -430,6 +430,33 @@ fn a_null_read_that_misses_a_write_newer_than_every_delete_is_a_causal_violation
 }
 
 #[test]
+fn a_delete_that_follows_the_reader_does_not_explain_its_null() {
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("k", "a:k")], Some(1)),
+        // b saw a (same session) yet reads null; the only delete of k comes
+        // after b in its own session: a stale read, not a read of it.
+        txn("b", "s1", 2, &[r0("k")], None),
+        txn("c", "s1", 3, &[d("k")], Some(3)),
+    ]);
+    let report = check_kinds(&h, &[CausalViolation]);
+    assert!(report.violations[0].message.contains(r#"wrote "a:k""#), "{report}");
+    // Through another session too: e read b's write of y, so e follows b.
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("k", "a:k")], Some(1)),
+        txn("b", "s1", 2, &[r0("k"), w("y", "b:y")], Some(2)),
+        txn("e", "s2", 1, &[r("y", "b:y"), d("k")], Some(3)),
+    ]);
+    check_kinds(&h, &[CausalViolation]);
+    // A concurrent delete, newer than the reader's past, explains it.
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("k", "a:k")], Some(1)),
+        txn("b", "s1", 2, &[r0("k")], None),
+        txn("e", "s2", 1, &[d("k")], Some(3)),
+    ]);
+    check_kinds(&h, &[]);
+}
+
+#[test]
 fn reading_a_value_over_a_newer_delete_in_the_past_is_a_causal_violation() {
     let h = history(vec![
         txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),

@@ -129,22 +129,38 @@ pub struct MvStore<M> {
     /// goes once its tombstone is the newest version, every snapshot in use
     /// sees it and nothing older can still arrive.
     tombstones: BTreeSet<(CommitStamp, Key)>,
+    /// Whether tombstones are tracked for collection at all.
+    collects_tombstones: bool,
 }
 
 impl<M> Default for MvStore<M> {
     fn default() -> Self {
-        MvStore { chains: FxHashMap::default(), versions: 0, collected: 0, tombstones: BTreeSet::new() }
+        MvStore {
+            chains: FxHashMap::default(),
+            versions: 0,
+            collected: 0,
+            tombstones: BTreeSet::new(),
+            collects_tombstones: true,
+        }
     }
 }
 
 impl<M> MvStore<M> {
+    /// A store that keeps its tombstones, for a protocol with no bound below
+    /// which every DC's writes have arrived (it never calls
+    /// [`collect_tombstones`](Self::collect_tombstones), so tracking them
+    /// would only grow).
+    pub fn keeping_tombstones() -> Self {
+        MvStore { collects_tombstones: false, ..MvStore::default() }
+    }
+
     pub fn chain(&self, key: &[u8]) -> Option<&VersionChain<M>> {
         self.chains.get(key)
     }
 
     /// Inserts a version, then prunes the chain with the GC predicate.
     pub fn insert(&mut self, key: Key, version: Version<M>, visible_in_oldest: impl FnMut(&Version<M>) -> bool) {
-        if version.value.is_none() {
+        if version.value.is_none() && self.collects_tombstones {
             self.tombstones.insert((version.stamp, key.clone()));
         }
         let chain = self.chains.entry(key).or_default();
@@ -353,5 +369,9 @@ mod tests {
         assert!(store.chain(&a).is_none());
         assert_eq!(store.chain(&b).unwrap().len(), 2);
         assert_eq!((store.version_count(), store.collected_count(), store.tombstone_count()), (2, 2, 0));
+        // A store that keeps its tombstones does not track them.
+        let mut keeping = MvStore::keeping_tombstones();
+        keeping.insert(a, tombstone(20), |_| true);
+        assert_eq!((keeping.version_count(), keeping.tombstone_count()), (1, 0));
     }
 }

@@ -169,11 +169,12 @@ impl<R: ClientRole> SessionCore<R> {
         }
     }
 
-    /// Passes `result` on; an error refuses an operation of the active
-    /// transaction, which can then no longer commit.
+    /// Passes `result` on; an error refuses an operation of the running
+    /// transaction (even one refused because another is in progress),
+    /// which can then no longer commit.
     fn refusing<T>(&mut self, result: Result<T, SessionError>) -> Result<T, SessionError> {
         if let Err(e) = &result {
-            if matches!(self.phase, Phase::Active) && self.refused.is_none() {
+            if !matches!(self.phase, Phase::Idle) && self.refused.is_none() {
                 self.refused = Some(e.clone());
             }
         }

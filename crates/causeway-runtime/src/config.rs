@@ -43,11 +43,10 @@
 
 use crate::plan::{ClusterPlan, NodePlan, WanDelays};
 use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
-use causeway_transport::PeerAddr;
+use causeway_transport::HostAddr;
 use causeway_workload::WanModel;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -123,36 +122,15 @@ struct NodeFile {
     name: String,
     dc: String,
     partitions: Vec<u32>,
-    /// `host:port`; a host name is resolved at start, and the other nodes
-    /// resolve it again at every reconnect.
+    /// `host:port`. A name is resolved when it is used, never at load: a
+    /// node resolves its own addresses when it starts, and the others
+    /// resolve its peer name at every reconnect (so nodes whose names
+    /// appear only once they run can start one by one).
     peer: String,
     client: String,
     metrics: Option<String>,
     /// Emulated clock skew for benchmarks: added to this node's clock.
     clock_offset_ms: Option<f64>,
-}
-
-/// A `host:port` address: an IP address, or a host name resolved now (to
-/// its first address). The error says what is wrong, for a message that
-/// names the field.
-fn resolve_addr(text: &str) -> Result<SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        return if addr.port() == 0 { Err("needs a port other than 0".into()) } else { Ok(addr) };
-    }
-    let Some((host, port)) = text.rsplit_once(':') else {
-        return Err("needs a port: write host:port".into());
-    };
-    match port.parse::<u16>() {
-        Ok(0) => return Err("needs a port other than 0".into()),
-        Ok(_) => {}
-        Err(_) => return Err(format!("has no valid port ({port:?} is not a number from 1 to 65535)")),
-    }
-    if host.is_empty() {
-        return Err("needs a host before the port".into());
-    }
-    let mut addrs = text.to_socket_addrs().map_err(|e| format!("does not resolve: {e}"))?;
-    addrs.next().ok_or_else(|| format!("does not resolve: {host} has no address"))
 }
 
 /// The most bytes of keys and values in one read answer or one write set:
@@ -245,7 +223,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         return Err("no [[node]] given: a cluster needs at least one node".into());
     }
     let mut names = BTreeSet::new();
-    let mut addrs: BTreeMap<SocketAddr, String> = BTreeMap::new();
+    let mut addrs: BTreeMap<String, String> = BTreeMap::new();
     let mut holder: BTreeMap<(DcId, u32), &str> = BTreeMap::new();
     let mut nodes = Vec::new();
     let mut clock_offsets_us = BTreeMap::new();
@@ -261,16 +239,18 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             let known: Vec<_> = dc_ids.keys().copied().collect();
             format!("{at}: unknown DC {:?} (declared DCs: {})", node.dc, known.join(", "))
         })?;
-        let mut resolved = BTreeMap::new();
+        let mut parsed = BTreeMap::new();
         for (what, text) in
             [("peer", Some(&node.peer)), ("client", Some(&node.client)), ("metrics", node.metrics.as_ref())]
         {
             let Some(text) = text else { continue };
-            let addr = resolve_addr(text).map_err(|e| format!("{at}: {what} address {text:?} {e}"))?;
-            if let Some(other) = addrs.insert(addr, format!("{at} ({what})")) {
+            let addr = HostAddr::parse(text).map_err(|e| format!("{at}: {what} address {text:?} {e}"))?;
+            // As written (names are not resolved here): no two places may
+            // be named the same.
+            if let Some(other) = addrs.insert(addr.to_string().to_ascii_lowercase(), format!("{at} ({what})")) {
                 return Err(format!("duplicate address {addr}: used by {other} and by {at} ({what})"));
             }
-            resolved.insert(what, addr);
+            parsed.insert(what, addr);
         }
         if node.partitions.is_empty() {
             return Err(format!("{at} holds no partition"));
@@ -302,13 +282,9 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         nodes.push(NodePlan {
             name: node.name.clone(),
             replicas,
-            clients: vec![(dc, resolved["client"])],
-            // A name stays a name: peers resolve it again when they reconnect.
-            peer: Some(match node.peer.parse::<SocketAddr>() {
-                Ok(ip) => PeerAddr::Ip(ip),
-                Err(_) => PeerAddr::Name(node.peer.clone()),
-            }),
-            metrics: resolved.get("metrics").copied(),
+            clients: vec![(dc, parsed["client"].clone())],
+            peer: Some(parsed["peer"].clone()),
+            metrics: parsed.get("metrics").cloned(),
         });
     }
     // Placement: which DCs hold each partition.

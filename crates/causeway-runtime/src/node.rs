@@ -10,6 +10,7 @@ use crate::plan::ClusterPlan;
 use crate::replica_task::{self, ReplicaGauges};
 use crate::router::Router;
 use causeway_protocol::{DcId, Message, Protocol, ProtocolVisitor, ReplicaId, Timestamp};
+use causeway_transport::HostAddr;
 use rustc_hash::FxHashMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -56,7 +57,12 @@ impl Drop for NodeHandle {
     }
 }
 
-async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
+/// Listens where `at` says; a host name is resolved now.
+async fn bind(node: &str, what: &'static str, at: &HostAddr) -> Result<TcpListener, StartError> {
+    let addr = at
+        .lookup()
+        .await
+        .map_err(|e| StartError::Invalid(format!("node {node:?}: its {what} address {at} does not resolve: {e}")))?;
     TcpListener::bind(addr).await.map_err(|source| StartError::Bind { what, addr, source })
 }
 
@@ -89,11 +95,11 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
 
     // Bind everything first, so a taken port fails the start cleanly.
     let mut client_listeners = Vec::new();
-    for &(dc, addr) in &me.clients {
-        client_listeners.push((dc, bind("clients", addr).await?));
+    for (dc, at) in &me.clients {
+        client_listeners.push((*dc, bind(&me.name, "clients", at).await?));
     }
-    let metrics_listener = match me.metrics {
-        Some(addr) => Some(bind("metrics", addr).await?),
+    let metrics_listener = match &me.metrics {
+        Some(at) => Some(bind(&me.name, "metrics", at).await?),
         None => None,
     };
 

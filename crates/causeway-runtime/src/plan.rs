@@ -4,7 +4,7 @@
 //! from it.
 
 use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
-use causeway_transport::PeerAddr;
+use causeway_transport::HostAddr;
 use causeway_workload::WanModel;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -37,14 +37,15 @@ pub struct NodePlan {
     pub name: String,
     /// Replicas this node runs, each in its own task.
     pub replicas: Vec<ReplicaId>,
-    /// Where clients of each DC this node serves connect.
-    pub clients: Vec<(DcId, SocketAddr)>,
+    /// Where clients of each DC this node serves connect (a host name is
+    /// resolved when the node starts).
+    pub clients: Vec<(DcId, HostAddr)>,
     /// Where the other nodes connect; `None` for a node alone in its
     /// cluster. A host name is resolved when the node starts (to listen)
     /// and by the other nodes at every reconnect.
-    pub peer: Option<PeerAddr>,
+    pub peer: Option<HostAddr>,
     /// Where Prometheus scrapes; `None`: no metrics endpoint.
-    pub metrics: Option<SocketAddr>,
+    pub metrics: Option<HostAddr>,
 }
 
 /// One-way delays between DCs, from an RTT matrix.
@@ -170,7 +171,8 @@ impl ClusterPlan {
         let topology = Topology::full(dcs, partitions).map_err(|e| e.to_string())?;
         let wan = wan.map(|m| WanDelays::from_model(m, dcs)).transpose()?;
         let ports = client_ports(client_port, dcs)?;
-        let clients = topology.dcs().map(|dc| (dc, SocketAddr::from(([127, 0, 0, 1], ports.port(dc))))).collect();
+        let clients =
+            topology.dcs().map(|dc| (dc, SocketAddr::from(([127, 0, 0, 1], ports.port(dc))).into())).collect();
         let node =
             NodePlan { name: "embedded".into(), replicas: topology.all_replicas(), clients, peer: None, metrics: None };
         Ok(ClusterPlan {

@@ -34,7 +34,7 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
     let node = |name: &str, replicas: Vec<ReplicaId>, peer: u16, client: Option<u16>| NodePlan {
         name: name.into(),
         replicas,
-        clients: client.map(|c| (DcId(0), local(c))).into_iter().collect(),
+        clients: client.map(|c| (DcId(0), local(c).into())).into_iter().collect(),
         peer: Some(local(peer).into()),
         metrics: None,
     };
@@ -124,7 +124,7 @@ async fn a_node_that_runs_another_protocol_is_refused_by_name() {
         NodePlan {
             name: "n0".into(),
             replicas: vec![ReplicaId::new(0, 0)],
-            clients: vec![(DcId(0), local(ports[1]))],
+            clients: vec![(DcId(0), local(ports[1]).into())],
             peer: Some(local(ports[0]).into()),
             metrics: None,
         },
@@ -159,4 +159,13 @@ async fn a_node_that_runs_another_protocol_is_refused_by_name() {
     // The terms name what differs, both sides.
     let why = causeway_transport::handshake::compare_terms(&plan.peer_terms(), &cure.peer_terms()).unwrap();
     assert_eq!(why.to_string(), r#"protocol differs: the refusing node has "wren", the connecting node "cure""#);
+}
+
+#[tokio::test]
+async fn a_node_whose_own_address_does_not_resolve_says_so_at_start() {
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, 0).unwrap();
+    plan.nodes[0].clients = vec![(DcId(0), causeway_transport::HostAddr::Name("me.not-yet.invalid:7100".into()))];
+    let e = start(Arc::new(plan), "embedded").await.err().expect("no address to listen on");
+    let text = e.to_string();
+    assert!(text.contains("its clients address me.not-yet.invalid:7100 does not resolve"), "{text}");
 }

@@ -106,3 +106,30 @@ fn remote_versions_visible_too_early_are_caught() {
     let kinds = caught(Fault::RemoteVisibleAtLocalTime, groups);
     assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
 }
+
+/// Hot keys where most writes are deletes: a client that forgets its own
+/// deletes reads the value they removed.
+fn deleting_hot_keys(seed: u64) -> SimConfig {
+    let mut config = hot_keys(seed);
+    if let WorkloadKind::Random(w) = &mut config.workload {
+        w.delete_fraction = 0.7;
+    }
+    config
+}
+
+#[test]
+fn a_client_ignoring_its_cache_is_caught_missing_its_own_deletes_too() {
+    let (_, verdict) = run::<Wren>(deleting_hot_keys(0), &WrenConfig::default());
+    assert!(verdict.is_tcc() && verdict.stats.deletes > 500, "the control: {verdict}");
+    let kinds = caught(Fault::SkipClientCache, deleting_hot_keys);
+    assert!(kinds.contains(&ViolationKind::CausalViolation), "{kinds:?}");
+}
+
+/// A planted fault that breaks deletes alone: tombstones that never
+/// replicate (the key comes back in the other DCs, or stays there).
+#[test]
+fn deletes_that_do_not_replicate_are_caught() {
+    let config = WrenConfig { fault: Fault::DropRemoteDeletes, ..WrenConfig::default() };
+    let kinds = caught_in::<Wren>(&config, deleting_hot_keys);
+    assert!(kinds.iter().any(|k| matches!(k, ViolationKind::Divergence | ViolationKind::FinalNotLww)), "{kinds:?}");
+}

@@ -84,26 +84,63 @@ impl TransportConfig {
 pub struct Peer {
     pub node: NodeId,
     /// Where to dial it.
-    pub addr: PeerAddr,
+    pub addr: HostAddr,
     /// WAN emulation on the link from us to it.
     pub delay: Option<DelaySpec>,
 }
 
-/// Where to dial a peer: an address, or a `host:port` whose name is
-/// resolved again at every attempt (a node that moved is found again).
+/// Where something listens: an address, or a `host:port` whose name is
+/// resolved when it is used — a peer's at every dial attempt, so a node
+/// that moved is found again.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PeerAddr {
+pub enum HostAddr {
     Ip(SocketAddr),
     Name(String),
 }
 
-impl PeerAddr {
-    /// What the name means now: its first address.
+impl HostAddr {
+    /// `host:port` as written: an address, or a name (not resolved here).
+    /// Errors say what is wrong with the text.
+    pub fn parse(text: &str) -> Result<HostAddr, String> {
+        if let Ok(addr) = text.parse::<SocketAddr>() {
+            return if addr.port() == 0 { Err("needs a port other than 0".into()) } else { Ok(HostAddr::Ip(addr)) };
+        }
+        let Some((host, port)) = text.rsplit_once(':') else {
+            return Err("needs a port: write host:port".into());
+        };
+        match port.parse::<u16>() {
+            Ok(0) => Err("needs a port other than 0".into()),
+            Ok(_) if host.is_empty() => Err("needs a host before the port".into()),
+            Ok(_) => Ok(HostAddr::Name(text.to_string())),
+            Err(_) => Err(format!("has no valid port ({port:?} is not a number from 1 to 65535)")),
+        }
+    }
+
+    /// The port, whichever the form.
+    pub fn port(&self) -> u16 {
+        match self {
+            HostAddr::Ip(a) => a.port(),
+            HostAddr::Name(text) => text.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).unwrap_or(0),
+        }
+    }
+
+    /// What it means now, without blocking the runtime: its first address.
+    pub async fn lookup(&self) -> io::Result<SocketAddr> {
+        match self {
+            HostAddr::Ip(a) => Ok(*a),
+            HostAddr::Name(host) => tokio::net::lookup_host(host.as_str())
+                .await?
+                .next()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{host} resolves to no address"))),
+        }
+    }
+
+    /// What the name means now: its first address (blocking).
     pub fn resolve(&self) -> io::Result<SocketAddr> {
         use std::net::ToSocketAddrs;
         match self {
-            PeerAddr::Ip(a) => Ok(*a),
-            PeerAddr::Name(host) => host
+            HostAddr::Ip(a) => Ok(*a),
+            HostAddr::Name(host) => host
                 .to_socket_addrs()?
                 .next()
                 .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{host} resolves to no address"))),
@@ -111,23 +148,23 @@ impl PeerAddr {
     }
 }
 
-impl From<SocketAddr> for PeerAddr {
+impl From<SocketAddr> for HostAddr {
     fn from(a: SocketAddr) -> Self {
-        PeerAddr::Ip(a)
+        HostAddr::Ip(a)
     }
 }
 
-impl std::fmt::Display for PeerAddr {
+impl std::fmt::Display for HostAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PeerAddr::Ip(a) => write!(f, "{a}"),
-            PeerAddr::Name(host) => f.write_str(host),
+            HostAddr::Ip(a) => write!(f, "{a}"),
+            HostAddr::Name(host) => f.write_str(host),
         }
     }
 }
 
 impl Peer {
-    pub fn new(node: NodeId, addr: impl Into<PeerAddr>) -> Self {
+    pub fn new(node: NodeId, addr: impl Into<HostAddr>) -> Self {
         Peer { node, addr: addr.into(), delay: None }
     }
 

@@ -79,7 +79,7 @@ mod transport;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use config::{Peer, PeerAddr, TransportConfig, DEFAULT_MAX_FRAME_BYTES};
+pub use config::{HostAddr, Peer, TransportConfig, DEFAULT_MAX_FRAME_BYTES};
 pub use delay::{DelayLine, DelaySpec};
 pub use handshake::TRANSPORT_VERSION;
 pub use shared::Deliver;

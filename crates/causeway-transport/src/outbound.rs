@@ -15,7 +15,7 @@ use tokio::time::{sleep, timeout};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, warn};
 
-use crate::config::PeerAddr;
+use crate::config::HostAddr;
 use crate::frame::{self, MAX_VARINT_BYTES};
 use crate::handshake::{self, Hello, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
 use crate::outbox::Retained;
@@ -122,8 +122,8 @@ async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io:
     // A name is resolved anew at every attempt.
     let dial = async {
         match &peer.addr {
-            PeerAddr::Ip(a) => TcpStream::connect(*a).await,
-            PeerAddr::Name(host) => TcpStream::connect(host.as_str()).await,
+            HostAddr::Ip(a) => TcpStream::connect(*a).await,
+            HostAddr::Name(host) => TcpStream::connect(host.as_str()).await,
         }
     };
     let stream = timeout(CONNECT_TIMEOUT, dial)

@@ -3,21 +3,21 @@
 
 use std::sync::Mutex;
 
-use crate::config::PeerAddr;
+use crate::config::HostAddr;
 use crate::outbox::Outbox;
 use crate::stats::PeerCounters;
 use crate::NodeId;
 
 pub(crate) struct PeerShared {
     pub node: NodeId,
-    pub addr: PeerAddr,
+    pub addr: HostAddr,
     pub outbox: Outbox,
     pub counters: PeerCounters,
     pub inbound: Mutex<InboundState>,
 }
 
 impl PeerShared {
-    pub fn new(node: NodeId, addr: PeerAddr) -> Self {
+    pub fn new(node: NodeId, addr: HostAddr) -> Self {
         PeerShared {
             node,
             addr,

@@ -123,7 +123,7 @@ async fn a_peer_named_by_host_name_is_dialed_by_its_name() {
     let ((la, aa), (lb, ab)) = (listener(), listener());
     let ib = Inbox::default();
     // `localhost` as a config file would say it: resolved at every dial.
-    let named = causeway_transport::PeerAddr::Name(format!("localhost:{}", ab.port()));
+    let named = causeway_transport::HostAddr::Name(format!("localhost:{}", ab.port()));
     assert!(named.resolve().unwrap().ip().is_loopback());
     let a = Transport::start_with_listener(config(1, vec![Peer::new(2, named)]), la, Inbox::default().deliver())
         .await
@@ -134,6 +134,6 @@ async fn a_peer_named_by_host_name_is_dialed_by_its_name() {
     }
     ib.wait_for(1, 100, Duration::from_secs(5)).await;
     ib.assert_exactly(1, 100);
-    let unknown = causeway_transport::PeerAddr::Name("no-such-host.invalid:7000".into());
+    let unknown = causeway_transport::HostAddr::Name("no-such-host.invalid:7000".into());
     assert!(unknown.resolve().is_err());
 }

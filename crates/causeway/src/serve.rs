@@ -136,7 +136,7 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
         );
     }
     let mut plan = c.plan(args.port)?;
-    plan.nodes[0].metrics = args.metrics;
+    plan.nodes[0].metrics = args.metrics.map(Into::into);
     let rt = runtime()?;
     rt.block_on(async {
         let (protocol, dcs, partitions) = (plan.protocol, plan.topology.dc_count(), plan.topology.partition_count());

@@ -18,6 +18,7 @@ use super::index::{Index, Segment, Writers};
 use super::reads::{ExtRead, Resolved};
 use super::{Found, ViolationKind, NONE};
 use crate::format::OpKind;
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// How many violations get a causal path in their message. Finding one is
@@ -230,6 +231,26 @@ impl Overtakers {
     }
 }
 
+/// A read found wrong, to be reported: the newest write of its key it
+/// missed, and the newest of those it saw directly through another key
+/// (then it is a fractured read), or NONE.
+struct Finding {
+    t: u32,
+    op: u32,
+    key: u32,
+    writer: u32,
+    newest: u32,
+    seen_directly: u32,
+}
+
+/// A read of null that only a delete newer than its causal past explains,
+/// waiting for such a delete that does not follow it causally.
+struct Pending {
+    /// The rank of the newest write of the key in the reader's past.
+    need: u32,
+    finding: Finding,
+}
+
 struct Pass<'a, 'h> {
     ix: &'a Index<'h>,
     res: &'a Resolved,
@@ -242,6 +263,11 @@ struct Pass<'a, 'h> {
     seen: Vec<u32>,
     parent: Vec<u32>,
     search: u32,
+    /// Per key, the rank of the newest delete whose transaction the pass
+    /// has reached (so it does not follow any transaction judged later).
+    deletes_reached: Vec<u32>,
+    /// Per key, the null reads waiting for a delete.
+    pending: FxHashMap<u32, Vec<Pending>>,
 }
 
 pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
@@ -259,6 +285,8 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
         seen: Vec::new(),
         parent: Vec::new(),
         search: 0,
+        deletes_reached: vec![0; ix.key_names.len()],
+        pending: FxHashMap::default(),
     };
     for members in &comps.cycles {
         pass.report_cycle(members, &comps.comp);
@@ -325,6 +353,7 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
             for read in res.ext_reads(t) {
                 pass.judge_read(t, read, clock);
             }
+            pass.reach_deletes(t, clock);
             let rank = ix.rank[tu];
             if rank > 0 && past.0 > rank && !ix.session_inverted[tu] {
                 pass.report_causal_arbitration(t, past.1);
@@ -333,6 +362,12 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
         if refs[tu] == 0 {
             clocks.free.push(slot);
         }
+    }
+    // Null reads no delete explained: they missed a write.
+    let mut left: Vec<Pending> = pass.pending.drain().flat_map(|(_, list)| list).collect();
+    left.sort_by_key(|p| (p.finding.t, p.finding.op));
+    for p in left {
+        pass.report(p.finding);
     }
 }
 
@@ -357,19 +392,31 @@ impl Pass<'_, '_> {
         let bound = |s: u32| if s == own_session { own_bound } else { clock[s as usize] };
         let misses = if read.slot == NONE {
             // A read of null is the read of a delete, or of no write at all:
-            // it misses a write of its past unless some delete of the key is
-            // at least as new as every write there.
-            let newest_past = w
+            // it misses a write of its past unless that write is a delete,
+            // or a newer delete of the key does not follow the reader.
+            let (rank, newest) = w
                 .segments(read.key)
                 .iter()
                 .filter_map(|seg| {
                     let range = seg.start as usize..seg.end as usize;
                     let before = w.pos[range.clone()].partition_point(|&p| p <= bound(seg.session));
-                    (before > 0).then(|| w.pmax_rank[range.start + before - 1])
+                    (before > 0).then(|| (w.pmax_rank[range.start + before - 1], w.pmax_txn[range.start + before - 1]))
                 })
                 .max()
-                .unwrap_or(0);
-            newest_past > w.key_max_delete[read.key as usize]
+                .unwrap_or((0, NONE));
+            if rank == 0 || ix.deleted(newest, read.key) || self.deletes_reached[read.key as usize] > rank {
+                // No write, the newest write is a delete, or a newer delete
+                // the pass already reached, which cannot follow the reader.
+                return;
+            }
+            if w.key_max_delete[read.key as usize] > rank {
+                // A newer delete exists, not reached yet: it explains the
+                // read unless it follows the reader causally.
+                let finding = self.finding(t, read, 0, &bound);
+                self.pending.entry(read.key).or_default().push(Pending { need: rank, finding });
+                return;
+            }
+            true
         } else {
             let by_search = || {
                 w.segments(read.key).iter().any(|seg| {
@@ -389,9 +436,35 @@ impl Pass<'_, '_> {
         if !misses {
             return;
         }
-        // The rare path: find the newest write missed, and whether the
-        // reader saw one of the newer writers directly through another key —
-        // then atomic visibility is the more precise diagnosis.
+        let finding = self.finding(t, read, read_rank, &bound);
+        self.report(finding);
+    }
+
+    /// The pass reached `d`: its deletes explain the null reads waiting for
+    /// a newer delete of their key, unless `d` follows the reader (`clock`
+    /// is `d`'s; it counts the reader's session up to the reader).
+    fn reach_deletes(&mut self, d: u32, clock: &[u32]) {
+        let ix = self.ix;
+        let Some(keys) = ix.deletes_by_txn.get(&d) else { return };
+        let rank = ix.rank[d as usize];
+        for &key in keys {
+            let reached = &mut self.deletes_reached[key as usize];
+            *reached = (*reached).max(rank);
+            let Some(list) = self.pending.get_mut(&key) else { continue };
+            list.retain(|p| {
+                let reader = p.finding.t as usize;
+                let follows = ix.committed[reader] && clock[ix.session[reader] as usize] >= ix.pos[reader];
+                rank <= p.need || follows
+            });
+        }
+    }
+
+    /// What a wrong read missed: the newest write of its key in its past
+    /// above `read_rank`, and whether the reader saw one of them directly
+    /// through another key — then atomic visibility is the more precise
+    /// diagnosis.
+    fn finding(&self, t: u32, read: &ExtRead, read_rank: u32, bound: &dyn Fn(u32) -> u32) -> Finding {
+        let w = &self.ix.writers;
         let mut newest = (0u32, NONE);
         let mut seen_directly = (0u32, NONE);
         let read_from = self.res.read_from(t);
@@ -409,30 +482,36 @@ impl Pass<'_, '_> {
                 }
             }
         }
+        Finding { t, op: read.op, key: read.key, writer: read.writer, newest: newest.1, seen_directly: seen_directly.1 }
+    }
+
+    fn report(&mut self, f: Finding) {
+        let ix = self.ix;
+        let t = f.t;
         let rec = &ix.history.txns[t as usize];
-        let op = &rec.ops[read.op as usize];
+        let op = &rec.ops[f.op as usize];
         let got = match &op.value {
-            Some(v) => format!("{v:?} from {}", ix.describe_writer(read.writer)),
+            Some(v) => format!("{v:?} from {}", ix.describe_writer(f.writer)),
             None => "null".to_string(),
         };
-        if seen_directly.1 != NONE {
-            let w2 = seen_directly.1;
+        if f.seen_directly != NONE {
+            let w2 = f.seen_directly;
             let other = self.key_read_from(t, w2, &op.key);
             let message = format!(
                 "reads {got}, but it read {} from {}, which also wrote {} to this key: it saw only part of {}'s writes",
                 other.map_or_else(|| "another key".to_string(), |k| format!("key {k}")),
                 ix.describe_writer(w2),
-                ix.final_value(w2, read.key),
+                ix.final_value(w2, f.key),
                 ix.txid(w2),
             );
             self.found.txn(ViolationKind::FracturedRead, t, rec, Some(&op.key), message);
         } else {
-            let w2 = newest.1;
+            let w2 = f.newest;
             let path = self.explain_path(w2, t);
             let message = format!(
                 "reads {got}, but {} wrote {} to this key, newer, and precedes it causally{path}",
                 ix.describe_writer(w2),
-                ix.final_value(w2, read.key),
+                ix.final_value(w2, f.key),
             );
             self.found.txn(ViolationKind::CausalViolation, t, rec, Some(&op.key), message);
         }

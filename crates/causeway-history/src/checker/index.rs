@@ -95,6 +95,8 @@ pub(crate) struct Index<'h> {
     /// Where each final write sits in the `Writers` arrays; NONE when its
     /// transaction has no rank.
     pub write_slot: Vec<u32>,
+    /// The keys each ranked transaction finally deleted.
+    pub deletes_by_txn: FxHashMap<u32, Vec<u32>>,
     pub writers: Writers,
 }
 
@@ -118,6 +120,7 @@ impl<'h> Index<'h> {
             values: FxHashMap::default(),
             final_writes: Vec::new(),
             write_slot: Vec::new(),
+            deletes_by_txn: FxHashMap::default(),
             writers: Writers::default(),
         };
         ix.intern(found);
@@ -149,6 +152,11 @@ impl<'h> Index<'h> {
             Some(op) => format!("{:?}", op.value.as_deref().unwrap_or("?")),
             None => "?".to_string(),
         }
+    }
+
+    /// Whether `t`'s final write of `key` is a delete.
+    pub fn deleted(&self, t: u32, key: u32) -> bool {
+        self.deletes_by_txn.get(&t).is_some_and(|keys| keys.contains(&key))
     }
 
     /// Whether the last-writer-wins winner of `key` is a delete.
@@ -393,6 +401,7 @@ impl<'h> Index<'h> {
                 if delete {
                     let newest = &mut w.key_max_delete[key as usize];
                     *newest = (*newest).max(self.rank[t]);
+                    self.deletes_by_txn.entry(txn).or_default().push(key);
                 }
             }
         }

@@ -44,7 +44,9 @@ impl EcReplica {
             peers,
             config,
             hlc: Hlc::new(),
-            store: MvStore::default(),
+            // One version per key, a tombstone included: EC has no time
+            // below which every DC's writes are known to have arrived.
+            store: MvStore::keeping_tombstones(),
             newest_from: vec![Timestamp::ZERO; topology.dc_count() as usize],
             outgoing: Vec::new(),
             next_tx: 0,

@@ -77,6 +77,9 @@ pub enum Fault {
     /// Remote versions are visible once `ut ≤ lt`, before their remote
     /// dependencies are known to be installed.
     RemoteVisibleAtLocalTime,
+    /// Deletes replicated from other DCs are dropped: the key keeps its
+    /// value there.
+    DropRemoteDeletes,
 }
 
 /// The Wren protocol.
