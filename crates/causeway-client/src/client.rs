@@ -485,12 +485,14 @@ impl Client {
     /// in pages; this reads them all).
     pub async fn dump(&mut self) -> Result<Dump, Error> {
         let mut dump = self.dump_page(None).await?;
+        let mut cursor: Option<Bytes> = None;
         while let Some(after) = dump.next.take() {
-            // Pages move forward, or the dump would never end.
-            if dump.entries.last().is_some_and(|(k, _)| *k > after) {
+            // The cursor moves forward, or the dump would never end.
+            if cursor.as_ref().is_some_and(|c| after <= *c) {
                 return Err(self.fail(Error::Protocol("a dump page that does not move forward".into())));
             }
-            let page = self.dump_page(Some(after)).await?;
+            let page = self.dump_page(Some(after.clone())).await?;
+            cursor = Some(after);
             dump.entries.extend(page.entries);
             dump.next = page.next;
         }

@@ -41,6 +41,8 @@ pub enum Behavior {
     Silent,
     /// Answers `Hello`, then closes the connection when the next request arrives.
     CloseAfterHello,
+    /// Answers every `Dump` page with the same cursor, so it never ends.
+    StuckDump,
 }
 
 /// The mock server's settings.
@@ -206,7 +208,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
     match config.behavior {
         Behavior::Silent => return Ignore,
         Behavior::CloseAfterHello => return Close,
-        Behavior::Normal | Behavior::VersionMismatch => {}
+        Behavior::Normal | Behavior::VersionMismatch | Behavior::StuckDump => {}
     }
     let in_txn = session.txn.is_some();
     // Session tokens are not operations of the transaction.
@@ -290,7 +292,10 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
             };
             let mut rest = store.range((from, std::ops::Bound::Unbounded)).map(|(k, v)| (k.clone(), v.clone()));
             let entries: Vec<(Bytes, Bytes)> = rest.by_ref().take(MOCK_DUMP_PAGE).collect();
-            let next = rest.next().and(entries.last().map(|(k, _)| k.clone()));
+            let mut next = rest.next().and(entries.last().map(|(k, _)| k.clone()));
+            if config.behavior == Behavior::StuckDump {
+                next = Some(Bytes::from_static(b"stuck"));
+            }
             Ok(R::Dump(Dump { dc: config.dc, partitions: vec![0], partition_count: 1, entries, next }))
         }
         Request::Stats { .. } => Ok(R::Stats(NodeStats { node: "mock".into(), ..NodeStats::default() })),
@@ -306,10 +311,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
 /// A write (`Some`) or delete (`None`) of `key` in the running transaction.
 fn write(txn: &mut Option<Txn>, limits: &Limits, key: Bytes, value: Option<Bytes>) -> Result<Response, SessionError> {
     let Some(txn) = txn else { return Err(SessionError::NoActiveTransaction) };
-    // A rewrite of a key does not count as one more write here.
-    let new_key = u64::from(!txn.writes.contains_key(&key));
-    limits.check_pair(&key, value.as_deref().unwrap_or_default())?;
-    limits.check_writes(txn.writes.len() as u64 + new_key)?;
+    limits.check_write(&key, value.as_deref(), txn.writes.len() as u64, txn.writes.contains_key(&key))?;
     txn.writes.insert(key, value);
     Ok(Response::Written)
 }

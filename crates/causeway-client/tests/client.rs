@@ -496,3 +496,13 @@ async fn a_key_written_again_counts_once_against_the_writes_limit() {
     assert!(c.commit_writes(writes).await.unwrap().is_some());
     assert_eq!((server.get("a"), server.get("b")), (some("9"), some("2")));
 }
+
+#[tokio::test]
+async fn a_dump_whose_cursor_does_not_move_is_refused_not_read_forever() {
+    let server = mock(Behavior::StuckDump, Limits::default()).await;
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    match c.dump().await {
+        Err(Error::Protocol(why)) => assert!(why.contains("does not move forward"), "{why}"),
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+}

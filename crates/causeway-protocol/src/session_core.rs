@@ -376,10 +376,8 @@ impl<R: ClientRole> Session for SessionCore<R> {
 
     fn write(&mut self, key: Key, value: Option<Value>) -> Result<(), SessionError> {
         let written = self.active().and_then(|()| {
-            self.limits.check_pair(&key, value.as_deref().unwrap_or_default())?;
-            // A key written again replaces its write: only new keys count.
-            let new_key = u64::from(self.txn.written(&key).is_none());
-            self.limits.check_writes(self.txn.writes().len() as u64 + new_key)?;
+            let rewrite = self.txn.written(&key).is_some();
+            self.limits.check_write(&key, value.as_deref(), self.txn.writes().len() as u64, rewrite)?;
             self.txn.write(key, value);
             Ok(())
         });

@@ -6,7 +6,7 @@ use crate::clients::host::{ClientHost, HostSetup};
 use crate::error::StartError;
 use crate::metrics::{self, Metrics};
 use crate::peers::{PeerControl, Peers, Sink};
-use crate::plan::ClusterPlan;
+use crate::plan::{ClusterPlan, NodePlan};
 use crate::replica_task::{self, ReplicaGauges};
 use crate::router::Router;
 use causeway_protocol::{DcId, Message, Protocol, ProtocolVisitor, ReplicaId, Timestamp};
@@ -58,11 +58,8 @@ impl Drop for NodeHandle {
 }
 
 /// Listens where `at` says; a host name is resolved now.
-async fn bind(node: &str, what: &'static str, at: &HostAddr) -> Result<TcpListener, StartError> {
-    let addr = at
-        .lookup()
-        .await
-        .map_err(|e| StartError::Invalid(format!("node {node:?}: its {what} address {at} does not resolve: {e}")))?;
+async fn bind(me: &NodePlan, what: &'static str, at: &HostAddr) -> Result<TcpListener, StartError> {
+    let addr = me.listen_addr(what, at).await?;
     TcpListener::bind(addr).await.map_err(|source| StartError::Bind { what, addr, source })
 }
 
@@ -96,10 +93,10 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
     // Bind everything first, so a taken port fails the start cleanly.
     let mut client_listeners = Vec::new();
     for (dc, at) in &me.clients {
-        client_listeners.push((*dc, bind(&me.name, "clients", at).await?));
+        client_listeners.push((*dc, bind(me, "clients", at).await?));
     }
     let metrics_listener = match &me.metrics {
-        Some(at) => Some(bind(&me.name, "metrics", at).await?),
+        Some(at) => Some(bind(me, "metrics", at).await?),
         None => None,
     };
 

@@ -64,9 +64,7 @@ impl<M: Message> Peers<M> {
         let me = &plan.nodes[node];
         let listen =
             me.peer.as_ref().ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", me.name)))?;
-        let listen = listen.lookup().await.map_err(|e| {
-            StartError::Invalid(format!("node {:?}: its peer address {listen} does not resolve: {e}", me.name))
-        })?;
+        let listen = me.listen_addr("peer", listen).await?;
         let my_dc = plan.dc_of_node(node);
         let mut peers = Vec::new();
         for (i, other) in plan.nodes.iter().enumerate().filter(|(i, _)| *i != node) {

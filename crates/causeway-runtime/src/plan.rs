@@ -3,6 +3,7 @@
 //! embedded cluster ([`ClusterPlan::embedded`]) produces one; a node starts
 //! from it.
 
+use crate::error::StartError;
 use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_transport::HostAddr;
 use causeway_workload::WanModel;
@@ -125,6 +126,15 @@ pub fn client_ports(first: u16, dcs: u16) -> Result<ClientPorts, String> {
         ));
     }
     Ok(ports)
+}
+
+impl NodePlan {
+    /// Where this node listens for `what`: `at`, a name resolved now.
+    pub async fn listen_addr(&self, what: &str, at: &HostAddr) -> Result<SocketAddr, StartError> {
+        at.lookup().await.map_err(|e| {
+            StartError::Invalid(format!("node {:?}: its {what} address {at} does not resolve: {e}", self.name))
+        })
+    }
 }
 
 impl ClusterPlan {

@@ -55,10 +55,12 @@ impl Limits {
         keys.iter().try_for_each(|k| self.check_key(k.as_ref()))
     }
 
-    /// One more write in a transaction that has buffered `written` already.
-    pub fn check_write(&self, key: &[u8], value: &[u8], written: u64) -> Result<(), SessionError> {
-        self.check_pair(key, value)?;
-        self.check_writes(written + 1)
+    /// A write (or, with `None`, a delete) of `key` in a transaction that
+    /// holds writes of `keys` distinct keys already, `key` among them if
+    /// `rewrite`: a key written again replaces its write and counts once.
+    pub fn check_write(&self, key: &[u8], value: Option<&[u8]>, keys: u64, rewrite: bool) -> Result<(), SessionError> {
+        self.check_pair(key, value.unwrap_or_default())?;
+        self.check_writes(keys + u64::from(!rewrite))
     }
 
     /// A key and the value written under it, whatever else the transaction
@@ -94,9 +96,10 @@ mod tests {
         assert!(l.check_read(&["a", "b"]).is_ok());
         assert!(matches!(l.check_read::<&str>(&[]), Err(SessionError::InvalidArgument(_))));
         assert!(matches!(l.check_read(&["a", "b", "c"]), Err(SessionError::TooLarge { size: 3, .. })));
-        assert!(l.check_write(b"k", b"1234", 1).is_ok());
-        assert!(matches!(l.check_write(b"k", b"12345", 0), Err(SessionError::TooLarge { size: 5, .. })));
-        let e = l.check_write(b"k", b"v", 2).unwrap_err();
+        assert!(l.check_write(b"k", Some(b"1234"), 1, false).is_ok());
+        assert!(l.check_write(b"k", None, 2, true).is_ok(), "a rewrite counts once");
+        assert!(matches!(l.check_write(b"k", Some(b"12345"), 0, false), Err(SessionError::TooLarge { size: 5, .. })));
+        let e = l.check_write(b"k", Some(b"v"), 2, false).unwrap_err();
         assert_eq!(e.to_string(), "writes in one transaction: 3, over the limit of 2");
     }
 }
