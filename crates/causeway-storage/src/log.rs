@@ -1,0 +1,240 @@
+//! The open log: appends, group commit, rotation, checkpoints.
+
+use crate::error::StorageError;
+use crate::format::{self, Header, Kind, HEADER_LEN, MAX_CHECKPOINT_BYTES, MAX_RECORD_BYTES};
+use crate::fsutil;
+use crate::identity::Identity;
+use crate::recovery::{self, Recovered};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// How the log lays out its files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// A segment that has reached this size takes no more records: the next
+    /// one starts a new segment. A single larger record still fits in a
+    /// segment of its own.
+    pub max_segment_bytes: u64,
+    /// Appended frames are held in memory until `sync` or until this many
+    /// bytes wait, then written with one `write`.
+    pub write_buffer_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { max_segment_bytes: 64 << 20, write_buffer_bytes: 1 << 20 }
+    }
+}
+
+/// A replica's write-ahead log in one directory. Blocking: call it from a
+/// thread that may wait for the disk.
+#[derive(Debug)]
+pub struct Log {
+    dir: PathBuf,
+    options: Options,
+    /// The live segments, oldest first, by base; the last is the tail.
+    segments: Vec<(u64, PathBuf)>,
+    tail: File,
+    /// The tail's size, counting the frames still in `pending`.
+    tail_bytes: u64,
+    /// Frames appended but not yet handed to the OS.
+    pending: Vec<u8>,
+    /// Whether the OS holds bytes of the tail not yet synced.
+    unsynced_writes: bool,
+    /// Records since the log began.
+    len: u64,
+    /// Records known durable.
+    synced: u64,
+    bytes_since_checkpoint: u64,
+    /// Set by a failed write or sync: the log takes no more.
+    poisoned: Option<String>,
+}
+
+impl Log {
+    /// Opens the log in `dir` with the default [`Options`], creating the
+    /// directory and an empty log if there is none. Returns what the log
+    /// holds: the newest complete checkpoint and the records after it; a
+    /// torn tail is cut first, and reported.
+    ///
+    /// Refuses (and changes nothing) if `dir` belongs to another cluster or
+    /// node; fails with [`StorageError::Corrupt`] on damage that is not a
+    /// torn tail.
+    pub fn open(dir: &Path, identity: &Identity) -> Result<(Log, Recovered), StorageError> {
+        Log::open_with(dir, identity, Options::default())
+    }
+
+    /// [`Log::open`] with explicit options.
+    pub fn open_with(dir: &Path, identity: &Identity, options: Options) -> Result<(Log, Recovered), StorageError> {
+        let opened = recovery::open(dir, identity)?;
+        let len = opened.recovered.len();
+        let log = Log {
+            dir: dir.to_path_buf(),
+            options,
+            segments: opened.segments,
+            tail: opened.tail,
+            tail_bytes: opened.tail_bytes,
+            pending: Vec::new(),
+            unsynced_writes: false,
+            len,
+            synced: len,
+            bytes_since_checkpoint: opened.bytes_since_checkpoint,
+            poisoned: None,
+        };
+        Ok((log, opened.recovered))
+    }
+
+    /// Appends one record; it is not durable until the next [`Log::sync`]
+    /// (nor, until then or until the write buffer fills, handed to the OS).
+    /// Returns the log's length after it: the record's position, counted
+    /// from 1 since the log began, across checkpoints.
+    ///
+    /// Starting a new segment when the tail is full syncs the tail first, so
+    /// an append may wait for the disk.
+    pub fn append(&mut self, record: &[u8]) -> Result<u64, StorageError> {
+        self.check_poisoned()?;
+        if record.len() > MAX_RECORD_BYTES {
+            return Err(StorageError::TooLarge { what: "record", len: record.len(), max: MAX_RECORD_BYTES });
+        }
+        let frame = format::frame_len(record.len());
+        // Only a tail that holds a record rotates: a new segment is named by
+        // the current position, which a tail without records already has.
+        let tail_has_records = self.segments.last().is_some_and(|(base, _)| *base < self.len);
+        if tail_has_records && self.tail_bytes + frame > self.options.max_segment_bytes {
+            self.rotate()?;
+        }
+        format::encode_frame(&mut self.pending, Kind::Record, record);
+        self.tail_bytes += frame;
+        self.bytes_since_checkpoint += frame;
+        self.len += 1;
+        if self.pending.len() >= self.options.write_buffer_bytes {
+            self.write_pending()?;
+        }
+        Ok(self.len)
+    }
+
+    /// Makes every appended record durable (`fdatasync`); returns how many
+    /// records are durable, which is the log's length. Costs nothing when
+    /// nothing was appended since the last sync. Group commit: append many,
+    /// then sync once.
+    pub fn sync(&mut self) -> Result<u64, StorageError> {
+        self.check_poisoned()?;
+        if self.synced == self.len && self.pending.is_empty() && !self.unsynced_writes {
+            return Ok(self.synced);
+        }
+        self.write_pending()?;
+        let path = self.tail_path().to_path_buf();
+        let synced = self.tail.sync_data().map_err(StorageError::io("fdatasync", path));
+        self.poison_on_error(synced)?;
+        self.unsynced_writes = false;
+        self.synced = self.len;
+        Ok(self.synced)
+    }
+
+    /// Replaces every record up to the current position with `state`: writes
+    /// a new segment whose first frame is `state` (to a temporary name,
+    /// fsync, rename, fsync the directory), then deletes the older segments
+    /// and fsyncs the directory. Records appended and not yet synced are
+    /// covered by the checkpoint and are durable once it returns.
+    ///
+    /// A crash at any point leaves either the old segments or the new
+    /// checkpoint for [`Log::open`] to find, never neither.
+    pub fn checkpoint(&mut self, state: &[u8]) -> Result<(), StorageError> {
+        self.check_poisoned()?;
+        if state.len() > MAX_CHECKPOINT_BYTES {
+            return Err(StorageError::TooLarge { what: "checkpoint", len: state.len(), max: MAX_CHECKPOINT_BYTES });
+        }
+        let base = self.len;
+        let mut bytes = Vec::with_capacity(HEADER_LEN + format::frame_len(state.len()) as usize);
+        bytes.extend_from_slice(&format::encode_header(Header { base, checkpoint: true }));
+        format::encode_frame(&mut bytes, Kind::Checkpoint, state);
+        let name = format::segment_name(base);
+        // A tail with this base holds no record (the log's length has not
+        // moved since it began): the rename replaces it, whole or not at all.
+        let written = fsutil::write_durably(&self.dir, &name, &bytes);
+        let file = self.poison_on_error(written)?;
+        // The records the checkpoint covers need no more writing.
+        self.pending.clear();
+        self.tail = file;
+        self.tail_bytes = bytes.len() as u64;
+        self.unsynced_writes = false;
+        self.synced = self.len;
+        self.bytes_since_checkpoint = 0;
+        let old: Vec<(u64, PathBuf)> = self.segments.drain(..).filter(|(b, _)| *b < base).collect();
+        self.segments.push((base, self.dir.join(name)));
+        // Oldest first: a crash part way leaves a run of segments ending in
+        // the checkpoint, and open() deletes the rest.
+        let removed =
+            old.iter().try_for_each(|(_, path)| fsutil::remove(path)).and_then(|()| fsutil::sync_dir(&self.dir));
+        self.poison_on_error(removed)
+    }
+
+    /// Bytes of record frames appended since the last checkpoint (or since
+    /// the log began), for the caller to decide when to checkpoint.
+    pub fn bytes_since_checkpoint(&self) -> u64 {
+        self.bytes_since_checkpoint
+    }
+
+    /// Records since the log began: the position of the last one appended.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing was ever appended (nor covered by a checkpoint).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Records known durable.
+    pub fn synced(&self) -> u64 {
+        self.synced
+    }
+
+    /// The segment files, oldest first.
+    pub fn segments(&self) -> impl Iterator<Item = &Path> {
+        self.segments.iter().map(|(_, p)| p.as_path())
+    }
+
+    /// Syncs the full tail, then starts a segment at the current position.
+    fn rotate(&mut self) -> Result<(), StorageError> {
+        self.sync()?;
+        let base = self.len;
+        let name = format::segment_name(base);
+        let header = format::encode_header(Header { base, checkpoint: false });
+        let written = fsutil::write_durably(&self.dir, &name, &header);
+        self.tail = self.poison_on_error(written)?;
+        self.tail_bytes = HEADER_LEN as u64;
+        self.segments.push((base, self.dir.join(name)));
+        Ok(())
+    }
+
+    fn write_pending(&mut self) -> Result<(), StorageError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let path = self.tail_path().to_path_buf();
+        let written = self.tail.write_all(&self.pending).map_err(StorageError::io("write", path));
+        self.poison_on_error(written)?;
+        self.pending.clear();
+        self.unsynced_writes = true;
+        Ok(())
+    }
+
+    fn tail_path(&self) -> &Path {
+        &self.segments.last().expect("a log has a tail segment").1
+    }
+
+    fn check_poisoned(&self) -> Result<(), StorageError> {
+        match &self.poisoned {
+            Some(why) => Err(StorageError::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn poison_on_error<T>(&mut self, r: Result<T, StorageError>) -> Result<T, StorageError> {
+        if let Err(e) = &r {
+            self.poisoned = Some(e.to_string());
+        }
+        r
+    }
+}
