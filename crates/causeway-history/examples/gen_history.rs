@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Options: `N` (transactions, default 100000), `--sessions S` (100),
-//! `--dcs D` (3), `--keys K` (10000), `--seed X` (1), `--check` (generate,
+//! `--dcs D` (3), `--keys K` (10000), `--seed X` (1), `--unknown P` (0: the
+//! percent of updates recorded with status `unknown`), `--check` (generate,
 //! check in memory and print the verdict and the time instead of the history).
 
 use causeway_history::check;
@@ -32,8 +33,11 @@ fn main() -> ExitCode {
             "--dcs" => config.dcs = number("--dcs"),
             "--keys" => config.keys = number("--keys"),
             "--seed" => config.seed = number("--seed") as u64,
+            "--unknown" => config.unknown_percent = number("--unknown").min(100) as u32,
             "-h" | "--help" => {
-                eprintln!("usage: gen_history [N] [--sessions S] [--dcs D] [--keys K] [--seed X] [--check]");
+                eprintln!(
+                    "usage: gen_history [N] [--sessions S] [--dcs D] [--keys K] [--seed X] [--unknown P] [--check]"
+                );
                 return ExitCode::SUCCESS;
             }
             n => match n.parse() {

@@ -9,12 +9,17 @@ use std::fmt;
 use std::io::{self, BufRead, Write};
 use thiserror::Error;
 
-/// Outcome of a transaction.
+/// Outcome of a transaction, as its client learned it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Committed,
     Aborted,
+    /// The client does not know whether the transaction committed (its
+    /// coordinator died mid-commit, or it gave up waiting for the answer):
+    /// it may have. Its reads are what it observed; its writes may or may
+    /// not have taken effect; it has no `commit_ts`.
+    Unknown,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,7 +124,7 @@ pub struct TxnRecord {
     pub dc: u16,
     pub status: Status,
     pub ops: Vec<Op>,
-    /// Present on committed update transactions.
+    /// Present on committed update transactions; absent on unknown ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_ts: Option<CommitTs>,
     /// Informational; 0 when absent.
@@ -244,6 +249,16 @@ mod tests {
         let again = History::read_jsonl(h.to_jsonl_string().as_bytes()).unwrap();
         assert_eq!(again, h);
         assert!(h.to_jsonl_string().contains(r#"{"type":"final","dc":0,"state":{"k12":"dc0-c3-17:k12"}}"#));
+    }
+
+    #[test]
+    fn statuses_are_lowercase_words() {
+        for (status, word) in
+            [(Status::Committed, "committed"), (Status::Aborted, "aborted"), (Status::Unknown, "unknown")]
+        {
+            assert_eq!(serde_json::to_string(&status).unwrap(), format!("{word:?}"));
+            assert_eq!(serde_json::from_str::<Status>(&format!("{word:?}")).unwrap(), status);
+        }
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! transactions, reads see the greatest commit_ts in it, and clocks only
 //! grow along causality: the three things the checker asks for. Replication
 //! lags randomly, so DCs see concurrent conflicting writes in different
-//! orders before they converge.
+//! orders before they converge. Optionally some updates are recorded as
+//! `unknown`: their client "lost" the answer, and the history hides whether
+//! they committed — it stays TCC for some outcome, the real one.
 //!
 //! Randomness is a 64-bit LCG so that histories are the same everywhere and
 //! the crate needs no `rand`.
@@ -32,6 +34,12 @@ pub struct SynthConfig {
     pub max_writes_per_txn: usize,
     pub read_only_percent: u32,
     pub abort_percent: u32,
+    /// Share of update transactions whose client never learns the outcome:
+    /// recorded with status `unknown` and no commit_ts, whether they
+    /// committed or aborted (the model decides as usual, and replicates
+    /// the committed ones). 0 draws no random numbers, so histories stay
+    /// the same as without it.
+    pub unknown_percent: u32,
     /// Share of update transactions that write one key twice, leaving an
     /// intermediate value nobody may read.
     pub rewrite_percent: u32,
@@ -57,6 +65,7 @@ impl Default for SynthConfig {
             max_writes_per_txn: 2,
             read_only_percent: 10,
             abort_percent: 2,
+            unknown_percent: 0,
             rewrite_percent: 5,
             hot_keys: 100,
             hot_percent: 10,
@@ -177,6 +186,7 @@ pub fn generate(config: &SynthConfig) -> History {
             }
         }
         let aborted = update && rng.percent(config.abort_percent);
+        let unknown = update && config.unknown_percent > 0 && rng.percent(config.unknown_percent);
 
         // Execute atomically against the DC's current state.
         let dc = &dc_state[d];
@@ -222,9 +232,15 @@ pub fn generate(config: &SynthConfig) -> History {
             session: format!("dc{d}-s{s}"),
             seq,
             dc: d as u16,
-            status: if aborted { Status::Aborted } else { Status::Committed },
+            status: if unknown {
+                Status::Unknown
+            } else if aborted {
+                Status::Aborted
+            } else {
+                Status::Committed
+            },
             ops,
-            commit_ts,
+            commit_ts: if unknown { None } else { commit_ts },
             start_us: step as u64 * 10,
             end_us: step as u64 * 10 + 5,
         });

@@ -5,7 +5,7 @@
 mod common;
 
 use causeway_history::ViolationKind::{self, *};
-use causeway_history::{check, CommitTs, FinalState, History, StampElem};
+use causeway_history::{check, CommitTs, FinalState, History, StampElem, Status};
 use common::*;
 
 // ---------------------------------------------------------------- valid --
@@ -518,6 +518,211 @@ fn deletes_round_trip_through_the_format() {
     assert_eq!(History::read_jsonl(h.to_jsonl_string().as_bytes()).unwrap(), h);
 }
 
+// ------------------------------------------------------ unknown outcome --
+
+/// A read of an unknown transaction's write proves it committed: the read
+/// is fine, the reader and everyone after it depend on it, and a DC may
+/// end with its write.
+#[test]
+fn a_read_of_an_unknown_transaction_s_write_is_fine() {
+    let mut h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x"), w("y", "a:y")], Some(1)),
+        unknown("u", "s2", 1, &[r("x", "a:x"), w("x", "u:x"), w("y", "u:y")]),
+        txn("t", "s3", 1, &[r("x", "u:x"), r("y", "u:y")], None),
+        // After t, s3 still sees u's writes, or newer ones.
+        txn("t2", "s3", 2, &[r("y", "u:y")], None),
+        // b is concurrent with u: its commit_ts may be above or below the
+        // one u had, so either may be last-writer-wins.
+        txn("b", "s4", 1, &[w("x", "b:x")], Some(2)),
+        txn("t3", "s3", 3, &[r("x", "b:x"), r("y", "u:y")], None),
+        txn("t4", "s5", 1, &[r("x", "b:x"), r("y", "a:y")], None),
+    ]);
+    h.finals = vec![final_state(0, &[("x", "b:x"), ("y", "u:y")]), final_state(1, &[("x", "b:x"), ("y", "u:y")])];
+    let report = check_kinds(&h, &[]);
+    assert_eq!((report.stats.committed, report.stats.aborted, report.stats.unknown), (6, 0, 1));
+    assert!(report.to_string().contains("7 transactions (6 committed, 0 aborted, 1 unknown)"), "{report}");
+    // A DC may also end with the concurrent write the other way round.
+    h.finals = vec![final_state(0, &[("x", "u:x"), ("y", "u:y")])];
+    check_kinds(&h, &[]);
+}
+
+/// Nobody read it, so it may have aborted: its session goes on without
+/// it, and the final states need not hold its writes.
+#[test]
+fn an_unknown_transaction_nobody_read_may_have_aborted() {
+    let mut h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        unknown("u", "s1", 2, &[r("x", "a:x"), w("x", "u:x"), w("z", "u:z")]),
+        // Not even its own session must see it (its client never learned
+        // that it committed, and a coordinator may commit it late).
+        txn("c", "s1", 3, &[r("x", "a:x"), r0("z")], None),
+        txn("d", "s2", 1, &[r("x", "a:x"), w("q", "d:q")], Some(2)),
+    ]);
+    h.finals = vec![final_state(0, &[("x", "a:x"), ("q", "d:q")]), final_state(1, &[("x", "a:x"), ("q", "d:q")])];
+    let report = check_kinds(&h, &[]);
+    assert_eq!((report.stats.committed, report.stats.aborted, report.stats.unknown), (3, 0, 1));
+    // Or it committed, and the DCs hold its writes.
+    h.finals = vec![final_state(0, &[("x", "u:x"), ("q", "d:q"), ("z", "u:z")])];
+    check_kinds(&h, &[]);
+}
+
+/// u's writes are newer than a's (a precedes u in its session, so u's
+/// commit_ts, had it one, is above a's): whoever saw u must not see a's
+/// value of a key u also wrote.
+#[test]
+fn seeing_part_of_an_unknown_transaction_is_a_fractured_read() {
+    let prefix =
+        || vec![txn("a", "s1", 1, &[w("y", "a:y")], Some(1)), unknown("u", "s1", 2, &[w("x", "u:x"), w("y", "u:y")])];
+    let mut txns = prefix();
+    txns.push(txn("t", "s2", 1, &[r("x", "u:x"), r("y", "a:y")], None));
+    let report = check_kinds(&history(txns), &[FracturedRead]);
+    let v = &report.violations[0];
+    assert_eq!((v.txid.as_deref(), v.key.as_deref()), (Some("t"), Some("y")));
+    assert!(v.message.contains("key x from u (outcome unknown)"), "{report}");
+    assert!(v.message.contains("u follows a (commit_ts [1]) causally"), "{report}");
+
+    // The same through session order: t2 follows t, which saw u.
+    let mut txns = prefix();
+    txns.push(txn("t", "s2", 1, &[r("x", "u:x")], None));
+    txns.push(txn("t2", "s2", 2, &[r("y", "a:y")], None));
+    let report = check_kinds(&history(txns), &[CausalViolation]);
+    assert!(report.violations[0].message.contains("u -wr-> t -so-> t2"), "{report}");
+
+    // Null for a key it wrote, with no delete anywhere, is as wrong.
+    let mut txns = prefix();
+    txns.push(txn("t", "s2", 1, &[r("x", "u:x"), r0("y")], None));
+    check_kinds(&history(txns), &[FracturedRead]);
+
+    // But a transaction that saw u may read a write concurrent with it:
+    // its commit_ts may be the greater.
+    let mut txns = prefix();
+    txns.push(txn("b", "s3", 1, &[w("y", "b:y")], Some(2)));
+    txns.push(txn("t", "s2", 1, &[r("x", "u:x"), r("y", "b:y")], None));
+    check_kinds(&history(txns), &[]);
+}
+
+/// b read u's write and then overwrote it, so b's commit_ts is above the
+/// one u had: a reader that saw b must not read u's older value.
+#[test]
+fn an_unknown_write_older_than_a_committed_one_is_stale_in_its_past() {
+    let mut h = history(vec![
+        unknown("u", "s1", 1, &[w("x", "u:x")]),
+        txn("b", "s2", 1, &[r("x", "u:x"), w("x", "b:x")], Some(5)),
+        txn("e", "s2", 2, &[r("x", "u:x")], None),
+        // Concurrent readers may read either.
+        txn("f", "s3", 1, &[r("x", "u:x")], None),
+        txn("g", "s4", 1, &[r("x", "b:x")], None),
+    ]);
+    let report = check_kinds(&h, &[CausalViolation]);
+    let v = &report.violations[0];
+    assert_eq!(v.txid.as_deref(), Some("e"));
+    assert!(v.message.contains("u precedes b (commit_ts [5]) causally"), "{report}");
+
+    // A DC that ends with u's write ends wrong too: b's is newer.
+    h.txns.remove(2);
+    h.finals = vec![final_state(0, &[("x", "u:x")])];
+    let report = check_kinds(&h, &[FinalNotLww]);
+    assert!(report.violations[0].message.contains("u precedes b (commit_ts [5]) causally"), "{report}");
+}
+
+#[test]
+fn an_unknown_delete_may_explain_a_null_read_and_a_missing_key() {
+    // Nobody read u, but it may have committed with a commit_ts above a's:
+    // then c's snapshot may hold its delete, and so may the final states.
+    let mut h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        unknown("u", "s2", 1, &[d("x")]),
+        txn("c", "s1", 2, &[r0("x")], None),
+    ]);
+    h.finals = vec![final_state(0, &[])];
+    check_kinds(&h, &[]);
+
+    // Unless it follows the reader: then its delete is not in its snapshot.
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("x", "a:x")], Some(1)),
+        txn("c", "s1", 2, &[r0("x"), w("y", "c:y")], Some(2)),
+        unknown("u", "s2", 1, &[r("y", "c:y"), d("x")]),
+    ]);
+    check_kinds(&h, &[CausalViolation]);
+
+    // Or it is older than the write: u precedes b, so b's write of x is
+    // the newer, and no DC may lose it.
+    let mut h = history(vec![
+        unknown("u", "s2", 1, &[d("x"), w("y", "u:y")]),
+        txn("b", "s3", 1, &[r("y", "u:y"), w("x", "b:x")], Some(3)),
+    ]);
+    h.finals = vec![final_state(0, &[("y", "u:y")])];
+    let report = check_kinds(&h, &[Divergence]);
+    assert!(report.violations[0].message.starts_with("lost write"), "{report}");
+}
+
+#[test]
+fn a_null_read_behind_an_unknown_write_needs_a_delete_that_may_be_newer() {
+    // d's delete is concurrent with u and may be newer: it explains t's null.
+    let h = history(vec![
+        unknown("u", "s1", 1, &[w("x", "u:x"), w("y", "u:y")]),
+        txn("d", "s2", 1, &[d("x")], Some(5)),
+        txn("t", "s3", 1, &[r("y", "u:y"), r0("x")], None),
+    ]);
+    check_kinds(&h, &[]);
+    // a's delete precedes u, so u's write is the newer: t saw u, yet not
+    // its write of x.
+    let h = history(vec![
+        txn("a", "s1", 1, &[d("x")], Some(1)),
+        unknown("u", "s1", 2, &[w("x", "u:x"), w("y", "u:y")]),
+        txn("t", "s2", 1, &[r("y", "u:y"), r0("x")], None),
+    ]);
+    let report = check_kinds(&h, &[FracturedRead]);
+    assert!(report.violations[0].message.contains("key y from u (outcome unknown)"), "{report}");
+    // An unknown reader of null, and a delete that follows it (e read u's
+    // write): not its snapshot's.
+    let h = history(vec![
+        txn("a", "s1", 1, &[w("k", "a:k")], Some(1)),
+        unknown("u", "s1", 2, &[r0("k"), w("y", "u:y")]),
+        txn("e", "s2", 1, &[r("y", "u:y"), d("k")], Some(3)),
+    ]);
+    let report = check_kinds(&h, &[CausalViolation]);
+    assert_eq!(report.violations[0].txid.as_deref(), Some("u"));
+}
+
+#[test]
+fn what_no_transaction_wrote_is_still_unknown_and_future_reads_are_still_caught() {
+    let h = history(vec![
+        unknown("u", "s1", 1, &[w("x", "u:x")]),
+        txn("t", "s2", 1, &[r("x", "u:x#1")], None),
+        // An unknown transaction's reads come before its commit, so before
+        // anything its session did after it.
+        unknown("v", "s3", 1, &[r("y", "b:y")]),
+        txn("b", "s3", 2, &[w("y", "b:y")], Some(1)),
+    ]);
+    check_kinds(&h, &[UnknownValue, FutureRead]);
+}
+
+#[test]
+fn an_unknown_transaction_on_a_reads_from_cycle_is_caught() {
+    let h = history(vec![
+        unknown("u", "s1", 1, &[r("y", "b:y"), w("x", "u:x")]),
+        txn("b", "s2", 1, &[r("x", "u:x"), w("y", "b:y")], Some(1)),
+    ]);
+    let report = check_kinds(&h, &[CausalCycle]);
+    assert!(report.violations[0].message.contains("u -wr-> b -wr-> u"), "{report}");
+}
+
+#[test]
+fn unknown_round_trips_through_the_format() {
+    let line = r#"{"txid":"u","session":"s","seq":1,"status":"unknown","ops":[{"op":"r","key":"k","value":null},{"op":"w","key":"k","value":"u:k"}]}"#;
+    let h = History::read_jsonl(line.as_bytes()).unwrap();
+    assert_eq!(h.txns[0].status, Status::Unknown);
+    assert_eq!(h.txns[0].commit_ts, None);
+    let text = h.to_jsonl_string();
+    assert!(text.contains(r#""status":"unknown""#) && !text.contains("commit_ts"), "{text}");
+    assert_eq!(History::read_jsonl(text.as_bytes()).unwrap(), h);
+    let mut expected = unknown("u", "s", 1, &[r0("k"), w("k", "u:k")]);
+    (expected.start_us, expected.end_us) = (0, 0);
+    assert_eq!(h.txns, vec![expected]);
+    check_kinds(&h, &[]);
+}
+
 // ------------------------------------------------------------ malformed --
 
 #[test]
@@ -546,6 +751,11 @@ fn format_rule_breaks_are_malformed() {
             "value written twice",
             history(vec![txn("a", "s1", 1, &[w("x", "v")], Some(1)), txn("b", "s2", 1, &[w("x", "v")], Some(2))]),
         ),
+        ("unknown transaction with a commit_ts", {
+            let mut t = unknown("u", "s1", 1, &[w("x", "u:x")]);
+            t.commit_ts = ts(1);
+            history(vec![t])
+        }),
         ("two final lines for one DC", {
             let mut h = history(vec![txn("a", "s1", 1, &[w("x", "a:x")], Some(1))]);
             h.finals = vec![final_state(0, &[("x", "a:x")]), final_state(0, &[("x", "a:x")])];

@@ -13,6 +13,27 @@
 //! Aborted transactions are not part of hb: nothing follows them. Their
 //! reads are still judged, as sinks: an aborted transaction must also have
 //! read a causal snapshot.
+//!
+//! Transactions of unknown outcome are part of hb through reads-from only:
+//! they follow their session predecessors, but precede only the
+//! transactions that read one of their writes (which proves they
+//! committed), never their session successors. Those that are read from
+//! are laid, in topological order, on extra *chains*: a chain is extended
+//! by an unknown transaction whose causal past holds the chain's last one,
+//! so a chain is ordered by hb like a session and gets one clock entry the
+//! same way. A new chain, and a wider clock, only when no chain fits; the
+//! older unknown transactions are in everybody's past, so chains are few
+//! (on generated histories, about one per hundred unknown transactions).
+//!
+//! They have no commit_ts, so they are ordered against other writers by
+//! bounds that hb forces on any commit_ts they could have had: above the
+//! greatest commit_ts in their causal past (their *floor*), below the
+//! least one in their causal future (their *ceiling*). A write is
+//! *provably newer* than another when those bounds order them; a read is
+//! judged wrong only against writes provably newer than what it returned,
+//! and a delete explains a null read whenever it may be newer, so a history
+//! that some choice of outcomes and commit timestamps makes TCC is never
+//! rejected on their account.
 
 use super::index::{Index, Segment, Writers};
 use super::reads::{ExtRead, Resolved};
@@ -170,6 +191,23 @@ impl Clocks {
         &mut self.data[at..at + self.width]
     }
 
+    /// Makes every clock at least `width` entries wide, the new ones 0;
+    /// sixteen at a time, as every merge pays for the width. Few clocks are
+    /// alive at once, so copying them is cheap.
+    fn grow(&mut self, width: usize) {
+        if width <= self.width {
+            return;
+        }
+        let wider = width.max(self.width + 16);
+        let slots = self.data.len() / self.width;
+        let mut data = vec![0; slots * wider];
+        for (old, new) in self.data.chunks_exact(self.width).zip(data.chunks_exact_mut(wider)) {
+            new[..self.width].copy_from_slice(old);
+        }
+        self.data = data;
+        self.width = wider;
+    }
+
     /// dst = max(dst, src), entry by entry.
     fn merge(&mut self, dst: u32, src: u32) {
         let w = self.width;
@@ -246,9 +284,51 @@ struct Finding {
 /// A read of null that only a delete newer than its causal past explains,
 /// waiting for such a delete that does not follow it causally.
 struct Pending {
-    /// The rank of the newest write of the key in the reader's past.
+    /// The rank of the newest write of the key in the reader's past (or the
+    /// greatest floor of an unknown writer of it there): a delete explains
+    /// the read when its rank, or an unknown delete's ceiling, is above.
     need: u32,
     finding: Finding,
+}
+
+/// What the causal pass learned about the transactions of unknown outcome,
+/// for the final states.
+pub(crate) struct Unknowns {
+    /// Per transaction (empty when the history has no unknown ones): the
+    /// (rank, txn) of the committed update with the least commit_ts in its
+    /// strict causal future, or (`u32::MAX`, NONE) when there is none. An
+    /// unknown transaction that committed did so below it.
+    pub ceiling: Vec<(u32, u32)>,
+}
+
+impl Unknowns {
+    /// The ceiling of unknown transaction `t`'s commit_ts, as a rank.
+    pub fn ceiling(&self, t: u32) -> u32 {
+        self.ceiling.get(t as usize).map_or(u32::MAX, |c| c.0)
+    }
+}
+
+/// The least ranked update in the strict causal future of every
+/// transaction: one pass backwards over the topological order.
+fn ceilings(ix: &Index, g: &Graph, comps: &Components) -> Vec<(u32, u32)> {
+    let n = ix.history.txns.len();
+    let mut ceiling = vec![(u32::MAX, NONE); n];
+    for &t in comps.order.iter().rev() {
+        let tu = t as usize;
+        let mut mine = ceiling[tu];
+        if ix.rank[tu] > 0 {
+            mine = mine.min((ix.rank[tu], t));
+        }
+        for &p in g.preds(t) {
+            // Inside a cycle there is no "before"; as in the forward pass.
+            if comps.comp[tu] != NONE && comps.comp[tu] == comps.comp[p as usize] {
+                continue;
+            }
+            let c = &mut ceiling[p as usize];
+            *c = (*c).min(mine);
+        }
+    }
+    ceiling
 }
 
 struct Pass<'a, 'h> {
@@ -268,13 +348,51 @@ struct Pass<'a, 'h> {
     deletes_reached: Vec<u32>,
     /// Per key, the null reads waiting for a delete.
     pending: FxHashMap<u32, Vec<Pending>>,
+    /// Per transaction, (rank, txn) of the update with the greatest
+    /// commit_ts in its strict causal past, rank 0 when there is none: the
+    /// floor of an unknown transaction's commit_ts.
+    newest_past: Vec<(u32, u32)>,
+    /// Per transaction, the ceiling of an unknown one's commit_ts (empty
+    /// when the history has no unknown transactions).
+    ceiling: Vec<(u32, u32)>,
+    /// Per transaction, for an unknown one someone read from, its chain's
+    /// clock entry and its position on the chain (from 1); (NONE, 0) for
+    /// all others. Empty when the history has no unknown transactions.
+    chain_pos: Vec<(u32, u32)>,
+    /// Per key, the greatest rank of a committed delete of it or ceiling
+    /// of an unknown one: no delete above `need` means no delete can
+    /// explain a null read.
+    delete_ceiling: Vec<u32>,
+    /// Scratch: the unknown writers of the key being judged that lie in the
+    /// reader's causal past, (txn, is a delete).
+    unknown_past: Vec<(u32, bool)>,
 }
 
-pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
+pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) -> Unknowns {
     let n = ix.history.txns.len();
     let g = Graph::build(ix, res);
     let comps = components(&g, n);
     let overtakers = Overtakers { span: vec![(NONE, 0); ix.writers.pos.len()], firsts: Vec::new() };
+    // Unknown transactions someone read from go on chains (clock entries
+    // after the sessions'); the others precede nothing and need none.
+    let (mut observed, mut chain_pos, mut ceiling) = (Vec::new(), Vec::new(), Vec::new());
+    let mut delete_ceiling = ix.writers.key_max_delete.clone();
+    if ix.has_unknown() {
+        observed = vec![false; n];
+        for &p in &res.wr {
+            observed[p as usize] = ix.unknown[p as usize];
+        }
+        chain_pos = vec![(NONE, 0); n];
+        ceiling = ceilings(ix, &g, &comps);
+        for (&key, writers) in &ix.unknown_writers {
+            for &(u, delete) in writers {
+                if delete {
+                    let c = &mut delete_ceiling[key as usize];
+                    *c = (*c).max(ceiling[u as usize].0);
+                }
+            }
+        }
+    }
     let mut pass = Pass {
         ix,
         res,
@@ -287,6 +405,11 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
         search: 0,
         deletes_reached: vec![0; ix.key_names.len()],
         pending: FxHashMap::default(),
+        newest_past: vec![(0u32, NONE); n],
+        ceiling,
+        chain_pos,
+        delete_ceiling,
+        unknown_past: Vec::new(),
     };
     for members in &comps.cycles {
         pass.report_cycle(members, &comps.comp);
@@ -306,10 +429,9 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
         }
     }
     let mut clocks = Clocks { width: ix.sessions.max(1), data: Vec::new(), free: Vec::new() };
+    // The length of each chain of unknown transactions.
+    let mut chains: Vec<u32> = Vec::new();
     let mut clock_of = vec![NONE; n];
-    // (rank, txn) of the update with the greatest commit_ts in each
-    // transaction's strict causal past; rank 0 when there is none.
-    let mut newest_past = vec![(0u32, NONE); n];
     for &t in &comps.order {
         let tu = t as usize;
         let slot = clocks.alloc();
@@ -321,7 +443,7 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
             }
             let pu = p as usize;
             clocks.merge(slot, clock_of[pu]);
-            past = past.max(newest_past[pu]);
+            past = past.max(pass.newest_past[pu]);
             if ix.rank[pu] > 0 {
                 past = past.max((ix.rank[pu], p));
             }
@@ -332,22 +454,40 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
         }
         if ix.committed[tu] {
             clocks.get_mut(slot)[ix.session[tu] as usize] = ix.pos[tu];
+        } else if observed.get(tu).copied().unwrap_or(false) {
+            // Onto the first chain whose last transaction precedes it, or a
+            // new one.
+            let clock = clocks.get(slot);
+            let chain = match (0..chains.len()).find(|&c| clock[ix.sessions + c] == chains[c]) {
+                Some(c) => c,
+                None => {
+                    chains.push(0);
+                    clocks.grow(ix.sessions + chains.len());
+                    chains.len() - 1
+                }
+            };
+            chains[chain] += 1;
+            let column = ix.sessions + chain;
+            pass.chain_pos[tu] = (column as u32, chains[chain]);
+            clocks.get_mut(slot)[column] = chains[chain];
         }
-        newest_past[tu] = past;
+        pass.newest_past[tu] = past;
         if comps.comp[tu] == NONE {
             let clock = clocks.get(slot);
             let own = ix.session[tu] as usize;
             if !ix.committed[tu] && clock[own] > ix.own_bound[tu] {
-                // An aborted transaction is a sink, so this is no cycle; but
-                // a session runs one transaction at a time, and this one saw
-                // (directly or through others) a later one of its own.
+                // An aborted or unknown transaction does not precede its
+                // session successors, so this is no cycle; but a session
+                // runs one transaction at a time, and this one saw (directly
+                // or through others) a later one of its own.
                 let rec = &ix.history.txns[tu];
+                let what = if ix.unknown[tu] { "of unknown outcome" } else { "aborted" };
                 pass.found.txn(
                     ViolationKind::FutureRead,
                     t,
                     rec,
                     None,
-                    format!("aborted, yet its reads depend on a later transaction of its own session {}", rec.session),
+                    format!("{what}, yet its reads depend on a later transaction of its own session {}", rec.session),
                 );
             }
             for read in res.ext_reads(t) {
@@ -369,20 +509,63 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) {
     for p in left {
         pass.report(p.finding);
     }
+    Unknowns { ceiling: pass.ceiling }
 }
 
 impl Pass<'_, '_> {
+    /// Whether unknown transaction `u` lies in the causal past of the
+    /// transaction whose clock is `clock` (or is that transaction: callers
+    /// exclude it). Only those someone read from can be anyone's past.
+    fn reaches(&self, u: u32, clock: &[u32]) -> bool {
+        let (column, pos) = self.chain_pos.get(u as usize).copied().unwrap_or((NONE, 0));
+        column != NONE && clock[column as usize] >= pos
+    }
+
+    /// The floor of an unknown transaction's commit_ts, as a rank: the
+    /// newest committed update in its causal past (0 when none). Had it
+    /// committed, its commit_ts would be above that update's.
+    fn floor(&self, u: u32) -> u32 {
+        self.newest_past[u as usize].0
+    }
+
+    /// The ceiling of an unknown transaction's commit_ts, as a rank: the
+    /// oldest committed update in its causal future (`u32::MAX` when none).
+    /// Its commit_ts would be below that update's.
+    fn ceiling(&self, u: u32) -> u32 {
+        self.ceiling.get(u as usize).map_or(u32::MAX, |c| c.0)
+    }
+
+    /// Fills `unknown_past` with the unknown writers of `key` in `t`'s
+    /// strict causal past (only those someone read from can be there).
+    fn collect_unknown_past(&mut self, t: u32, key: u32, clock: &[u32]) {
+        let ix = self.ix;
+        self.unknown_past.clear();
+        if self.chain_pos.is_empty() {
+            return;
+        }
+        for &(u, delete) in ix.unknown_writers_of(key) {
+            if u != t && self.reaches(u, clock) {
+                self.unknown_past.push((u, delete));
+            }
+        }
+    }
+
     /// The core rule: among the writes of the key in the reader's strict
     /// causal past, none may be newer (in commit_ts) than the one it read.
+    /// Writes of unknown transactions count only where they are provably
+    /// newer: an unknown writer `u` is newer than a committed write of rank
+    /// `r` when floor(u) >= r, and a committed write of rank `r` is newer
+    /// than `u`'s when r >= ceiling(u).
     fn judge_read(&mut self, t: u32, read: &ExtRead, clock: &[u32]) {
         let ix = self.ix;
         let w = &ix.writers;
-        let read_rank = if read.writer == NONE { 0 } else { ix.rank[read.writer as usize] };
+        self.collect_unknown_past(t, read.key, clock);
         let own_session = ix.session[t as usize];
         // A committed reader's clock counts the reader itself in its own
         // session; its strict past there ends just before it. An aborted
-        // reader's clock does not count itself, and may reach further (a
-        // violation reported on its own): everything it reaches is its past.
+        // or unknown reader's clock does not count itself, and may reach
+        // further (a violation reported on its own): everything it reaches
+        // is its past.
         let own_bound = if ix.committed[t as usize] {
             ix.own_bound[t as usize]
         } else {
@@ -390,7 +573,13 @@ impl Pass<'_, '_> {
         };
         // How long a prefix of session `s` precedes the reader.
         let bound = |s: u32| if s == own_session { own_bound } else { clock[s as usize] };
-        let misses = if read.slot == NONE {
+        let search = |above: u32| {
+            w.segments(read.key).iter().any(|seg| {
+                let i = first_newer(w, seg, above);
+                i < seg.end as usize && w.pos[i] <= bound(seg.session)
+            })
+        };
+        if read.writer == NONE {
             // A read of null is the read of a delete, or of no write at all:
             // it misses a write of its past unless that write is a delete,
             // or a newer delete of the key does not follow the reader.
@@ -404,67 +593,114 @@ impl Pass<'_, '_> {
                 })
                 .max()
                 .unwrap_or((0, NONE));
-            if rank == 0 || ix.deleted(newest, read.key) || self.deletes_reached[read.key as usize] > rank {
-                // No write, the newest write is a delete, or a newer delete
-                // the pass already reached, which cannot follow the reader.
+            let newest_deletes = rank > 0 && ix.deleted(newest, read.key);
+            // Unknown writers in the past: a delete must be newer than the
+            // value writer with the greatest floor; an unknown delete there
+            // may be, up to its ceiling.
+            let mut unknown_value_floor: Option<u32> = None;
+            let mut unknown_delete_ceiling = 0u32;
+            for &(u, delete) in &self.unknown_past {
+                if delete {
+                    unknown_delete_ceiling = unknown_delete_ceiling.max(self.ceiling(u));
+                } else {
+                    unknown_value_floor = unknown_value_floor.max(Some(self.floor(u)));
+                }
+            }
+            let committed_value = if newest_deletes { 0 } else { rank };
+            if committed_value == 0 && unknown_value_floor.is_none() {
+                // No write, or the newest committed one is a delete and no
+                // unknown one wrote a value.
                 return;
             }
-            if w.key_max_delete[read.key as usize] > rank {
+            // What a delete must be above to explain the read: the newest
+            // committed value writer's rank, or an unknown one's floor.
+            let need = committed_value.max(unknown_value_floor.unwrap_or(0));
+            if (newest_deletes && rank > need)
+                || unknown_delete_ceiling > need
+                || self.deletes_reached[read.key as usize] > need
+            {
+                // A delete of the past newer than its values, or a newer
+                // delete the pass already reached, which cannot follow the
+                // reader.
+                return;
+            }
+            let finding = self.finding(t, read, 0, 0, &bound);
+            if self.delete_ceiling[read.key as usize] > need {
                 // A newer delete exists, not reached yet: it explains the
                 // read unless it follows the reader causally.
-                let finding = self.finding(t, read, 0, &bound);
-                self.pending.entry(read.key).or_default().push(Pending { need: rank, finding });
-                return;
+                self.pending.entry(read.key).or_default().push(Pending { need, finding });
+            } else {
+                self.report(finding);
             }
-            true
-        } else {
-            let by_search = || {
-                w.segments(read.key).iter().any(|seg| {
-                    let i = first_newer(w, seg, read_rank);
-                    i < seg.end as usize && w.pos[i] <= bound(seg.session)
-                })
-            };
-            match self.overtakers.of(w, read.slot, read.key, read_rank) {
-                Some(firsts) => {
-                    let misses = firsts.iter().any(|&(s, pos)| pos <= bound(s));
-                    debug_assert_eq!(misses, by_search(), "the cached lists and the search disagree");
-                    misses
-                }
-                None => by_search(),
-            }
-        };
-        if !misses {
             return;
         }
-        let finding = self.finding(t, read, read_rank, &bound);
+        // A committed write of rank `r` is newer than the one read when
+        // r > `above`; an unknown one when its floor >= `floor_from`.
+        let (above, floor_from) = if ix.unknown[read.writer as usize] {
+            let ceiling = self.ceiling(read.writer);
+            (ceiling - 1, ceiling)
+        } else {
+            let rank = ix.rank[read.writer as usize];
+            (rank, rank)
+        };
+        let committed_newer = if read.slot != NONE {
+            match self.overtakers.of(w, read.slot, read.key, above) {
+                Some(firsts) => {
+                    let misses = firsts.iter().any(|&(s, pos)| pos <= bound(s));
+                    debug_assert_eq!(misses, search(above), "the cached lists and the search disagree");
+                    misses
+                }
+                None => search(above),
+            }
+        } else {
+            // An unknown transaction's write: nothing committed is provably
+            // newer when nothing committed follows it.
+            above < u32::MAX - 1 && search(above)
+        };
+        let unknown_newer =
+            self.unknown_past.iter().any(|&(u, _)| u != read.writer && floor_from > 0 && self.floor(u) >= floor_from);
+        if !committed_newer && !unknown_newer {
+            return;
+        }
+        let finding = self.finding(t, read, above, floor_from, &bound);
         self.report(finding);
     }
 
     /// The pass reached `d`: its deletes explain the null reads waiting for
     /// a newer delete of their key, unless `d` follows the reader (`clock`
-    /// is `d`'s; it counts the reader's session up to the reader).
+    /// is `d`'s; it counts the reader's session up to the reader). An
+    /// unknown delete counts with its ceiling: it may be that new.
     fn reach_deletes(&mut self, d: u32, clock: &[u32]) {
         let ix = self.ix;
         let Some(keys) = ix.deletes_by_txn.get(&d) else { return };
-        let rank = ix.rank[d as usize];
+        let rank = if ix.unknown[d as usize] { self.ceiling(d) } else { ix.rank[d as usize] };
+        let chain_pos = &self.chain_pos;
         for &key in keys {
             let reached = &mut self.deletes_reached[key as usize];
             *reached = (*reached).max(rank);
             let Some(list) = self.pending.get_mut(&key) else { continue };
             list.retain(|p| {
                 let reader = p.finding.t as usize;
-                let follows = ix.committed[reader] && clock[ix.session[reader] as usize] >= ix.pos[reader];
+                let follows = if ix.committed[reader] {
+                    clock[ix.session[reader] as usize] >= ix.pos[reader]
+                } else {
+                    let (column, pos) = chain_pos.get(reader).copied().unwrap_or((NONE, 0));
+                    column != NONE && clock[column as usize] >= pos
+                };
                 rank <= p.need || follows
             });
         }
     }
 
     /// What a wrong read missed: the newest write of its key in its past
-    /// above `read_rank`, and whether the reader saw one of them directly
-    /// through another key — then atomic visibility is the more precise
-    /// diagnosis.
-    fn finding(&self, t: u32, read: &ExtRead, read_rank: u32, bound: &dyn Fn(u32) -> u32) -> Finding {
-        let w = &self.ix.writers;
+    /// that is newer than what it read (committed writes above rank
+    /// `above`, unknown ones with a floor of at least `floor_from`; for a
+    /// read of null, the value writes), and the newest of those it saw
+    /// directly through another key — then atomic visibility is the more
+    /// precise diagnosis.
+    fn finding(&self, t: u32, read: &ExtRead, above: u32, floor_from: u32, bound: &dyn Fn(u32) -> u32) -> Finding {
+        let ix = self.ix;
+        let w = &ix.writers;
         let mut newest = (0u32, NONE);
         let mut seen_directly = (0u32, NONE);
         let read_from = self.res.read_from(t);
@@ -474,7 +710,7 @@ impl Pass<'_, '_> {
                 if w.pos[i] > bound {
                     break;
                 }
-                if w.rank[i] > read_rank {
+                if w.rank[i] > above {
                     newest = newest.max((w.rank[i], w.txn[i]));
                     if read_from.binary_search(&w.txn[i]).is_ok() {
                         seen_directly = seen_directly.max((w.rank[i], w.txn[i]));
@@ -482,9 +718,58 @@ impl Pass<'_, '_> {
                 }
             }
         }
-        Finding { t, op: read.op, key: read.key, writer: read.writer, newest: newest.1, seen_directly: seen_directly.1 }
+        let null = read.writer == NONE;
+        let mut unknown_newest: Option<(u32, u32)> = None;
+        let mut unknown_seen: Option<(u32, u32)> = None;
+        for &(u, delete) in &self.unknown_past {
+            let floor = self.floor(u);
+            let newer = if null { !delete } else { u != read.writer && floor_from > 0 && floor >= floor_from };
+            if newer {
+                unknown_newest = unknown_newest.max(Some((floor, u)));
+                if read_from.binary_search(&u).is_ok() {
+                    unknown_seen = unknown_seen.max(Some((floor, u)));
+                }
+            }
+        }
+        // Committed writers first, as without unknown ones; but for a read
+        // of null a delete explains nothing, so an unknown value writer is
+        // the better witness.
+        let pick = |committed: u32, unknown: Option<(u32, u32)>| match unknown {
+            Some((_, u)) if committed == NONE || (null && ix.deleted(committed, read.key)) => u,
+            _ => committed,
+        };
+        Finding {
+            t,
+            op: read.op,
+            key: read.key,
+            writer: read.writer,
+            newest: pick(newest.1, unknown_newest),
+            seen_directly: pick(seen_directly.1, unknown_seen),
+        }
     }
 
+    /// For messages: how the write read and the newer one it missed are
+    /// ordered when one of them has no commit_ts (empty otherwise).
+    fn why_newer(&self, f: &Finding, newer: u32) -> String {
+        let ix = self.ix;
+        let mut parts = Vec::new();
+        if f.writer != NONE && ix.unknown[f.writer as usize] {
+            let (_, later) = self.ceiling[f.writer as usize];
+            if later != NONE {
+                parts.push(format!("{} precedes {} causally", ix.txid(f.writer), ix.describe_writer(later)));
+            }
+        }
+        if f.writer != NONE && ix.unknown[newer as usize] {
+            let (_, earlier) = self.newest_past[newer as usize];
+            if earlier != NONE {
+                parts.push(format!("{} follows {} causally", ix.txid(newer), ix.describe_writer(earlier)));
+            }
+        }
+        if parts.is_empty() {
+            return String::new();
+        }
+        format!(" (no commit_ts to compare; ordered by causality: {})", parts.join(", "))
+    }
     fn report(&mut self, f: Finding) {
         let ix = self.ix;
         let t = f.t;
@@ -497,8 +782,9 @@ impl Pass<'_, '_> {
         if f.seen_directly != NONE {
             let w2 = f.seen_directly;
             let other = self.key_read_from(t, w2, &op.key);
+            let why = self.why_newer(&f, w2);
             let message = format!(
-                "reads {got}, but it read {} from {}, which also wrote {} to this key: it saw only part of {}'s writes",
+                "reads {got}, but it read {} from {}, which also wrote {} to this key: it saw only part of {}'s writes{why}",
                 other.map_or_else(|| "another key".to_string(), |k| format!("key {k}")),
                 ix.describe_writer(w2),
                 ix.final_value(w2, f.key),
@@ -508,8 +794,9 @@ impl Pass<'_, '_> {
         } else {
             let w2 = f.newest;
             let path = self.explain_path(w2, t);
+            let why = self.why_newer(&f, w2);
             let message = format!(
-                "reads {got}, but {} wrote {} to this key, newer, and precedes it causally{path}",
+                "reads {got}, but {} wrote {} to this key, newer, and precedes it causally{path}{why}",
                 ix.describe_writer(w2),
                 ix.final_value(w2, f.key),
             );
@@ -644,6 +931,10 @@ mod tests {
         c.free.push(a);
         assert_eq!(c.alloc(), a);
         assert_eq!(c.get(a), &[0, 0, 0]);
+        c.grow(4);
+        assert_eq!(c.width, 19);
+        assert_eq!((&c.get(a)[..4], &c.get(b)[..4]), (&[0, 0, 0, 0][..], &[5, 4, 2, 0][..]));
+        assert!(c.get(b)[3..].iter().all(|&x| x == 0));
     }
 
     #[test]

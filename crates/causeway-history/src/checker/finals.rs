@@ -4,13 +4,21 @@
 //!
 //! A DC marked `partial` holds only some partitions, so a key it does not
 //! list is not missing; a key it does list must still be right.
+//!
+//! A write of an unknown transaction may have taken effect or not. A DC may
+//! end with it (it committed, then), unless a committed write of the key is
+//! provably newer (it follows the unknown transaction causally, or is newer
+//! than something that does); it is never required in a final state; and
+//! an unknown delete that may be newer than a key's committed winner
+//! explains a key no DC holds.
 
+use super::causal::Unknowns;
 use super::index::Index;
 use super::{Found, ViolationKind};
 use crate::format::FinalState;
 use std::collections::BTreeSet;
 
-pub(crate) fn check(ix: &Index, found: &mut Found) {
+pub(crate) fn check(ix: &Index, unknowns: &Unknowns, found: &mut Found) {
     let finals = &ix.history.finals;
     if finals.is_empty() {
         return;
@@ -26,7 +34,7 @@ pub(crate) fn check(ix: &Index, found: &mut Found) {
 
     for f in &states {
         for (key, value) in &f.state {
-            judge_final_value(ix, f.dc, key, value, found);
+            judge_final_value(ix, unknowns, f.dc, key, value, found);
         }
     }
 
@@ -59,8 +67,10 @@ pub(crate) fn check(ix: &Index, found: &mut Found) {
     }
     for (k, &(rank, winner)) in ix.writers.key_max.iter().enumerate() {
         let key = ix.key_names[k];
-        // A key whose winner deleted it is rightly missing everywhere.
-        if rank == 0 || listed.contains(key) || ix.winner_deletes(k as u32) {
+        // A key whose winner deleted it is rightly missing everywhere; so is
+        // one an unknown transaction deleted, if that may be newer.
+        let unknown_delete = ix.unknown_writers_of(k as u32).iter().any(|&(u, d)| d && unknowns.ceiling(u) > rank);
+        if rank == 0 || listed.contains(key) || ix.winner_deletes(k as u32) || unknown_delete {
             continue;
         }
         let dcs: Vec<String> = full.iter().map(|dc| dc.to_string()).collect();
@@ -76,7 +86,7 @@ pub(crate) fn check(ix: &Index, found: &mut Found) {
 
 /// A DC's final value of a key must be the last-writer-wins winner among
 /// the committed writes of that key.
-fn judge_final_value(ix: &Index, dc: u16, key: &str, value: &str, found: &mut Found) {
+fn judge_final_value(ix: &Index, unknowns: &Unknowns, dc: u16, key: &str, value: &str, found: &mut Found) {
     let key_id = ix.key_id(key);
     let w = match ix.values.get(value) {
         Some(w) if Some(w.key) == key_id => *w,
@@ -86,7 +96,7 @@ fn judge_final_value(ix: &Index, dc: u16, key: &str, value: &str, found: &mut Fo
             return;
         }
     };
-    if !ix.committed[w.txn as usize] {
+    if !ix.committed[w.txn as usize] && !ix.unknown[w.txn as usize] {
         let message = format!("DC {dc} ends with {value:?}, written by {}, which aborted", ix.txid(w.txn));
         found.global(ViolationKind::AbortedRead, Some(ix.txid(w.txn)), Some(key), message);
         return;
@@ -101,6 +111,25 @@ fn judge_final_value(ix: &Index, dc: u16, key: &str, value: &str, found: &mut Fo
         return;
     }
     let (rank, winner) = ix.writers.key_max[w.key as usize];
+    if ix.unknown[w.txn as usize] {
+        // It committed, then; its commit_ts is below its ceiling, so the
+        // winner is newer only if it is at least there.
+        let ceiling = unknowns.ceiling(w.txn);
+        if rank == 0 || rank < ceiling {
+            return;
+        }
+        let (_, later) = unknowns.ceiling[w.txn as usize];
+        let message = format!(
+            "DC {dc} ends with {value:?} from {}, but {} wrote {} with the greatest commit_ts, newer: {} precedes {} causally",
+            ix.describe_writer(w.txn),
+            ix.describe_writer(winner),
+            ix.final_value(winner, w.key),
+            ix.txid(w.txn),
+            ix.describe_writer(later),
+        );
+        found.global(ViolationKind::FinalNotLww, Some(ix.txid(w.txn)), Some(key), message);
+        return;
+    }
     // A writer without a rank has no commit_ts (reported as malformed).
     if ix.rank[w.txn as usize] == 0 || rank == 0 || winner == w.txn {
         return;

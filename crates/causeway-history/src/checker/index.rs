@@ -1,6 +1,7 @@
 //! Everything the later passes look up, built once: strings interned to
 //! dense ids, commit timestamps turned into ranks, sessions turned into
-//! chains, and per key the committed writers grouped by session.
+//! chains, and per key the committed writers grouped by session (and,
+//! apart, the writers whose outcome is unknown).
 //!
 //! The point is that the hot loops (one step per read) compare `u32`s and
 //! index arrays instead of hashing strings or comparing `CommitTs` vectors.
@@ -67,6 +68,8 @@ impl Writers {
 pub(crate) struct Index<'h> {
     pub history: &'h History,
     pub committed: Vec<bool>,
+    /// Status `unknown`: possibly committed. Not committed, not aborted.
+    pub unknown: Vec<bool>,
     /// Committed with at least one write: takes part in arbitration.
     pub update: Vec<bool>,
     /// Position in the commit_ts order, from 1; 0 when the transaction is
@@ -75,8 +78,11 @@ pub(crate) struct Index<'h> {
     pub session: Vec<u32>,
     pub sessions: usize,
     /// 1-based position among the committed transactions of the session
-    /// (0 for aborted ones). Aborted transactions are left out so that
-    /// positions index exactly the transactions that take part in causality.
+    /// (0 for aborted and unknown ones). Those are left out so that
+    /// positions index exactly the transactions that precede their session
+    /// successors: an aborted one precedes nothing, and an unknown one does
+    /// not precede the later transactions of its session (its client never
+    /// learned that it committed, so could not carry it into them).
     pub pos: Vec<u32>,
     /// The position of the last committed transaction before this one in
     /// its session: the bound of its strict causal past in its own session.
@@ -95,9 +101,13 @@ pub(crate) struct Index<'h> {
     /// Where each final write sits in the `Writers` arrays; NONE when its
     /// transaction has no rank.
     pub write_slot: Vec<u32>,
-    /// The keys each ranked transaction finally deleted.
+    /// The keys each ranked or unknown transaction finally deleted.
     pub deletes_by_txn: FxHashMap<u32, Vec<u32>>,
     pub writers: Writers,
+    /// Per key, the final writes of unknown transactions: (txn, is a
+    /// delete). They have no commit_ts, so they are not in `writers`; the
+    /// causal pass orders them by bounds instead. Only keys they wrote.
+    pub unknown_writers: FxHashMap<u32, Vec<(u32, bool)>>,
 }
 
 impl<'h> Index<'h> {
@@ -107,6 +117,7 @@ impl<'h> Index<'h> {
         let mut ix = Index {
             history,
             committed: history.txns.iter().map(|t| t.status == Status::Committed).collect(),
+            unknown: history.txns.iter().map(|t| t.status == Status::Unknown).collect(),
             update: vec![false; n],
             rank: vec![0; n],
             session: vec![0; n],
@@ -122,6 +133,7 @@ impl<'h> Index<'h> {
             write_slot: Vec::new(),
             deletes_by_txn: FxHashMap::default(),
             writers: Writers::default(),
+            unknown_writers: FxHashMap::default(),
         };
         ix.intern(found);
         ix.rank_commit_timestamps(found);
@@ -165,8 +177,22 @@ impl<'h> Index<'h> {
         rank > 0 && rank == self.writers.key_max_delete[key as usize]
     }
 
-    /// "txid (commit_ts [..])", for messages.
+    /// Whether the history has transactions of unknown outcome at all; when
+    /// it has none, every pass runs exactly as for committed and aborted.
+    pub fn has_unknown(&self) -> bool {
+        self.unknown.iter().any(|&u| u)
+    }
+
+    /// The unknown transactions' final writes of `key`: (txn, is a delete).
+    pub fn unknown_writers_of(&self, key: u32) -> &[(u32, bool)] {
+        self.unknown_writers.get(&key).map_or(&[], Vec::as_slice)
+    }
+
+    /// "txid (commit_ts [..])", or "txid (outcome unknown)", for messages.
     pub fn describe_writer(&self, t: u32) -> String {
+        if self.unknown[t as usize] {
+            return format!("{} (outcome unknown)", self.txid(t));
+        }
         match &self.history.txns[t as usize].commit_ts {
             Some(ts) => format!("{} (commit_ts {ts})", self.txid(t)),
             None => self.txid(t).to_string(),
@@ -248,6 +274,15 @@ impl<'h> Index<'h> {
                 }
             }
             self.update[i] &= self.committed[i];
+            if self.unknown[i] && t.commit_ts.is_some() {
+                found.txn(
+                    ViolationKind::Malformed,
+                    ti,
+                    t,
+                    None,
+                    "an unknown transaction carries a commit_ts; its client cannot know one, so it is ignored".into(),
+                );
+            }
             if self.update[i] && t.commit_ts.is_none() {
                 found.txn(
                     ViolationKind::Malformed,
@@ -387,7 +422,8 @@ impl<'h> Index<'h> {
         }
     }
 
-    /// Builds [`Writers`] from the final writes of ranked transactions.
+    /// Builds [`Writers`] from the final writes of ranked transactions, and
+    /// the lists of unknown transactions' final writes.
     fn group_writers(&mut self) {
         let keys = self.key_names.len();
         let w = &mut self.writers;
@@ -396,7 +432,12 @@ impl<'h> Index<'h> {
         let mut all: Vec<(u32, u32, u32, u32, u32, u32)> = Vec::with_capacity(self.final_writes.len());
         for (write, &(key, txn, delete)) in self.final_writes.iter().enumerate() {
             let t = txn as usize;
-            if self.rank[t] > 0 {
+            if self.unknown[t] {
+                self.unknown_writers.entry(key).or_default().push((txn, delete));
+                if delete {
+                    self.deletes_by_txn.entry(txn).or_default().push(key);
+                }
+            } else if self.rank[t] > 0 {
                 all.push((key, self.session[t], self.pos[t], self.rank[t], txn, write as u32));
                 if delete {
                     let newest = &mut w.key_max_delete[key as usize];

@@ -24,6 +24,16 @@
 //! * when the DCs report final states, they all hold the last-writer-wins
 //!   winner of every key.
 //!
+//! A transaction of status `unknown` may have committed. A read of one of
+//! its writes proves it did: the read adds a reads-from edge like any
+//! other, and from then on its writes are judged like committed ones —
+//! except that it has no commit_ts, so it is ordered against the others
+//! only where hb forces the order (its commit_ts would have to exceed every
+//! commit_ts in its causal past, and precede every one in its causal
+//! future). Where the order is not forced, nothing is reported. It never
+//! precedes its session successors, and its writes are never required in
+//! the final states. See `causal` and `docs/HISTORY.md`.
+//!
 //! Checking is near-linear: see `index` (interning and per-key writer
 //! lists), `reads` (per-read checks, parallel), `causal` (vector clocks
 //! over sessions in topological order) and `finals`. Each violation is
@@ -50,8 +60,8 @@ pub fn check(history: &History) -> Report {
     let mut found = Found::default();
     let ix = index::Index::build(history, &mut found);
     let resolved = reads::resolve(&ix, &mut found);
-    causal::check(&ix, &resolved, &mut found);
-    finals::check(&ix, &mut found);
+    let unknowns = causal::check(&ix, &resolved, &mut found);
+    finals::check(&ix, &unknowns, &mut found);
     Report { violations: found.into_sorted(), stats: stats(history, ix.sessions) }
 }
 
@@ -61,6 +71,7 @@ fn stats(history: &History, sessions: usize) -> CheckStats {
         match t.status {
             Status::Committed => s.committed += 1,
             Status::Aborted => s.aborted += 1,
+            Status::Unknown => s.unknown += 1,
         }
         for op in &t.ops {
             match op.op {

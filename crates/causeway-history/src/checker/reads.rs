@@ -1,8 +1,8 @@
 //! The first pass over reads: each read on its own, in program order inside
 //! its transaction. It names the writer of every read, reports the reads
-//! that are wrong whatever the causal order (unknown, aborted, intermediate,
-//! future, internal), and leaves for the causal pass only the external reads
-//! that *could* miss a newer write.
+//! that are wrong whatever the causal order (unknown values, aborted,
+//! intermediate, future, internal), and leaves for the causal pass only the
+//! external reads that *could* miss a newer write.
 //!
 //! This is the pass that hashes strings (one lookup per read), so it runs
 //! on several threads; it needs nothing but the read-only [`Index`].
@@ -14,7 +14,8 @@ use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 /// An external read the causal pass must judge: some committed write of
-/// its key is newer than what it returned.
+/// its key is newer than what it returned, or the key has writers of
+/// unknown outcome, or the read returned one of their writes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ExtRead {
     /// Index of the read in its transaction's ops, for messages.
@@ -22,13 +23,15 @@ pub(crate) struct ExtRead {
     pub key: u32,
     /// The writing transaction, or NONE for a read of null.
     pub writer: u32,
-    /// The write's entry in the `Writers` arrays, or NONE for a read of null.
+    /// The write's entry in the `Writers` arrays, or NONE for a read of null
+    /// or of an unknown transaction's write (those are not in `Writers`).
     pub slot: u32,
 }
 
 /// Per transaction (CSR layout): the external reads left to judge, and the
-/// committed transactions it read from directly (sorted, distinct, never
-/// itself) — its reads-from predecessors.
+/// committed or unknown transactions it read from directly (sorted,
+/// distinct, never itself) — its reads-from predecessors. An unknown
+/// transaction read from did commit.
 pub(crate) struct Resolved {
     pub ext_start: Vec<u32>,
     pub ext: Vec<ExtRead>,
@@ -171,7 +174,8 @@ fn resolve_range(ix: &Index, range: Range<usize>) -> (Resolved, Found) {
 }
 
 /// The first read of a key the transaction has not written: it must come
-/// from a committed final write of that key by another transaction.
+/// from a committed (or unknown, which then committed) final write of that
+/// key by another transaction.
 fn external(
     ix: &Index,
     t: u32,
@@ -186,7 +190,7 @@ fn external(
     let Some(value) = op.value.as_deref() else {
         // A read of null is judged by the causal pass, if anyone wrote the key.
         if let Some(k) = key {
-            if ix.writers.key_max[k as usize].0 > 0 {
+            if ix.writers.key_max[k as usize].0 > 0 || ix.unknown_writers.contains_key(&k) {
                 ext.push(ExtRead { op: oi, key: k, writer: NONE, slot: NONE });
             }
         }
@@ -226,7 +230,7 @@ fn external(
         );
         return;
     }
-    if !ix.committed[w.txn as usize] {
+    if !ix.committed[w.txn as usize] && !ix.unknown[w.txn as usize] {
         found.txn(
             ViolationKind::AbortedRead,
             t,
@@ -236,8 +240,9 @@ fn external(
         );
         return;
     }
-    // The writer committed, so this read is an observation of it whatever
-    // else is wrong with the read: it orders the writer before the reader.
+    // The writer committed (an unknown one too: this read proves it), so
+    // this read is an observation of it whatever else is wrong with the
+    // read: it orders the writer before the reader.
     read_from.push(w.txn);
     if !w.is_final {
         found.txn(
@@ -253,11 +258,22 @@ fn external(
         );
         return;
     }
+    let key_max = ix.writers.key_max[w.key as usize].0;
+    let unknown_writers = ix.unknown_writers_of(w.key);
+    if ix.unknown[w.txn as usize] {
+        // No commit_ts: the causal pass orders it by bounds, against the
+        // committed writers of the key and the other unknown ones.
+        if key_max > 0 || unknown_writers.len() > 1 {
+            ext.push(ExtRead { op: oi, key: w.key, writer: w.txn, slot: NONE });
+        }
+        return;
+    }
     let rank = ix.rank[w.txn as usize];
     // A writer without a rank has no commit_ts (reported as malformed) and
     // cannot be compared; a writer that is the key's last-writer-wins winner
-    // cannot be overtaken by anything in the causal past.
-    if rank > 0 && rank < ix.writers.key_max[w.key as usize].0 {
+    // cannot be overtaken by anything committed in the causal past, only by
+    // an unknown writer of the key.
+    if rank > 0 && (rank < key_max || !unknown_writers.is_empty()) {
         ext.push(ExtRead { op: oi, key: w.key, writer: w.txn, slot: ix.write_slot[w.write as usize] });
     }
 }

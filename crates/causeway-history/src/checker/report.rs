@@ -145,6 +145,8 @@ pub struct CheckStats {
     pub txns: usize,
     pub committed: usize,
     pub aborted: usize,
+    /// Transactions of status `unknown`: possibly committed.
+    pub unknown: usize,
     pub reads: usize,
     pub writes: usize,
     pub deletes: usize,
@@ -195,8 +197,9 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = &self.stats;
         let deletes = if s.deletes > 0 { format!(", {}", plural(s.deletes, "delete")) } else { String::new() };
+        let unknown = if s.unknown > 0 { format!(", {} unknown", s.unknown) } else { String::new() };
         let size = format!(
-            "{} ({} committed, {} aborted), {}, {}{deletes}, {}",
+            "{} ({} committed, {} aborted{unknown}), {}, {}{deletes}, {}",
             plural(s.txns, "transaction"),
             s.committed,
             s.aborted,

@@ -45,6 +45,12 @@ pub fn aborted(txid: &str, session: &str, seq: u64, ops: &[Op]) -> TxnRecord {
     TxnRecord { status: Status::Aborted, commit_ts: None, ..txn(txid, session, seq, ops, None) }
 }
 
+/// A transaction whose client does not know whether it committed: no
+/// commit_ts.
+pub fn unknown(txid: &str, session: &str, seq: u64, ops: &[Op]) -> TxnRecord {
+    TxnRecord { status: Status::Unknown, commit_ts: None, ..txn(txid, session, seq, ops, None) }
+}
+
 pub fn history(txns: Vec<TxnRecord>) -> History {
     History { txns, finals: Vec::new() }
 }
