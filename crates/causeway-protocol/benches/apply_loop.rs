@@ -4,8 +4,10 @@
 //! Measured per batch of 1, 16 and 256 transactions.
 
 use bytes::Bytes;
+use causeway_protocol::twopc::FamilyEffects;
+use causeway_protocol::wren::WrenReplica;
 use causeway_protocol::wren::{Wren, WrenMsg, WrenTimer};
-use causeway_protocol::{Addr, Effects, PartitionId, Protocol, Replica, ReplicaId, Timestamp, Topology, Tuning, TxId};
+use causeway_protocol::{Addr, PartitionId, Protocol, Replica, ReplicaId, Timestamp, Topology, Tuning, TxId};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::sync::Arc;
 
@@ -18,15 +20,17 @@ fn replica_with_commits(n: u64) -> <Wren as Protocol>::Replica {
     let config = Wren::configure(&Tuning::default());
     let me = ReplicaId::new(0, 0);
     let mut r = Wren::replica(me, topology, &config);
-    let mut out = Effects::<WrenMsg, WrenTimer>::default();
+    let mut out = FamilyEffects::<WrenReplica>::default();
     r.start(NOW, &mut out);
     let coordinator = Addr::Replica(ReplicaId::new(0, 1));
     for i in 0..n {
         out.messages.clear();
+        out.after_durable.clear();
         let tx = TxId::new(PartitionId(1), i);
         let writes = vec![(Bytes::from(format!("k{i}")), Some(Bytes::from_static(b"12345678")))];
         let prepare = WrenMsg::PrepareReq { tx, snapshot: Default::default(), ht: Timestamp::ZERO, writes };
         r.on_message(NOW, coordinator, prepare, &mut out);
+        out.sync_at_once();
         let pt = out
             .messages
             .iter()
@@ -46,7 +50,7 @@ fn apply_loop(c: &mut Criterion) {
         group.throughput(Throughput::Elements(n));
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
             b.iter_batched(
-                || (replica_with_commits(n), Effects::<WrenMsg, WrenTimer>::default()),
+                || (replica_with_commits(n), FamilyEffects::<WrenReplica>::default()),
                 |(mut r, mut out)| {
                     // Later than every proposal: everything committed applies.
                     r.on_timer(NOW + 10_000, WrenTimer::Apply, &mut out);

@@ -65,12 +65,14 @@ impl<S: Session> WorkloadClient<S> {
         self.seq
     }
 
-    /// Gives up the running transaction and goes on with `session`.
-    pub fn abandon(&mut self, session: S) {
+    /// Gives up the running transaction at `now` and goes on with
+    /// `session`. Its record: `unknown` if it had asked to commit (the
+    /// commit may have happened), `aborted` otherwise (nothing commits
+    /// without the request).
+    pub fn abandon(&mut self, session: S, now: u64) -> TxnRecord {
         self.session = session;
-        self.phase = Phase::Idle;
-        self.plan = None;
-        self.ops.clear();
+        let status = if self.phase == Phase::Committing { Status::Unknown } else { Status::Aborted };
+        self.finish(now, status, None)
     }
 
     /// Starts the next transaction at `elapsed` microseconds of the run

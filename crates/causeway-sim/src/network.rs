@@ -1,7 +1,7 @@
 //! The simulated network: one FIFO queue per directed link, latency drawn
 //! from the WAN model with jitter, DC cuts that hold messages on every link
-//! that crosses the cut until it heals, and nodes that are down holding
-//! what is sent to them until they restart.
+//! that crosses the cut until it heals, and nodes that are down losing what
+//! was on its way to them, as a process that dies loses its connections.
 //!
 //! FIFO is by construction: a message never becomes ready before the one
 //! sent before it on the same link, and only a link's head is delivered.
@@ -287,9 +287,27 @@ impl<M> Network<M> {
         cut || self.down.contains(&l.to)
     }
 
-    /// `node` is down: what is sent to it waits.
-    pub fn node_down(&mut self, node: NodeIx) {
+    /// `node` is down. What was on its way to it dies with its connections
+    /// and is returned; what is sent to it until it restarts is dropped by
+    /// the caller ([`Network::is_down`]).
+    pub fn node_down(&mut self, node: NodeIx) -> Vec<M> {
         self.down.insert(node);
+        let mut lost = Vec::new();
+        for link in self.links.iter_mut().filter(|l| l.to == node) {
+            lost.extend(link.queue.drain(..).map(|(_, m)| m));
+            if let Some(p) = link.packets.as_mut() {
+                lost.extend(std::mem::take(&mut p.in_flight).into_values());
+                p.early.clear();
+                p.arrivals.clear();
+                p.next_delivered = p.next_seq;
+            }
+        }
+        lost
+    }
+
+    /// Whether `node` is down.
+    pub fn is_down(&self, node: NodeIx) -> bool {
+        self.down.contains(&node)
     }
 
     /// `node` is up again; returns its held inbound links to wake and when.

@@ -43,6 +43,9 @@ pub struct FaultReport {
     pub records_lost: u64,
     /// Messages that waited for those records, never sent.
     pub messages_lost: u64,
+    /// Messages on their way to a replica when it crashed, or sent to it
+    /// while it was down: lost with its connections.
+    pub messages_to_down: u64,
     /// Transactions their clients gave up (no answer after a crash).
     pub transactions_abandoned: u64,
     /// Times a protocol's fault point fired.
@@ -62,6 +65,9 @@ pub struct SimReport {
     pub clients: usize,
     pub committed: usize,
     pub aborted: usize,
+    /// Transactions whose clients gave up waiting for the commit's answer:
+    /// possibly committed.
+    pub unknown: usize,
     /// Committed transactions that wrote.
     pub updates: usize,
     /// Simulated time the workload ran.
@@ -124,7 +130,7 @@ fn ms(us: f64) -> String {
 
 impl fmt::Display for SimReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let total = self.committed + self.aborted;
+        let total = self.committed + self.aborted + self.unknown;
         writeln!(
             f,
             "{} on {} DCs x {} partitions, {} clients, seed {}",
@@ -132,8 +138,11 @@ impl fmt::Display for SimReport {
         )?;
         writeln!(
             f,
-            "  transactions   {total} finished: {} committed ({} with writes), {} aborted",
-            self.committed, self.updates, self.aborted
+            "  transactions   {total} finished: {} committed ({} with writes), {} aborted{}",
+            self.committed,
+            self.updates,
+            self.aborted,
+            if self.unknown > 0 { format!(", {} outcome unknown", self.unknown) } else { String::new() }
         )?;
         let sim_s = self.sim_time_us as f64 / 1e6;
         writeln!(
@@ -188,8 +197,8 @@ impl fmt::Display for SimReport {
         if x.crashes > 0 {
             write!(
                 f,
-                "\n  crashes        {} crashes, {} restarts; {} unsynced records and {} held messages lost; {} transactions given up",
-                x.crashes, x.restarts, x.records_lost, x.messages_lost, x.transactions_abandoned
+                "\n  crashes        {} crashes, {} restarts; {} unsynced records, {} held messages and {} messages to a downed replica lost; {} transactions with an unknown outcome",
+                x.crashes, x.restarts, x.records_lost, x.messages_lost, x.messages_to_down, x.transactions_abandoned
             )?;
         }
         if x.transport.packets > 0 {

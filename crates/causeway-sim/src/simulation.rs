@@ -15,7 +15,7 @@ use causeway_protocol::contract::session::SessionEffects;
 use causeway_protocol::contract::{MemoryLog, SendGate};
 use causeway_protocol::{
     Addr, ClientId, DcId, FaultPoints, Message, MsgClass, Protocol, ReadWaitProbe, Replica, ReplicaCounters, ReplicaId,
-    Session, SessionSetup, Topology,
+    Session, SessionSetup, Timestamp, Topology,
 };
 use causeway_workload::{Generator, WorkloadKind};
 use rand::{Rng, SeedableRng};
@@ -106,6 +106,12 @@ pub struct Simulation<P: Protocol> {
     /// Reused for the messages a replica's step lets leave.
     released: Vec<(Addr, P::Message)>,
     history: Vec<TxnRecord>,
+    /// Per DC, the newest commit time acknowledged to one of its clients:
+    /// a causal protocol has not settled until every replica sees it.
+    newest_acknowledged: Vec<Timestamp>,
+    /// Crashes and restarts still to come: a run settles after its last
+    /// fault.
+    crash_events_due: u32,
     // Workload progress.
     started_at: u64,
     finished: u64,
@@ -180,6 +186,8 @@ impl<P: Protocol> Simulation<P> {
             session_out: Default::default(),
             released: Vec::new(),
             history: Vec::new(),
+            newest_acknowledged: vec![Timestamp::ZERO; usize::from(cfg.dcs)],
+            crash_events_due: 0,
             started_at: EPOCH_US,
             finished: 0,
             stopping: false,
@@ -292,6 +300,7 @@ impl<P: Protocol> Simulation<P> {
             for node in self.crashed_nodes(crash.target) {
                 self.schedule(self.started_at + crash.at_us, Event::Crash(node));
                 self.schedule(self.started_at + crash.at_us + crash.down_us, Event::Restart(node));
+                self.crash_events_due += 2;
             }
         }
         for i in 0..self.clients.len() {
@@ -332,8 +341,14 @@ impl<P: Protocol> Simulation<P> {
                         self.on_sync(node, upto);
                     }
                 }
-                Event::Crash(node) => self.crash(node),
-                Event::Restart(node) => self.restart(node),
+                Event::Crash(node) => {
+                    self.crash_events_due -= 1;
+                    self.crash(node)
+                }
+                Event::Restart(node) => {
+                    self.crash_events_due -= 1;
+                    self.restart(node)
+                }
                 Event::CutStart(dc) => self.network.cut(dc),
                 Event::CutEnd(dc) => {
                     for (id, at) in self.network.heal(self.now, dc) {
@@ -384,15 +399,26 @@ impl<P: Protocol> Simulation<P> {
             return;
         }
         self.fault_report.crashes += 1;
-        self.fault_report.records_lost += (life.log.len() - life.log.synced()) as u64;
         self.fault_report.messages_lost += life.gate.held() as u64;
         life.down = true;
         life.incarnation += 1;
         life.syncing = false;
+        // The disk may have written some of what was not synced yet: a
+        // prefix of it survives, and the record after it is torn (and cut
+        // at recovery, as the log's checksums would).
+        let unsynced = life.log.len() - life.log.synced();
+        let survive = if unsynced > 0 { self.fault_rng.random_range(0..=unsynced) } else { 0 };
+        life.log.sync_to(life.log.synced() + survive);
+        self.fault_report.records_lost += (unsynced - survive) as u64;
         life.log.crash();
         life.gate.crash();
         self.read_probes[node as usize].clear();
-        self.network.node_down(node);
+        for msg in self.network.node_down(node) {
+            self.fault_report.messages_to_down += 1;
+            if !msg.is_background() {
+                self.foreground_in_flight -= 1;
+            }
+        }
     }
 
     /// `node` restarts: the protocol rebuilds it from its durable records.
@@ -501,8 +527,7 @@ impl<P: Protocol> Simulation<P> {
 
     /// The client's transaction `seq` has not finished: it gives it up and
     /// starts over on a new session, as a client whose connection died
-    /// would. What became of the transaction is unknown, so the history
-    /// does not list it.
+    /// would. The history lists it as `unknown` if it was committing.
     fn on_client_timeout(&mut self, node: NodeIx, seq: u64) {
         let i = node as usize - self.replicas.len();
         let client = &mut self.clients[i];
@@ -513,13 +538,9 @@ impl<P: Protocol> Simulation<P> {
         let coordinator =
             ReplicaId::at(id.dc, causeway_protocol::PartitionId(id.index / self.cfg.clients_per_partition));
         let setup = SessionSetup { id, coordinator, topology: self.topology.clone(), limits: self.cfg.limits };
-        client.abandon(P::session(setup, &self.protocol_config));
-        self.fault_report.transactions_abandoned += 1;
-        if self.workload_over() {
-            self.begin_stopping();
-        } else {
-            self.schedule(self.now, Event::ClientNext(node));
-        }
+        let record = client.abandon(P::session(setup, &self.protocol_config), self.now - EPOCH_US);
+        self.fault_report.transactions_abandoned += u64::from(record.status == causeway_history::Status::Unknown);
+        self.record(node, record);
     }
 
     fn on_session_timer(&mut self, node: NodeIx, timer: SessionTimerOf<P>) {
@@ -552,8 +573,12 @@ impl<P: Protocol> Simulation<P> {
             return false;
         }
         let end = *self.workload_end.get_or_insert(self.now);
-        let settled =
-            !self.network.any_cut() && self.foreground_in_flight == 0 && self.replicas.iter().all(|r| r.is_quiescent());
+        let settled = self.crash_events_due == 0
+            && !self.network.any_cut()
+            && self.foreground_in_flight == 0
+            && self.replicas.iter().all(|r| r.is_quiescent())
+            && self.lives.iter().all(|l| !l.down)
+            && self.every_acknowledged_write_visible();
         if settled {
             self.settled_at = Some(self.now);
             return true;
@@ -563,6 +588,19 @@ impl<P: Protocol> Simulation<P> {
         }
         self.schedule(self.now + 1_000, Event::SettleCheck);
         false
+    }
+
+    /// Whether a causal protocol's every replica sees the newest write
+    /// acknowledged in each DC: its stable times have caught up with every
+    /// commit, crashes and cuts included. (An eventually consistent store
+    /// has no such time: it settles when nothing is left to apply.)
+    fn every_acknowledged_write_visible(&self) -> bool {
+        if P::GUARANTEE != causeway_protocol::Guarantee::Causal {
+            return true;
+        }
+        self.replicas
+            .iter()
+            .all(|r| self.newest_acknowledged.iter().enumerate().all(|(dc, &t)| r.visible_upto(DcId(dc as u16)) >= t))
     }
 
     fn on_link_ready(&mut self, id: u32) {
@@ -627,6 +665,12 @@ impl<P: Protocol> Simulation<P> {
     }
 
     fn record(&mut self, node: NodeIx, record: TxnRecord) {
+        if let Some(causeway_history::CommitTs(stamp)) = &record.commit_ts {
+            if let [causeway_history::StampElem::Int(ts), causeway_history::StampElem::Int(dc), ..] = stamp[..] {
+                let newest = &mut self.newest_acknowledged[dc as usize];
+                *newest = (*newest).max(Timestamp(ts));
+            }
+        }
         self.latencies_us.push(record.end_us - record.start_us);
         self.finished += 1;
         self.history.push(record);
@@ -645,6 +689,10 @@ impl<P: Protocol> Simulation<P> {
         let Some(&to) = self.addr_node.get(&to_addr) else {
             panic!("message to unknown address {to_addr:?}: {msg:?}");
         };
+        if self.network.is_down(to) {
+            self.fault_report.messages_to_down += 1;
+            return;
+        }
         let class = msg.class();
         *self.messages_by_class.entry(class).or_default() += 1;
         let bytes = postcard::experimental::serialized_size(&msg).expect("protocol messages serialize");
@@ -730,6 +778,7 @@ impl<P: Protocol> Simulation<P> {
             clients: self.clients.len(),
             committed: self.history.iter().filter(|t| t.status == causeway_history::Status::Committed).count(),
             aborted: self.history.iter().filter(|t| t.status == causeway_history::Status::Aborted).count(),
+            unknown: self.history.iter().filter(|t| t.status == causeway_history::Status::Unknown).count(),
             updates: self.history.iter().filter(|t| t.commit_ts.is_some()).count(),
             sim_time_us: end - self.started_at,
             settle_time_us: self.settled_at.map(|s| s - end),

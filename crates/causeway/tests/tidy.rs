@@ -28,12 +28,16 @@ fn crates_dir() -> PathBuf {
 const LAYERS: &[(&str, &[&str])] = &[
     ("causeway-protocol", &[]),
     ("causeway-transport", &[]),
+    ("causeway-storage", &[]),
     ("causeway-history", &["causeway-protocol"]),
     ("causeway-workload", &["causeway-protocol"]),
     ("causeway-wire", &["causeway-protocol"]),
     ("causeway-client", &["causeway-wire"]),
     ("causeway-sim", &["causeway-protocol", "causeway-history", "causeway-workload"]),
-    ("causeway-runtime", &["causeway-protocol", "causeway-wire", "causeway-transport", "causeway-workload"]),
+    (
+        "causeway-runtime",
+        &["causeway-protocol", "causeway-wire", "causeway-transport", "causeway-storage", "causeway-workload"],
+    ),
     ("causeway-load", &["causeway-client", "causeway-history", "causeway-protocol", "causeway-workload"]),
     (
         "causeway-bench",

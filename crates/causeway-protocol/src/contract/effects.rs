@@ -78,6 +78,14 @@ impl<M, T, R> Effects<M, T, R> {
         self.after_durable.push((to, msg));
     }
 
+    /// As a driver whose disk syncs at once would: the records are durable
+    /// and the messages that waited for them join the others, in order.
+    /// For tests that drive one step and read what leaves.
+    pub fn sync_at_once(&mut self) {
+        self.records.clear();
+        self.messages.append(&mut self.after_durable);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.messages.is_empty() && self.timers.is_empty() && self.records.is_empty() && self.after_durable.is_empty()
     }

@@ -42,6 +42,10 @@ pub enum AbortReason {
     /// protocols).
     #[error("aborted: it conflicts with a concurrent transaction ({0})")]
     Conflict(String),
+    /// A partition the transaction wrote did not answer its prepare in
+    /// time (it may have crashed): the coordinator gave the commit up.
+    #[error("aborted: {0} did not answer in time")]
+    Unavailable(String),
 }
 
 /// The completion of a session call, delivered either at once (the call

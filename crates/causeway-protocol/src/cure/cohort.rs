@@ -25,10 +25,11 @@ use crate::contract::{Key, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::mvstore::MvStore;
 use crate::twopc::SliceRequest;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What a cohort keeps of a prepared transaction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Prepared {
     /// The snapshot it read from: its commit vector, but for the local entry.
     pub snapshot: VectorTs,

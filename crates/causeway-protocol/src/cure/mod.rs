@@ -36,6 +36,7 @@ pub mod stabilization;
 mod tests;
 pub mod vector;
 
+use crate::contract::protocol::RecordOf;
 use crate::contract::Guarantee;
 use crate::contract::{Protocol, SessionSetup, Tuning};
 use crate::ids::ReplicaId;
@@ -134,6 +135,15 @@ impl<const HYBRID: bool> Protocol for CureOn<HYBRID> {
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &CureConfig) -> CureReplica {
         let mode = if HYBRID { ClockMode::Hybrid } else { ClockMode::Physical };
         CureReplica::new(id, topology, config.clone(), mode)
+    }
+
+    fn recover(
+        id: ReplicaId,
+        topology: Arc<Topology>,
+        config: &CureConfig,
+        records: Vec<RecordOf<Self>>,
+    ) -> CureReplica {
+        crate::twopc::recover(Self::replica(id, topology, config), records)
     }
 
     fn session(setup: SessionSetup, _config: &CureConfig) -> CureSession {

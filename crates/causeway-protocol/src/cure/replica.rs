@@ -16,7 +16,7 @@ use super::messages::{CureFamily, Gossip, TxWrites};
 use super::stabilization::StableVector;
 use super::vector::{self, VectorTs};
 use super::{ClockMode, CureConfig, CureFault};
-use crate::contract::{CommitStamp, Key, NoRecord, SessionError, Value};
+use crate::contract::{CommitStamp, Key, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::mvstore::Version;
@@ -222,7 +222,6 @@ impl CureReplica {
 impl FamilyReplica for CureReplica {
     type Family = CureFamily;
     type OwnTimer = WakeReads;
-    type Record = NoRecord;
     /// A version's commit vector.
     type Meta = VectorTs;
     type Prepared = Prepared;
@@ -350,6 +349,10 @@ impl FamilyReplica for CureReplica {
         } else {
             self.stable.gsv().get(origin)
         }
+    }
+
+    fn dc_stable(&self) -> Timestamp {
+        self.stable.gsv().get(self.dc())
     }
 
     /// One timestamp per DC: the commit vector.

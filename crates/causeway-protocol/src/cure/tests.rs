@@ -6,14 +6,14 @@ use super::replica::{CureReplica, CureTimer, WakeReads};
 
 use super::vector::VectorTs;
 use super::{ClockMode, CureConfig};
-use crate::contract::{Effects, Key, Replica, Value};
+use crate::contract::{Key, Replica, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
 use crate::twopc::FamilyReplica;
 use std::sync::Arc;
 
-type Out = Effects<CureMsg, CureTimer>;
+type Out = crate::twopc::FamilyEffects<CureReplica>;
 
 const START: u64 = 1_000_000;
 
@@ -21,7 +21,19 @@ fn replica(mode: ClockMode, dcs: u16, partitions: u32) -> CureReplica {
     let topology = Arc::new(Topology::full(dcs, partitions).unwrap());
     let mut r = CureReplica::new(ReplicaId::new(0, 0), topology, CureConfig::default(), mode);
     r.start(START, &mut Out::default());
+    resume_peers(&mut r, START);
     r
+}
+
+/// Every peer's stream resumes from the start, as at a cluster's start.
+fn resume_peers(r: &mut CureReplica, now: u64) {
+    let me = r.id();
+    for dc in 0..r.core().topology.dc_count() {
+        if dc != me.dc.0 {
+            let from = Addr::Replica(ReplicaId { dc: DcId(dc), ..me });
+            r.on_message(now, from, CureMsg::ResumeFrom { from: Timestamp::ZERO }, &mut Out::default());
+        }
+    }
 }
 
 fn coordinator() -> Addr {
@@ -40,6 +52,7 @@ fn slice(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> Out {
     let mut out = Out::default();
     let msg = CureMsg::SliceReq { tx: TxId(tx), round: 0, keys: vec![Key::from("k")], snapshot };
     r.on_message(now, coordinator(), msg, &mut out);
+    out.sync_at_once();
     out
 }
 
@@ -60,6 +73,7 @@ fn prepare(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> Timest
         writes: vec![(Key::from("k"), Some(Value::from(format!("v{tx}"))))],
     };
     r.on_message(now, coordinator(), msg, &mut out);
+    out.sync_at_once();
     match out.messages.as_slice() {
         [(_, CureMsg::PrepareResp { pt, .. })] => *pt,
         other => panic!("expected one PrepareResp, got {other:?}"),
@@ -69,6 +83,7 @@ fn prepare(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> Timest
 fn commit(r: &mut CureReplica, now: u64, tx: u64, ct: Timestamp) -> Out {
     let mut out = Out::default();
     r.on_message(now, coordinator(), CureMsg::Commit { tx: TxId(tx), ct }, &mut out);
+    out.sync_at_once();
     out
 }
 
@@ -85,6 +100,7 @@ fn the_snapshot_takes_the_fresher_of_client_and_clock_locally_and_the_stable_vec
     let mut out = Out::default();
     let seen = vector(&[ts(START + 50), ts(600), ts(10)]);
     r.on_message(START + 20, client, CureMsg::StartTxReq(seen), &mut out);
+    out.sync_at_once();
     let snapshot = match &out.messages[..] {
         [(_, CureMsg::StartTxResp { snapshot, .. })] => snapshot.clone(),
         other => panic!("{other:?}"),
@@ -93,6 +109,7 @@ fn the_snapshot_takes_the_fresher_of_client_and_clock_locally_and_the_stable_vec
 
     let mut out = Out::default();
     r.on_message(START + 90, client, CureMsg::StartTxReq(VectorTs::zero(3)), &mut out);
+    out.sync_at_once();
     match &out.messages[..] {
         [(_, CureMsg::StartTxResp { snapshot, .. })] => assert_eq!(snapshot.get(DcId(0)), ts(START + 90)),
         other => panic!("{other:?}"),
@@ -114,6 +131,7 @@ fn cure_parks_a_read_ahead_of_the_clock_and_wakes_it_when_the_clock_gets_there()
 
     let mut out = Out::default();
     r.on_timer(START + 300, CureTimer::Own(WakeReads), &mut out);
+    out.sync_at_once();
     assert_eq!(answered(&out, 1), Some(None), "served when the clock reaches it");
     assert_eq!(answered(&out, 2), None);
     assert_eq!(out.timers, vec![(CureTimer::Own(WakeReads), 100)], "re-armed for the next one");
@@ -201,6 +219,7 @@ fn the_stable_vector_is_the_minimum_of_all_partitions_reports() {
     r.on_message(START, Addr::Replica(ReplicaId::new(1, 0)), CureMsg::Heartbeat { t: ts(900) }, &mut Out::default());
     let mut out = Out::default();
     r.on_timer(START, CureTimer::Stabilize, &mut out);
+    out.sync_at_once();
     let gossip = out.messages.iter().filter(|(_, m)| matches!(m, CureMsg::Stabilization(_))).count();
     assert_eq!(gossip, 2, "one report to each other partition of the DC");
     let report = |vv: &[Timestamp]| CureMsg::Stabilization(Gossip { vv: vector(vv), oldest: VectorTs::zero(2) });
@@ -222,11 +241,13 @@ fn replication_goes_in_commit_order_below_the_smallest_pending_proposal() {
     commit(&mut r, START + 20, 2, p2);
     let mut out = Out::default();
     r.on_timer(START + 30, CureTimer::Apply, &mut out);
+    out.sync_at_once();
     assert!(!out.messages.iter().any(|(_, m)| matches!(m, CureMsg::Replicate { .. })), "T1 may still commit first");
     assert_eq!(r.version_vector().get(DcId(0)), p1.prev());
     commit(&mut r, START + 40, 1, p2.next());
     let mut out = Out::default();
     r.on_timer(START + 50, CureTimer::Apply, &mut out);
+    out.sync_at_once();
     let cts: Vec<Timestamp> = out
         .messages
         .iter()

@@ -131,6 +131,9 @@ impl<C: CausalPast> ClientRole for CoordinatedClient<C> {
                 Some(Reply::Committed(CommitStamp { ts: ct, dc: self.coordinator.dc, txid: tx }))
             }
             (TxnMsg::TxError { tx, error }, _) if tx.is_none() || tx == self.tx => Some(Reply::Failed(error)),
+            (TxnMsg::CommitAborted { tx, reason }, Awaiting::Commit) if Some(tx) == self.tx => {
+                Some(Reply::Aborted(reason))
+            }
             // Stale or unexpected.
             _ => None,
         }

@@ -2,13 +2,16 @@
 //! snapshot its protocol assigns, fan reads out to the partitions involved,
 //! run two-phase commit, and forget transactions whose clients went silent.
 
+use super::durable::FamilyRecord;
 use super::messages::TxnMsg;
 use super::tx_table::{TxEntry, TxTable};
 use super::Snapshot;
-use crate::contract::{Effects, Key, SessionError, Value};
+use crate::contract::{AbortReason, Effects, Key, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, PartitionId, ReplicaId, TxId};
 use crate::topology::Topology;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
 
 /// The effects of a step of a family protocol.
 type Out<S, Q, W, G, T, R> = Effects<TxnMsg<S, Q, W, G>, T, R>;
@@ -23,11 +26,57 @@ pub struct Coordinator<S> {
     /// so that a vanished client cannot hold back garbage collection.
     timeout_us: u64,
     expired: u64,
+    /// Commit decisions cohorts may still ask about (a cohort that crashed
+    /// before its decision was durable asks again): kept until the DC's
+    /// stable time passes them, when every cohort has made its own durable.
+    decided: FxHashMap<TxId, Timestamp>,
+    decided_order: BTreeSet<(Timestamp, TxId)>,
 }
 
 impl<S: Snapshot> Coordinator<S> {
     pub fn new(me: ReplicaId, timeout_us: u64) -> Self {
-        Coordinator { me, table: TxTable::default(), next_tx: 0, timeout_us, expired: 0 }
+        Coordinator {
+            me,
+            table: TxTable::default(),
+            next_tx: 0,
+            timeout_us,
+            expired: 0,
+            decided: FxHashMap::default(),
+            decided_order: BTreeSet::new(),
+        }
+    }
+
+    /// The counter of the next transaction id.
+    pub fn next_tx(&self) -> u64 {
+        self.next_tx
+    }
+
+    /// After a crash: ids resume at `next`, above every one handed out.
+    pub fn resume_ids_at(&mut self, next: u64) {
+        self.next_tx = self.next_tx.max(next);
+    }
+
+    /// A decision taken before a crash, from its record.
+    pub fn restore_decision(&mut self, tx: TxId, ct: Timestamp) {
+        self.decided.insert(tx, ct);
+        self.decided_order.insert((ct, tx));
+    }
+
+    /// Forgets the decisions at or below `stable`, the DC's local stable
+    /// time: every cohort of this DC has made them durable.
+    pub fn forget_decided(&mut self, stable: Timestamp) {
+        while let Some(&(ct, tx)) = self.decided_order.first() {
+            if ct > stable {
+                break;
+            }
+            self.decided_order.pop_first();
+            self.decided.remove(&tx);
+        }
+    }
+
+    /// Decisions kept for cohorts that may ask.
+    pub fn decisions_kept(&self) -> usize {
+        self.decided.len()
     }
 
     fn cohort(&self, partition: PartitionId) -> Addr {
@@ -133,20 +182,60 @@ impl<S: Snapshot> Coordinator<S> {
         let Some(entry) = self.entry(now, client, tx, out) else { return };
         let snapshot = entry.snapshot.clone();
         let ht = snapshot.ceiling().max(hwt);
-        entry.await_proposals(per_partition.keys().copied().collect());
+        entry.await_proposals(now, per_partition.keys().copied().collect());
         for (partition, writes) in per_partition {
             out.send(self.cohort(partition), TxnMsg::PrepareReq { tx, snapshot: snapshot.clone(), ht, writes });
         }
     }
 
-    /// Alg. 2, lines 25–28: the commit time is the maximum proposal.
-    pub fn on_proposal<Q, W, G, T, R>(&mut self, tx: TxId, pt: Timestamp, out: &mut Out<S, Q, W, G, T, R>) {
+    /// Alg. 2, lines 25–28: the commit time is the maximum proposal. The
+    /// decision is made durable before anyone hears of it.
+    pub fn on_proposal<Q, W, G, T, P>(
+        &mut self,
+        tx: TxId,
+        pt: Timestamp,
+        out: &mut Out<S, Q, W, G, T, FamilyRecord<P, W>>,
+    ) {
         let Some(decided) = self.table.proposal_arrived(tx, pt) else { return };
         let ct = decided.ct;
+        out.persist(FamilyRecord::Decided { tx, ct });
+        self.restore_decision(tx, ct);
         for partition in decided.cohorts {
-            out.send(self.cohort(partition), TxnMsg::Commit { tx, ct });
+            out.send_after_durable(self.cohort(partition), TxnMsg::Commit { tx, ct });
         }
-        out.send(decided.client, TxnMsg::CommitResp { tx, ct });
+        out.send_after_durable(decided.client, TxnMsg::CommitResp { tx, ct });
+    }
+
+    /// A cohort asks what became of `tx`, prepared there long ago: the
+    /// decision if there is one; nothing while the commit is still waiting
+    /// for proposals; otherwise it never commits — this coordinator crashed
+    /// before deciding (it decides only what is in its table, which a crash
+    /// empties) or gave it up.
+    pub fn on_resolve<Q, W, G, T, R>(&mut self, cohort: Addr, tx: TxId, out: &mut Out<S, Q, W, G, T, R>) {
+        if let Some(&ct) = self.decided.get(&tx) {
+            out.send(cohort, TxnMsg::Commit { tx, ct });
+        } else if !self.table.contains(tx) {
+            out.send(cohort, TxnMsg::Abort { tx });
+        }
+    }
+
+    /// Gives up the commits that have waited for a proposal longer than
+    /// `after_us` — a cohort crashed with the prepare, or the answer: the
+    /// cohorts forget the transaction and the client hears it aborted.
+    pub fn abort_overdue<Q, W, G, T, R>(
+        &mut self,
+        now: PhysicalMicros,
+        after_us: u64,
+        out: &mut Out<S, Q, W, G, T, R>,
+    ) {
+        for (tx, client, cohorts) in self.table.overdue_commits(now, after_us) {
+            for &partition in &cohorts {
+                out.send(self.cohort(partition), TxnMsg::Abort { tx });
+            }
+            let silent = cohorts.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+            let reason = AbortReason::Unavailable(format!("a partition of {silent}"));
+            out.send(client, TxnMsg::CommitAborted { tx, reason });
+        }
     }
 
     /// A read-only or aborted transaction is over.

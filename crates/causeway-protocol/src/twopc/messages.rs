@@ -1,7 +1,7 @@
 //! Every message of the family, named after the papers' listings.
 
 use super::Family;
-use crate::contract::{Key, Message, MsgClass, ReadTag, SessionError, Value};
+use crate::contract::{AbortReason, Key, Message, MsgClass, ReadTag, SessionError, Value};
 use crate::hlc::Timestamp;
 use crate::ids::TxId;
 use serde::{Deserialize, Serialize};
@@ -47,6 +47,11 @@ pub enum TxnMsg<S, Q, W, G> {
         tx: Option<TxId>,
         error: SessionError,
     },
+    /// The commit of `tx` was given up: it never takes effect.
+    CommitAborted {
+        tx: TxId,
+        reason: AbortReason,
+    },
 
     // Coordinator ↔ cohorts (Alg. 2 and 3).
     SliceReq {
@@ -78,6 +83,17 @@ pub enum TxnMsg<S, Q, W, G> {
         ct: Timestamp,
     },
 
+    // Recovery of a transaction caught by a crash.
+    /// Cohort → coordinator: `tx` has been prepared here a long time; was
+    /// it decided?
+    Resolve {
+        tx: TxId,
+    },
+    /// Coordinator → cohort: `tx` never commits.
+    Abort {
+        tx: TxId,
+    },
+
     // Between replicas of a partition in different DCs (Alg. 4).
     Replicate {
         ct: Timestamp,
@@ -85,6 +101,24 @@ pub enum TxnMsg<S, Q, W, G> {
     },
     Heartbeat {
         t: Timestamp,
+    },
+    /// "I hold your commits up to `have`: send me what follows" — sent by a
+    /// replica that (re)started, which ignores the peer's stream until the
+    /// answer's [`TxnMsg::ResumeFrom`]. `restarted`: the sender lost what
+    /// was on its links too, so the peer asks it the same in return.
+    Resume {
+        have: Timestamp,
+        restarted: bool,
+    },
+    /// The stream starts again: the groups committed above `from` follow,
+    /// in commit order, then the live stream.
+    ResumeFrom {
+        from: Timestamp,
+    },
+    /// "I durably hold your commits up to `upto`": the sender may forget
+    /// them.
+    Ack {
+        upto: Timestamp,
     },
 
     // Inside a DC.
@@ -115,17 +149,27 @@ where
             | StartTxResp { .. }
             | TxReadResp { .. }
             | CommitResp { .. }
-            | TxError { .. } => MsgClass::CLIENT,
-            SliceReq { .. } | SliceResp { .. } | PrepareReq { .. } | PrepareResp { .. } | Commit { .. } => {
-                MsgClass::TRANSACTION
+            | TxError { .. }
+            | CommitAborted { .. } => MsgClass::CLIENT,
+            SliceReq { .. }
+            | SliceResp { .. }
+            | PrepareReq { .. }
+            | PrepareResp { .. }
+            | Commit { .. }
+            | Resolve { .. }
+            | Abort { .. } => MsgClass::TRANSACTION,
+            Replicate { .. } | Heartbeat { .. } | Resume { .. } | ResumeFrom { .. } | Ack { .. } => {
+                MsgClass::REPLICATION
             }
-            Replicate { .. } | Heartbeat { .. } => MsgClass::REPLICATION,
             Stabilization(_) => MsgClass::STABILIZATION,
         }
     }
 
     fn is_background(&self) -> bool {
-        matches!(self, TxnMsg::Heartbeat { .. } | TxnMsg::Stabilization(_))
+        matches!(
+            self,
+            TxnMsg::Heartbeat { .. } | TxnMsg::Ack { .. } | TxnMsg::Resolve { .. } | TxnMsg::Stabilization(_)
+        )
     }
 
     fn read_request(&self) -> Option<ReadTag> {

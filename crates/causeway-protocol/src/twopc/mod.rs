@@ -12,6 +12,8 @@
 //!
 //! * [`messages`] — [`TxnMsg`], every message of the family.
 //! * [`tx_table`] — what a coordinator keeps of its running transactions.
+//! * [`durable`] — what a replica makes durable, the messages that wait for
+//!   it, and the clock and id reservations.
 //! * [`coordinator`] — read fan-out and two-phase commit (the papers' Alg. 2).
 //! * [`replica_core`] — what every replica of the family has: place, rhythm, clock,
 //!   store, and the three shared roles.
@@ -24,6 +26,7 @@
 
 pub mod client;
 pub mod coordinator;
+pub mod durable;
 pub mod messages;
 pub mod prepared;
 pub mod replica;
@@ -34,9 +37,10 @@ pub mod tx_table;
 
 pub use client::{CausalPast, CoordinatedClient};
 pub use coordinator::Coordinator;
+pub use durable::FamilyRecord;
 pub use messages::{FamilyMsg, TxnMsg};
 pub use prepared::PreparedSet;
-pub use replica::{CoreOf, FamilyEffects, FamilyReplica, SliceRequest};
+pub use replica::{recover, CoreOf, FamilyEffects, FamilyReplica, RecordOf, SliceRequest};
 pub use replica_core::FamilyCore;
 pub use replication::Replicator;
 pub use rhythm::{FamilyTimer, Rhythm};

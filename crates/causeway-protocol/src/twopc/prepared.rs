@@ -3,6 +3,7 @@
 //! coordinator's decision. The smallest pending proposal bounds what may be
 //! applied, replicated or read here: nothing can still commit below it.
 
+use super::durable::FamilyRecord;
 use super::messages::TxnMsg;
 use crate::contract::Effects;
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
@@ -10,13 +11,28 @@ use crate::ids::{Addr, TxId};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
 
+/// The effects of a cohort's step.
+type Out<S, Q, W, G, T, P> = Effects<TxnMsg<S, Q, W, G>, T, FamilyRecord<P, W>>;
+
 /// Prepared transactions, each with its proposal and what the protocol
 /// keeps of it (`P`: its writes, and the snapshot metadata its versions
 /// will carry).
 #[derive(Debug)]
 pub struct PreparedSet<P> {
     by_proposal: BTreeSet<(Timestamp, TxId)>,
-    by_tx: FxHashMap<TxId, (Timestamp, P)>,
+    by_tx: FxHashMap<TxId, Entry<P>>,
+}
+
+/// One prepared transaction.
+#[derive(Debug)]
+struct Entry<P> {
+    pt: Timestamp,
+    prepared: P,
+    /// Where to ask for the decision if it is long in coming.
+    coordinator: Addr,
+    /// When the decision was last waited for from now on: at the prepare,
+    /// then at each question to the coordinator.
+    since: PhysicalMicros,
 }
 
 impl<P> Default for PreparedSet<P> {
@@ -37,14 +53,14 @@ pub struct Resolved<P> {
     pub raised: bool,
 }
 
-impl<P> PreparedSet<P> {
+impl<P: Clone> PreparedSet<P> {
     /// Alg. 3, lines 13–19: proposes a commit time for `tx` above `floor`
     /// and above everything this replica's clock has issued, keeps `tx`
-    /// prepared, and answers the coordinator `from`. A prepare delivered
-    /// twice is answered again with its first proposal (and `None`
-    /// returned); otherwise the proposal.
+    /// prepared, makes it durable, and answers the coordinator `from` once
+    /// it is. A prepare delivered twice is answered again with its first
+    /// proposal (and `None` returned); otherwise the proposal.
     #[allow(clippy::too_many_arguments)]
-    pub fn prepare<S, Q, W, G, T, R>(
+    pub fn prepare<S, Q, W, G, T>(
         &mut self,
         hlc: &mut Hlc,
         now: PhysicalMicros,
@@ -52,10 +68,10 @@ impl<P> PreparedSet<P> {
         tx: TxId,
         floor: Timestamp,
         prepared: impl FnOnce() -> P,
-        out: &mut Effects<TxnMsg<S, Q, W, G>, T, R>,
+        out: &mut Out<S, Q, W, G, T, P>,
     ) -> Option<Timestamp> {
-        if let Some(&(pt, _)) = self.by_tx.get(&tx) {
-            out.send(from, TxnMsg::PrepareResp { tx, pt });
+        if let Some(entry) = self.by_tx.get(&tx) {
+            out.send_after_durable(from, TxnMsg::PrepareResp { tx, pt: entry.pt });
             return None;
         }
         // Any time above the floor is a valid proposal: now and then one a
@@ -66,17 +82,68 @@ impl<P> PreparedSet<P> {
             floor
         };
         let pt = hlc.tick(now, floor);
-        self.by_tx.insert(tx, (pt, prepared()));
-        self.by_proposal.insert((pt, tx));
-        out.send(from, TxnMsg::PrepareResp { tx, pt });
+        let prepared = prepared();
+        out.persist(FamilyRecord::Prepared { tx, pt, coordinator: from, prepared: prepared.clone() });
+        self.insert(tx, Entry { pt, prepared, coordinator: from, since: now });
+        out.send_after_durable(from, TxnMsg::PrepareResp { tx, pt });
         Some(pt)
+    }
+}
+
+impl<P> PreparedSet<P> {
+    fn insert(&mut self, tx: TxId, entry: Entry<P>) {
+        self.by_proposal.insert((entry.pt, tx));
+        self.by_tx.insert(tx, entry);
+    }
+
+    /// A prepared transaction taken again from its record after a crash;
+    /// the clock will not propose at or below its proposal again.
+    pub fn restore(&mut self, hlc: &mut Hlc, tx: TxId, pt: Timestamp, coordinator: Addr, prepared: P) {
+        hlc.observe(0, pt);
+        self.insert(tx, Entry { pt, prepared, coordinator, since: 0 });
+    }
+
+    /// The coordinator that prepared `tx` here, if it waits for a decision.
+    pub fn coordinator_of(&self, tx: TxId) -> Option<Addr> {
+        self.by_tx.get(&tx).map(|e| e.coordinator)
+    }
+
+    /// Whether `tx` is prepared here and waits for its decision.
+    pub fn contains(&self, tx: TxId) -> bool {
+        self.by_tx.contains_key(&tx)
+    }
+
+    /// `tx` never commits: forgotten. Returns whether it was prepared here.
+    pub fn abort(&mut self, tx: TxId) -> bool {
+        match self.by_tx.remove(&tx) {
+            Some(entry) => {
+                self.by_proposal.remove(&(entry.pt, tx));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The transactions that have waited for their decision longer than
+    /// `after_us`, with their coordinators; each is waited for again from
+    /// now on.
+    pub fn overdue(&mut self, now: PhysicalMicros, after_us: u64) -> Vec<(TxId, Addr)> {
+        let mut late = Vec::new();
+        for (&tx, entry) in self.by_tx.iter_mut() {
+            if now.saturating_sub(entry.since) >= after_us {
+                entry.since = now;
+                late.push((tx, entry.coordinator));
+            }
+        }
+        late.sort_unstable_by_key(|&(tx, _)| tx);
+        late
     }
 
     /// Alg. 3, lines 20–24: the coordinator decided `ct` for `tx`. The clock
     /// observes it only for a transaction prepared here: a commit time for
     /// an unknown transaction moves nothing.
     pub fn resolve(&mut self, hlc: &mut Hlc, now: PhysicalMicros, tx: TxId, ct: Timestamp) -> Option<Resolved<P>> {
-        let (pt, prepared) = self.by_tx.remove(&tx)?;
+        let Entry { pt, prepared, .. } = self.by_tx.remove(&tx)?;
         self.by_proposal.remove(&(pt, tx));
         hlc.observe(now, ct);
         Some(Resolved { ct: ct.max(pt), prepared, raised: ct < pt })
@@ -111,7 +178,7 @@ impl<P> PreparedSet<P> {
 mod tests {
     use super::*;
 
-    type Out = Effects<TxnMsg<(), (), (), ()>, (), ()>;
+    type Out = Effects<TxnMsg<(), (), (), ()>, (), FamilyRecord<&'static str, ()>>;
 
     #[test]
     fn proposals_exceed_the_floor_and_a_second_prepare_gets_the_first() {
@@ -121,8 +188,9 @@ mod tests {
         let pt = set.prepare(&mut hlc, 100, from, TxId(1), floor, || "w", &mut out).unwrap();
         assert!(pt > floor);
         assert!(set.prepare(&mut hlc, 100, from, TxId(1), floor, || "other", &mut out).is_none());
-        assert_eq!(out.messages.len(), 2);
-        assert!(out.messages.iter().all(|(_, m)| *m == TxnMsg::PrepareResp { tx: TxId(1), pt }));
+        assert_eq!(out.after_durable.len(), 2, "both answers wait for the prepare to be durable");
+        assert!(out.after_durable.iter().all(|(_, m)| *m == TxnMsg::PrepareResp { tx: TxId(1), pt }));
+        assert_eq!(out.records.len(), 1, "one record: the first prepare");
         assert_eq!(set.stable_bound(&mut hlc, 10_000_000), pt.prev(), "nothing commits below a pending proposal");
     }
 
@@ -139,7 +207,7 @@ mod tests {
     fn a_decision_below_the_proposal_is_raised_to_it() {
         let (mut set, mut hlc, mut out) = (PreparedSet::default(), Hlc::new(), Out::default());
         let from = Addr::Replica(crate::ids::ReplicaId::new(0, 1));
-        let pt = set.prepare(&mut hlc, 100, from, TxId(1), Timestamp::ZERO, || (), &mut out).unwrap();
+        let pt = set.prepare(&mut hlc, 100, from, TxId(1), Timestamp::ZERO, || "w", &mut out).unwrap();
         let r = set.resolve(&mut hlc, 100, TxId(1), Timestamp(1)).unwrap();
         assert_eq!((r.ct, r.raised), (pt, true));
         assert!(set.is_empty());
@@ -152,7 +220,7 @@ mod tests {
         assert_eq!(clock, Timestamp::from_physical(1_000));
         assert!(hlc.current() >= clock, "the HLC moved up to the bound");
         let from = Addr::Replica(crate::ids::ReplicaId::new(0, 1));
-        let pt = set.prepare(&mut hlc, 500, from, TxId(1), Timestamp::ZERO, || (), &mut out).unwrap();
+        let pt = set.prepare(&mut hlc, 500, from, TxId(1), Timestamp::ZERO, || "w", &mut out).unwrap();
         assert_eq!(set.stable_bound(&mut hlc, 2_000), pt.prev());
     }
 }

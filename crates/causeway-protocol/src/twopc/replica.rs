@@ -2,26 +2,26 @@
 //! and the [`Replica`] every such protocol gets — which role takes which
 //! message, starting, and what is common to report.
 
+use super::durable::FamilyRecord;
 use super::messages::{FamilyMsg, TxnMsg};
 use super::replica_core::FamilyCore;
+use super::replication::Incoming;
 use super::rhythm::FamilyTimer;
-use super::Family;
+use super::{Family, Payload};
 use crate::contract::replica::ReplicaEffects;
 use crate::contract::{Effects, Key, Replica, ReplicaCounters, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use std::fmt::Debug;
 
 type Snap<F> = <F as Family>::Snapshot;
 
+/// What replica `R` makes durable.
+pub type RecordOf<R> = FamilyRecord<<R as FamilyReplica>::Prepared, <<R as FamilyReplica>::Family as Family>::Writes>;
+
 /// The effects of a step of replica `R`.
-pub type FamilyEffects<R> = Effects<
-    FamilyMsg<<R as FamilyReplica>::Family>,
-    FamilyTimer<<R as FamilyReplica>::OwnTimer>,
-    <R as FamilyReplica>::Record,
->;
+pub type FamilyEffects<R> =
+    Effects<FamilyMsg<<R as FamilyReplica>::Family>, FamilyTimer<<R as FamilyReplica>::OwnTimer>, RecordOf<R>>;
 
 /// The shared core of replica `R`.
 pub type CoreOf<R> =
@@ -44,11 +44,10 @@ pub trait FamilyReplica: Send + 'static {
     type Family: Family;
     /// Timers of the protocol's own, beside the family's.
     type OwnTimer: Copy + Debug + Eq + Send;
-    type Record: Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static;
     /// What a version carries besides its value and stamp.
     type Meta;
-    /// What the cohort keeps of a prepared transaction.
-    type Prepared;
+    /// What the cohort keeps of a prepared transaction (and makes durable).
+    type Prepared: Payload;
 
     fn core(&self) -> &CoreOf<Self>;
 
@@ -119,12 +118,18 @@ pub trait FamilyReplica: Send + 'static {
     /// ([`Replica::visible_upto`]).
     fn visible_from(&self, origin: DcId) -> Timestamp;
 
+    /// The DC's local stable time as this replica knows it: every partition
+    /// of the DC has durably resolved every transaction up to it (Wren's
+    /// LST, Cure's local entry of the GSV).
+    fn dc_stable(&self) -> Timestamp;
+
     /// Bytes of visibility metadata per version
     /// ([`Replica::version_metadata_bytes`]).
     fn metadata_bytes(&self) -> u64;
 }
 
-/// Hands `msg` from `from` to the role that takes it.
+/// Hands `msg` from `from` to the role that takes it, making durable what
+/// must survive a crash (see [`super::durable`]).
 fn dispatch<R: FamilyReplica>(
     r: &mut R,
     now: PhysicalMicros,
@@ -133,6 +138,7 @@ fn dispatch<R: FamilyReplica>(
     out: &mut FamilyEffects<R>,
 ) {
     use TxnMsg::*;
+    let own_dc = matches!(from, Addr::Replica(p) if p.dc == r.core().id.dc);
     match msg {
         StartTxReq(seen) => r.start_transaction(now, from, seen, out),
         TxReadReq { tx, keys } => {
@@ -150,42 +156,158 @@ fn dispatch<R: FamilyReplica>(
         SliceResp { tx, round, values } => r.core_mut().coordinator.on_slice(tx, round, values, out),
         PrepareReq { tx, snapshot, ht, writes } => r.prepare(now, from, tx, snapshot, ht, writes, out),
         PrepareResp { tx, pt } => r.core_mut().coordinator.on_proposal(tx, pt, out),
-        Commit { tx, ct } => r.commit(now, tx, ct, out),
-        Replicate { ct, txs } => r.replicated(from, ct, txs),
-        Heartbeat { t } => r.heartbeat(from, t),
+        Commit { tx, ct } => {
+            if r.core().prepared.contains(tx) {
+                out.persist(FamilyRecord::Committed { tx, ct });
+            }
+            r.commit(now, tx, ct, out);
+        }
+        Resolve { tx } if own_dc => r.core_mut().coordinator.on_resolve(from, tx, out),
+        Abort { tx } => {
+            let core = r.core_mut();
+            if core.prepared.coordinator_of(tx) == Some(from) {
+                core.prepared.abort(tx);
+                out.persist(FamilyRecord::Aborted { tx });
+            }
+        }
+        Replicate { ct, txs } => match r.core_mut().replication.incoming(from, ct, true) {
+            Incoming::Take(source) => {
+                out.persist(FamilyRecord::Applied { source, ct, txs: txs.clone() });
+                r.replicated(from, ct, txs);
+            }
+            Incoming::Drop => {}
+            Incoming::Refuse => r.core_mut().refuse(),
+        },
+        Heartbeat { t } => match r.core_mut().replication.incoming(from, t, false) {
+            Incoming::Take(_) => r.heartbeat(from, t),
+            Incoming::Drop => {}
+            Incoming::Refuse => r.core_mut().refuse(),
+        },
+        Resume { have, restarted } => {
+            if !r.core_mut().replication.on_resume(from, have, restarted, out) {
+                r.core_mut().refuse();
+            }
+        }
+        ResumeFrom { .. } => {
+            if !r.core_mut().replication.on_resume_from(from) {
+                r.core_mut().refuse();
+            }
+        }
+        Ack { upto } => {
+            if !r.core_mut().replication.on_ack(from, upto) {
+                r.core_mut().refuse();
+            }
+        }
         Stabilization(msg) => r.stabilization(now, from, msg, out),
-        // Replies meant for clients: a peer speaking out of turn.
-        StartTxResp { .. } | TxReadResp { .. } | CommitResp { .. } | TxError { .. } => r.core_mut().refuse(),
+        // Replies meant for clients, or a question from outside the DC: a
+        // peer speaking out of turn.
+        StartTxResp { .. }
+        | TxReadResp { .. }
+        | CommitResp { .. }
+        | TxError { .. }
+        | CommitAborted { .. }
+        | Resolve { .. } => r.core_mut().refuse(),
     }
+}
+
+/// The heal round: give up commits a cohort never answered, ask about
+/// transactions prepared long ago, acknowledge and resume replication.
+fn heal<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, out: &mut FamilyEffects<R>) {
+    let core = r.core_mut();
+    let (commit_timeout, resolve_after) = (core.rhythm.commit_timeout_us, core.rhythm.resolve_after_us);
+    core.coordinator.abort_overdue(now, commit_timeout, out);
+    for (tx, coordinator) in core.prepared.overdue(now, resolve_after) {
+        out.send(coordinator, TxnMsg::Resolve { tx });
+    }
+    core.replication.refresh(out);
+}
+
+/// After every step: keep the reservations ahead of what was handed out.
+fn reserve<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) {
+    let core = r.core_mut();
+    let next_tx = core.coordinator.next_tx();
+    core.reserved.after_step(&core.hlc, next_tx, out);
+}
+
+/// A replica rebuilt from the records it made durable, taken again in
+/// order: what they say is restored, and the rest comes back when it starts
+/// (the clock and ids resume above the reservations, the peers resend their
+/// streams) and when the apply loop and stabilization run.
+pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R {
+    let me = replica.core().id;
+    let peer_in = |dc: DcId| Addr::Replica(ReplicaId { dc, ..me });
+    for record in records {
+        let mut scratch = FamilyEffects::<R>::default();
+        let core = replica.core_mut();
+        core.reserved.restore(&record);
+        match record {
+            FamilyRecord::ClockReserved(_) | FamilyRecord::TxIdsReserved(_) => {}
+            FamilyRecord::Prepared { tx, pt, coordinator, prepared } => {
+                core.prepared.restore(&mut core.hlc, tx, pt, coordinator, prepared)
+            }
+            FamilyRecord::Committed { tx, ct } => replica.commit(0, tx, ct, &mut scratch),
+            FamilyRecord::Aborted { tx } => {
+                core.prepared.abort(tx);
+            }
+            FamilyRecord::Decided { tx, ct } => core.coordinator.restore_decision(tx, ct),
+            FamilyRecord::Applied { source, ct, txs } => {
+                core.replication.restore_received(source, ct);
+                replica.replicated(peer_in(source), ct, txs);
+            }
+        }
+    }
+    // Install now what was installed before the crash — every commit below
+    // the smallest restored proposal — so that no read is served from less
+    // than the DC was told this replica holds. What this round replicates
+    // is kept for the peers' resume questions.
+    let core = replica.core_mut();
+    let (clock, _) = core.reserved.resume_points();
+    core.hlc.observe(0, clock);
+    replica.apply(0, &mut FamilyEffects::<R>::default());
+    replica
 }
 
 impl<R: FamilyReplica> Replica for R {
     type Message = FamilyMsg<R::Family>;
     type Timer = FamilyTimer<R::OwnTimer>;
-    type Record = R::Record;
+    type Record = RecordOf<R>;
 
     fn id(&self) -> ReplicaId {
         self.core().id
     }
 
+    /// At the first start and after every recovery: the clock and the
+    /// transaction ids resume above what was reserved, the timers are armed,
+    /// and the peers are asked for their streams.
     fn start(&mut self, now: PhysicalMicros, out: &mut ReplicaEffects<Self>) {
         let core = self.core_mut();
-        core.hlc.observe(now, Timestamp::ZERO);
+        let (clock, next_tx) = core.reserved.resume_points();
+        core.hlc.observe(now, clock);
+        core.coordinator.resume_ids_at(next_tx);
         core.rhythm.start(out);
+        core.replication.start(out);
+        reserve(self, out);
     }
 
     fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: Self::Message, out: &mut ReplicaEffects<Self>) {
         dispatch(self, now, from, msg, out);
+        reserve(self, out);
     }
 
     fn on_timer(&mut self, now: PhysicalMicros, timer: Self::Timer, out: &mut ReplicaEffects<Self>) {
         match timer {
-            FamilyTimer::Apply => self.apply(now, out),
+            FamilyTimer::Apply => {
+                self.apply(now, out);
+                let stable = self.dc_stable();
+                self.core_mut().coordinator.forget_decided(stable);
+            }
             FamilyTimer::Stabilize => self.stabilize(now, out),
             FamilyTimer::ExpireContexts => self.core_mut().coordinator.expire(now),
+            FamilyTimer::Heal => heal(self, now, out),
             FamilyTimer::Own(timer) => self.on_own_timer(now, timer, out),
         }
         self.core().rhythm.rearm(timer, out);
+        reserve(self, out);
     }
 
     fn is_quiescent(&self) -> bool {

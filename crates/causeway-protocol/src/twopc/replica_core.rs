@@ -4,6 +4,7 @@
 //! transactions, and replication to the other DCs.
 
 use super::coordinator::Coordinator;
+use super::durable::Reservations;
 use super::prepared::PreparedSet;
 use super::replication::Replicator;
 use super::rhythm::Rhythm;
@@ -28,6 +29,8 @@ pub struct FamilyCore<F: Family, M, P> {
     pub coordinator: Coordinator<F::Snapshot>,
     pub prepared: PreparedSet<P>,
     pub replication: Replicator<F::Writes>,
+    /// How far the clock and the transaction ids are reserved on disk.
+    pub reserved: Reservations,
     /// Transactions applied, inputs refused (the store and the coordinator
     /// count the rest).
     pub counters: ReplicaCounters,
@@ -42,6 +45,7 @@ impl<F: Family, M, P> FamilyCore<F, M, P> {
             coordinator: Coordinator::new(id, rhythm.tx_context_timeout_us),
             prepared: PreparedSet::default(),
             replication: Replicator::new(id, &topology),
+            reserved: Reservations::default(),
             counters: ReplicaCounters::default(),
             topology,
             rhythm,

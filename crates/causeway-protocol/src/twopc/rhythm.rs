@@ -15,6 +15,10 @@ pub enum FamilyTimer<X = Infallible> {
     Stabilize,
     /// Drop the transactions of clients that went silent.
     ExpireContexts,
+    /// Heal what a crash left behind: ask about old prepared transactions,
+    /// give up commits a cohort never answered, acknowledge and resume
+    /// replication streams.
+    Heal,
     /// A timer of the protocol's own.
     Own(X),
 }
@@ -30,11 +34,27 @@ pub struct Rhythm {
     /// A coordinator forgets a transaction whose client has been silent this
     /// long, so that a vanished client cannot hold back garbage collection.
     pub tx_context_timeout_us: u64,
+    /// A coordinator gives up a commit whose cohorts have not all proposed
+    /// within this long (one crashed with the prepare).
+    pub commit_timeout_us: u64,
+    /// A cohort asks the coordinator about a transaction prepared this long
+    /// ago without a decision (the coordinator may have crashed), and again
+    /// as often until it hears.
+    pub resolve_after_us: u64,
+    /// How often the [`FamilyTimer::Heal`] round runs.
+    pub heal_interval_us: u64,
 }
 
 impl Default for Rhythm {
     fn default() -> Self {
-        Rhythm { apply_interval_us: 5_000, stabilization_interval_us: 5_000, tx_context_timeout_us: 10_000_000 }
+        Rhythm {
+            apply_interval_us: 5_000,
+            stabilization_interval_us: 5_000,
+            tx_context_timeout_us: 10_000_000,
+            commit_timeout_us: 1_000_000,
+            resolve_after_us: 1_000_000,
+            heal_interval_us: 100_000,
+        }
     }
 }
 
@@ -52,6 +72,9 @@ impl Rhythm {
         if self.apply_interval_us == 0 || self.stabilization_interval_us == 0 {
             return Err("Δ_R and Δ_G must be positive".into());
         }
+        if self.commit_timeout_us == 0 || self.resolve_after_us == 0 || self.heal_interval_us == 0 {
+            return Err("the commit timeout, the resolve delay and the heal interval must be positive".into());
+        }
         Ok(())
     }
 
@@ -62,7 +85,7 @@ impl Rhythm {
 
     /// Arms the periodic timers, when a replica starts.
     pub fn start<X, M, R>(&self, out: &mut Effects<M, FamilyTimer<X>, R>) {
-        for timer in [FamilyTimer::Apply, FamilyTimer::Stabilize, FamilyTimer::ExpireContexts] {
+        for timer in [FamilyTimer::Apply, FamilyTimer::Stabilize, FamilyTimer::ExpireContexts, FamilyTimer::Heal] {
             self.rearm(timer, out);
         }
     }
@@ -74,6 +97,7 @@ impl Rhythm {
             FamilyTimer::Apply => self.apply_interval_us,
             FamilyTimer::Stabilize => self.stabilization_interval_us,
             FamilyTimer::ExpireContexts => self.expiry_interval_us(),
+            FamilyTimer::Heal => self.heal_interval_us,
             FamilyTimer::Own(_) => return,
         };
         out.set_timer(timer, after);

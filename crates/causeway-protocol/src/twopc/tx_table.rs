@@ -33,11 +33,13 @@ enum InFlight {
         waiting: usize,
         values: Vec<(Key, Option<Value>)>,
     },
-    /// Waiting for prepare replies; `ct` is the maximum proposal so far.
+    /// Waiting for prepare replies since `since`; `ct` is the maximum
+    /// proposal so far.
     Commit {
         waiting: usize,
         ct: Timestamp,
         cohorts: Vec<PartitionId>,
+        since: PhysicalMicros,
     },
 }
 
@@ -52,8 +54,8 @@ impl<S> TxEntry<S> {
     }
 
     /// The commit being sent now waits for a proposal from each cohort.
-    pub fn await_proposals(&mut self, cohorts: Vec<PartitionId>) {
-        self.in_flight = InFlight::Commit { waiting: cohorts.len(), ct: Timestamp::ZERO, cohorts };
+    pub fn await_proposals(&mut self, now: PhysicalMicros, cohorts: Vec<PartitionId>) {
+        self.in_flight = InFlight::Commit { waiting: cohorts.len(), ct: Timestamp::ZERO, cohorts, since: now };
     }
 }
 
@@ -142,14 +144,43 @@ impl<S> TxTable<S> {
         }
     }
 
-    /// Forgets idle transactions whose client has been silent for
-    /// `timeout_us`; returns how many.
+    /// Forgets transactions whose client has been silent for `timeout_us`
+    /// — idle, or waiting for a read slice that a crash lost — but not one
+    /// that is committing (see [`TxTable::overdue_commits`]); returns how
+    /// many.
     pub fn expire(&mut self, now: PhysicalMicros, timeout_us: u64) -> u64 {
         let before = self.map.len();
         self.map.retain(|_, ctx| {
-            !matches!(ctx.in_flight, InFlight::Idle) || now.saturating_sub(ctx.last_active) < timeout_us
+            matches!(ctx.in_flight, InFlight::Commit { .. }) || now.saturating_sub(ctx.last_active) < timeout_us
         });
         (before - self.map.len()) as u64
+    }
+
+    /// Takes the commits that have waited for a proposal longer than
+    /// `after_us` (a cohort crashed with the prepare): each with its client
+    /// and cohorts.
+    pub fn overdue_commits(&mut self, now: PhysicalMicros, after_us: u64) -> Vec<(TxId, Addr, Vec<PartitionId>)> {
+        let mut late: Vec<TxId> = self
+            .map
+            .iter()
+            .filter(|(_, ctx)| {
+                matches!(ctx.in_flight, InFlight::Commit { since, .. } if now.saturating_sub(since) >= after_us)
+            })
+            .map(|(&tx, _)| tx)
+            .collect();
+        late.sort_unstable();
+        late.into_iter()
+            .filter_map(|tx| {
+                let ctx = self.map.remove(&tx)?;
+                let InFlight::Commit { cohorts, .. } = ctx.in_flight else { return None };
+                Some((tx, ctx.client, cohorts))
+            })
+            .collect()
+    }
+
+    /// Whether `tx` is running here.
+    pub fn contains(&self, tx: TxId) -> bool {
+        self.map.contains_key(&tx)
     }
 
     pub fn len(&self) -> usize {
@@ -198,7 +229,7 @@ mod tests {
         let mut c: TxTable<u8> = TxTable::default();
         let tx = TxId(1);
         c.open(0, tx, client(1), 0);
-        c.for_operation(0, client(1), tx).unwrap().await_proposals(vec![PartitionId(0), PartitionId(1)]);
+        c.for_operation(0, client(1), tx).unwrap().await_proposals(0, vec![PartitionId(0), PartitionId(1)]);
         assert!(c.proposal_arrived(tx, Timestamp(9)).is_none());
         let d = c.proposal_arrived(tx, Timestamp(5)).expect("decided");
         assert_eq!((d.ct, d.cohorts.len()), (Timestamp(9), 2));
@@ -207,17 +238,21 @@ mod tests {
     }
 
     #[test]
-    fn only_idle_silent_contexts_expire() {
+    fn silent_contexts_expire_but_not_while_committing() {
         let mut c: TxTable<u8> = TxTable::default();
         c.open(0, TxId(1), client(1), 0);
         c.open(0, TxId(2), client(2), 0);
         let _ = c.for_operation(0, client(2), TxId(2)).unwrap().await_slices(1);
+        c.open(0, TxId(4), client(4), 0);
+        c.for_operation(0, client(4), TxId(4)).unwrap().await_proposals(0, vec![PartitionId(0)]);
         c.open(50, TxId(3), client(3), 0);
-        assert_eq!(c.expire(100, 60), 1);
+        assert_eq!(c.expire(100, 60), 2, "the idle one and the one whose slice never came");
         assert_eq!(c.len(), 2);
-        c.end(TxId(2));
-        assert_eq!(c.len(), 2, "not while its read is in flight");
         c.end(TxId(3));
         assert_eq!(c.len(), 1);
+        assert!(c.overdue_commits(50, 60).is_empty());
+        let late = c.overdue_commits(60, 60);
+        assert_eq!(late, vec![(TxId(4), client(4), vec![PartitionId(0)])]);
+        assert!(c.is_empty());
     }
 }

@@ -8,9 +8,10 @@ use crate::contract::{Key, Value};
 use crate::hlc::Timestamp;
 use crate::ids::DcId;
 use crate::mvstore::{MvStore, Version};
+use serde::{Deserialize, Serialize};
 
 /// What a cohort keeps of a prepared transaction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Prepared {
     /// The snapshot's remote time: the remote dependency time of the
     /// versions the transaction creates.

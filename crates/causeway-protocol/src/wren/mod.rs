@@ -28,6 +28,7 @@ pub mod stabilization;
 #[cfg(test)]
 mod tests;
 
+use crate::contract::protocol::RecordOf;
 use crate::contract::Guarantee;
 use crate::contract::{Protocol, SessionSetup, Tuning};
 use crate::ids::ReplicaId;
@@ -113,6 +114,15 @@ impl Protocol for Wren {
 
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &WrenConfig) -> WrenReplica {
         WrenReplica::new(id, topology, config.clone())
+    }
+
+    fn recover(
+        id: ReplicaId,
+        topology: Arc<Topology>,
+        config: &WrenConfig,
+        records: Vec<RecordOf<Self>>,
+    ) -> WrenReplica {
+        crate::twopc::recover(Self::replica(id, topology, config), records)
     }
 
     fn session(setup: SessionSetup, config: &WrenConfig) -> WrenSession {

@@ -16,7 +16,7 @@ use super::messages::{BistMsg, StableReport, StartFrom, TxWrites, WrenFamily};
 use super::snapshot::{self, Snapshot};
 use super::stabilization::Bist;
 use super::{Fault, WrenConfig};
-use crate::contract::{Key, NoRecord, Value};
+use crate::contract::{Key, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
@@ -99,7 +99,6 @@ impl WrenReplica {
 impl FamilyReplica for WrenReplica {
     type Family = WrenFamily;
     type OwnTimer = Infallible;
-    type Record = NoRecord;
     /// A version's remote dependency time `rdt` (its commit time `ut` is its
     /// stamp's).
     type Meta = Timestamp;
@@ -227,6 +226,10 @@ impl FamilyReplica for WrenReplica {
         } else {
             rst
         }
+    }
+
+    fn dc_stable(&self) -> Timestamp {
+        self.bist.stable_times().0
     }
 
     /// `ut` (the commit time) and `rdt`.

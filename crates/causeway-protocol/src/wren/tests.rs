@@ -5,19 +5,24 @@ use super::replica::{WrenReplica, WrenTimer};
 
 use super::snapshot::Snapshot;
 use super::WrenConfig;
-use crate::contract::{Effects, Key, Replica, Value};
+use crate::contract::{Key, Replica, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
 use crate::twopc::FamilyReplica;
 use std::sync::Arc;
 
-type Out = Effects<WrenMsg, WrenTimer>;
+type Out = crate::twopc::FamilyEffects<WrenReplica>;
 
 fn replica(dcs: u16, partitions: u32) -> WrenReplica {
     let topology = Arc::new(Topology::full(dcs, partitions).unwrap());
     let mut r = WrenReplica::new(ReplicaId::new(0, 0), topology, WrenConfig::default());
     r.start(1_000, &mut Out::default());
+    let me = r.id();
+    for dc in (0..dcs).filter(|&dc| dc != me.dc.0) {
+        let from = Addr::Replica(ReplicaId { dc: DcId(dc), ..me });
+        r.on_message(1_000, from, WrenMsg::ResumeFrom { from: Timestamp::ZERO }, &mut Out::default());
+    }
     r
 }
 
@@ -34,6 +39,7 @@ fn prepare(r: &mut WrenReplica, now: u64, tx: u64, ht: Timestamp) -> Timestamp {
         writes: vec![(Key::from("k"), Some(Value::from(format!("v{tx}"))))],
     };
     r.on_message(now, coordinator_addr(), msg, &mut out);
+    out.sync_at_once();
     match out.messages.as_slice() {
         [(_, WrenMsg::PrepareResp { pt, .. })] => *pt,
         other => panic!("expected one PrepareResp, got {other:?}"),
@@ -100,6 +106,7 @@ fn apply_groups_equal_commit_times_into_one_replication_message_and_heartbeats_w
     }
     let mut out = Out::default();
     r.on_timer(3_000, WrenTimer::Apply, &mut out);
+    out.sync_at_once();
     let replicates: Vec<_> = out
         .messages
         .iter()
@@ -114,6 +121,7 @@ fn apply_groups_equal_commit_times_into_one_replication_message_and_heartbeats_w
 
     let mut idle = Out::default();
     r.on_timer(4_000, WrenTimer::Apply, &mut idle);
+    idle.sync_at_once();
     let beats = idle.messages.iter().filter(|(_, m)| matches!(m, WrenMsg::Heartbeat { .. })).count();
     assert_eq!(beats, 2, "idle replicas heartbeat every other DC");
 }
@@ -148,6 +156,7 @@ fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
     };
     let writes = vec![(Key::from("k"), Some(Value::from("first"))), (Key::from("k"), Some(Value::from("last")))];
     r.on_message(1_100, client, WrenMsg::CommitReq { tx, hwt: Timestamp::ZERO, writes }, &mut out);
+    out.sync_at_once();
     match out.messages.as_slice() {
         [(_, WrenMsg::PrepareReq { writes, .. })] => {
             assert_eq!(writes, &vec![(Key::from("k"), Some(Value::from("last")))]);
