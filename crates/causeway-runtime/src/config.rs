@@ -24,6 +24,10 @@
 //! emulate = true
 //! file = "config/wan.toml"  # RTT matrix; default: the built-in one
 //!
+//! fsync = "always"         # when a commit counts as durable: "always" (on
+//!                           # disk before it is acknowledged), "batch" (synced
+//!                           # every 5 ms), "never" (benchmarks only)
+//!
 //! [[dc]]
 //! name = "virginia"
 //! [[dc]]
@@ -37,10 +41,13 @@
 //!                             # works too: "db-1.example:7000")
 //! client = "127.0.0.1:7100"   # clients connect here
 //! metrics = "127.0.0.1:9100"  # optional Prometheus endpoint
+//! data_dir = "data/virginia-0"  # where the node keeps its logs (relative
+//!                             # to this file); without one it keeps nothing
 //! clock_offset_ms = 0         # optional, benchmarks only: emulated clock skew
 //! # … one or more nodes per DC, together holding every partition
 //! ```
 
+use crate::disk::Fsync;
 use crate::plan::{ClusterPlan, NodePlan, WanDelays};
 use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_transport::HostAddr;
@@ -80,6 +87,7 @@ struct File {
     node: Vec<NodeFile>,
     /// Authenticates session tokens across the nodes of the cluster.
     token_key: Option<String>,
+    fsync: Option<String>,
 }
 
 fn default_name() -> String {
@@ -131,6 +139,8 @@ struct NodeFile {
     metrics: Option<String>,
     /// Emulated clock skew for benchmarks: added to this node's clock.
     clock_offset_ms: Option<f64>,
+    /// Where the node keeps its logs, relative to the config file.
+    data_dir: Option<PathBuf>,
 }
 
 /// The most bytes of keys and values in one read answer or one write set:
@@ -227,6 +237,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     let mut holder: BTreeMap<(DcId, u32), &str> = BTreeMap::new();
     let mut nodes = Vec::new();
     let mut clock_offsets_us = BTreeMap::new();
+    let mut data_dirs: BTreeMap<PathBuf, String> = BTreeMap::new();
     for node in &file.node {
         let at = format!("node {:?}", node.name);
         if node.name.is_empty() {
@@ -279,12 +290,23 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
                 clock_offsets_us.insert(r, (ms * 1000.0) as i64);
             }
         }
+        let data_dir = match &node.data_dir {
+            Some(dir) if dir.as_os_str().is_empty() => return Err(format!("{at}: data_dir is empty")),
+            Some(dir) => Some(path.parent().map_or(dir.clone(), |base| base.join(dir))),
+            None => None,
+        };
+        if let Some(dir) = &data_dir {
+            if let Some(other) = data_dirs.insert(dir.clone(), node.name.clone()) {
+                return Err(format!("{at}: data_dir {} is also node {other:?}'s", dir.display()));
+            }
+        }
         nodes.push(NodePlan {
             name: node.name.clone(),
             replicas,
             clients: vec![(dc, parsed["client"].clone())],
             peer: Some(parsed["peer"].clone()),
             metrics: parsed.get("metrics").cloned(),
+            data_dir,
         });
     }
     // Placement: which DCs hold each partition.
@@ -341,7 +363,12 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     if nodes.len() > MAX_NODES {
         return Err(format!("{} nodes: a cluster has at most {MAX_NODES}", nodes.len()));
     }
+    let fsync = match &file.fsync {
+        Some(mode) => mode.parse()?,
+        None => Fsync::default(),
+    };
     Ok(ClusterPlan {
+        fsync,
         name: file.name,
         protocol,
         topology: Arc::new(topology),

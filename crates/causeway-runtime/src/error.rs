@@ -10,4 +10,8 @@ pub enum StartError {
     Bind { what: &'static str, addr: SocketAddr, source: std::io::Error },
     #[error("{0}")]
     Invalid(String),
+    /// The node's data directory cannot be used: another cluster's or
+    /// node's, damaged, or unreadable.
+    #[error("{0}")]
+    Storage(String),
 }

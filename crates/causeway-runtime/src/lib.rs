@@ -8,13 +8,15 @@
 //! replica, owning its state), through a WAN delay line when they cross DCs
 //! inside one process, or to another node over the transport ([`peers`]). A
 //! [`plan::ClusterPlan`] (from a [`config`] file, or
-//! [`plan::ClusterPlan::embedded`]) says which node runs what; [`node::start`]
+//! [`plan::ClusterPlan::embedded`]) says which node runs what; each replica
+//! keeps its records in a log on disk ([`disk`]); [`node::start`]
 //! starts one; [`metrics`] serves Prometheus text, and [`stats`] the
 //! counters benchmarks read over the client wire.
 
 pub mod clients;
 pub mod clock;
 pub mod config;
+pub mod disk;
 pub mod dump;
 pub mod envelope;
 pub mod error;

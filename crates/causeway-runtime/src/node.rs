@@ -3,6 +3,7 @@
 
 use crate::clients::connection;
 use crate::clients::host::{ClientHost, HostSetup};
+use crate::disk::{self, ReplicaLog};
 use crate::error::StartError;
 use crate::metrics::{self, Metrics};
 use crate::peers::{PeerControl, Peers, Sink};
@@ -126,9 +127,24 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
     for (id, rx) in receivers {
         let gauges = Arc::new(ReplicaGauges::new(dcs));
         replicas.push((id, gauges.clone()));
-        let replica = P::replica(id, plan.topology.clone(), &config);
+        let (replica, log) = match &me.data_dir {
+            Some(dir) => {
+                let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync)?;
+                let replica = if opened.had_state {
+                    let count = opened.records.len();
+                    let replica = P::recover(id, plan.topology.clone(), &config, opened.records);
+                    tracing::info!("replica dc{}-p{} recovered from {count} records", id.dc.0, id.partition.0);
+                    replica
+                } else {
+                    P::replica(id, plan.topology.clone(), &config)
+                };
+                (replica, ReplicaLog::Disk(opened.log))
+            }
+            None => (P::replica(id, plan.topology.clone(), &config), ReplicaLog::Nowhere { appended: 0 }),
+        };
         let task = tokio::spawn(replica_task::run::<P>(
             replica,
+            log,
             plan.clock_offset_us(id),
             rx,
             router.clone(),

@@ -3,12 +3,14 @@
 //! embedded cluster ([`ClusterPlan::embedded`]) produces one; a node starts
 //! from it.
 
+use crate::disk::Fsync;
 use crate::error::StartError;
 use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_transport::HostAddr;
 use causeway_workload::WanModel;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +33,8 @@ pub struct ClusterPlan {
     /// protocols that wait on clocks (Cure) need the skew of a real
     /// cluster. Empty outside benchmarks.
     pub clock_offsets_us: BTreeMap<ReplicaId, i64>,
+    /// When records count as durable.
+    pub fsync: Fsync,
 }
 
 #[derive(Clone, Debug)]
@@ -47,6 +51,9 @@ pub struct NodePlan {
     pub peer: Option<HostAddr>,
     /// Where Prometheus scrapes; `None`: no metrics endpoint.
     pub metrics: Option<HostAddr>,
+    /// Where the node keeps its replicas' logs; `None`: nowhere — it keeps
+    /// nothing across a restart.
+    pub data_dir: Option<PathBuf>,
 }
 
 /// One-way delays between DCs, from an RTT matrix.
@@ -183,8 +190,14 @@ impl ClusterPlan {
         let ports = client_ports(client_port, dcs)?;
         let clients =
             topology.dcs().map(|dc| (dc, SocketAddr::from(([127, 0, 0, 1], ports.port(dc))).into())).collect();
-        let node =
-            NodePlan { name: "embedded".into(), replicas: topology.all_replicas(), clients, peer: None, metrics: None };
+        let node = NodePlan {
+            name: "embedded".into(),
+            replicas: topology.all_replicas(),
+            clients,
+            peer: None,
+            metrics: None,
+            data_dir: None,
+        };
         Ok(ClusterPlan {
             name: "embedded".into(),
             protocol,
@@ -195,6 +208,7 @@ impl ClusterPlan {
             token_key: None,
             nodes: vec![node],
             clock_offsets_us: BTreeMap::new(),
+            fsync: Fsync::default(),
         })
     }
 

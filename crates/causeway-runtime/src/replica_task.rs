@@ -1,13 +1,14 @@
 //! One task per partition replica: it owns the state machine (no locks on
 //! protocol state), feeds it messages and due timers with the real clock,
-//! makes what it persists durable (in memory, for now) and sends what it
-//! asks to send once that is done.
+//! hands what it persists to its log ([`crate::disk`]) and sends what it
+//! asks to send once the log reports it durable.
 
 use crate::clock::now_micros;
+use crate::disk::ReplicaLog;
 use crate::metrics::Metrics;
 use crate::router::{ReplicaInput, Router};
 use causeway_protocol::contract::replica::ReplicaEffects;
-use causeway_protocol::contract::{MemoryLog, SendGate};
+use causeway_protocol::contract::{RecordLog, SendGate};
 use causeway_protocol::{DcId, Message, Protocol, ReadWaitProbe, Replica, ReplicaId};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -76,8 +77,10 @@ impl<T> Timers<T> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub async fn run<P: Protocol>(
     mut replica: P::Replica,
+    mut log: ReplicaLog<<P::Replica as Replica>::Record>,
     clock_offset_us: i64,
     mut inbox: mpsc::UnboundedReceiver<ReplicaInput<P::Message>>,
     router: Arc<Router<P::Message>>,
@@ -91,18 +94,20 @@ pub async fn run<P: Protocol>(
     let mut timers = Timers { heap: BinaryHeap::new(), pending: FxHashMap::default(), seq: 0 };
     // Read requests not answered in the step that received them: when they came.
     let mut probe = ReadWaitProbe::default();
-    let mut durable = Durable { log: MemoryLog::default(), gate: SendGate::default() };
+    let mut gate = SendGate::default();
     replica.start(clock(), &mut out);
     loop {
-        flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut durable, &metrics);
+        flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
         publish::<P>(&replica, &gauges, &inbox);
-        let input = match timers.next_deadline() {
-            Some(at) => tokio::select! {
-                biased;
-                input = inbox.recv() => Some(input),
-                _ = tokio::time::sleep_until(at) => None,
-            },
-            None => Some(inbox.recv().await),
+        let deadline = timers.next_deadline();
+        let input = tokio::select! {
+            biased;
+            () = log.wait_durable() => {
+                release::<P>(me, &router, &mut probe, &mut gate, &log, &metrics);
+                continue;
+            }
+            input = inbox.recv() => Some(input),
+            _ = sleep_until(deadline) => None,
         };
         match input {
             // Every sender is gone: the node is shutting down.
@@ -150,36 +155,58 @@ fn publish<P: Protocol>(
     gauges.inbox.store(inbox.len() as u64, Ordering::Relaxed);
 }
 
-/// What the replica made durable, and the messages that wait for it. In
-/// memory: a record is durable once appended (the disk comes with crash
-/// recovery), so nothing waits long — but the order is the contract's.
-struct Durable<P: Protocol> {
-    log: MemoryLog<<P::Replica as Replica>::Record>,
-    gate: SendGate<P::Message>,
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
+/// Sends `msg` from replica `me`, measuring a read answer that waited.
+fn send<P: Protocol>(
+    me: ReplicaId,
+    router: &Router<P::Message>,
+    probe: &mut ReadWaitProbe<Instant>,
+    metrics: &Metrics,
+    to: causeway_protocol::Addr,
+    msg: P::Message,
+) {
+    if let Some((tag, since)) = probe.on_send(to, &msg) {
+        // The tag names the transaction, unique within the DC.
+        metrics.read_waited(me.dc.0, tag.tx, since.elapsed());
+    }
+    router.send(causeway_protocol::Addr::Replica(me), to, msg);
+}
+
+#[allow(clippy::too_many_arguments)]
 fn flush<P: Protocol>(
     out: &mut ReplicaEffects<P::Replica>,
     me: ReplicaId,
     router: &Router<P::Message>,
     timers: &mut Timers<<P::Replica as Replica>::Timer>,
     probe: &mut ReadWaitProbe<Instant>,
-    durable: &mut Durable<P>,
+    gate: &mut SendGate<P::Message>,
+    log: &mut ReplicaLog<<P::Replica as Replica>::Record>,
     metrics: &Metrics,
 ) {
     for (timer, after) in out.timers.drain(..) {
         timers.arm(timer, after);
     }
-    let mut send = |to, msg: P::Message| {
-        if let Some((tag, since)) = probe.on_send(to, &msg) {
-            // The tag names the transaction, unique within the DC.
-            metrics.read_waited(me.dc.0, tag.tx, since.elapsed());
-        }
-        router.send(causeway_protocol::Addr::Replica(me), to, msg);
-    };
-    durable.gate.take(out, &mut durable.log, &mut send);
-    if durable.gate.held() > 0 {
-        durable.log.sync_all();
-        durable.gate.release(durable.log.synced(), &mut send);
+    gate.take(out, log, |to, msg| send::<P>(me, router, probe, metrics, to, msg));
+    if gate.held() > 0 {
+        gate.release(log.durable(), |to, msg| send::<P>(me, router, probe, metrics, to, msg));
     }
+}
+
+/// The log reports more records durable: what waited for them leaves.
+fn release<P: Protocol>(
+    me: ReplicaId,
+    router: &Router<P::Message>,
+    probe: &mut ReadWaitProbe<Instant>,
+    gate: &mut SendGate<P::Message>,
+    log: &ReplicaLog<<P::Replica as Replica>::Record>,
+    metrics: &Metrics,
+) {
+    gate.release(log.durable(), |to, msg| send::<P>(me, router, probe, metrics, to, msg));
 }

@@ -37,6 +37,7 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
         clients: client.map(|c| (DcId(0), local(c).into())).into_iter().collect(),
         peer: Some(local(peer).into()),
         metrics: None,
+        data_dir: None,
     };
     let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, 0).unwrap();
     plan.name = "peers".into();
@@ -127,6 +128,7 @@ async fn a_node_that_runs_another_protocol_is_refused_by_name() {
             clients: vec![(DcId(0), local(ports[1]).into())],
             peer: Some(local(ports[0]).into()),
             metrics: None,
+            data_dir: None,
         },
         NodePlan {
             name: "other".into(),
@@ -134,6 +136,7 @@ async fn a_node_that_runs_another_protocol_is_refused_by_name() {
             clients: vec![],
             peer: Some(local(ports[2]).into()),
             metrics: None,
+            data_dir: None,
         },
     ];
     let n0 = start(Arc::new(plan.clone()), "n0").await.unwrap();

@@ -131,6 +131,15 @@ impl Log {
         Ok(self.synced)
     }
 
+    /// Hands every appended record to the OS without syncing: they survive
+    /// a crash of the process (the OS writes them out), not of the machine.
+    /// Returns the log's length.
+    pub fn write_through(&mut self) -> Result<u64, StorageError> {
+        self.check_poisoned()?;
+        self.write_pending()?;
+        Ok(self.len)
+    }
+
     /// Replaces every record up to the current position with `state`: writes
     /// a new segment whose first frame is `state` (to a temporary name,
     /// fsync, rename, fsync the directory), then deletes the older segments

@@ -25,6 +25,10 @@ pub struct ServerArgs {
     /// processes sharing a small machine: no wake-ups between threads.
     #[arg(long)]
     threads: Option<usize>,
+    /// Where this node keeps its logs (overrides the node's data_dir in the
+    /// config file). A node without one keeps nothing across a restart.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -39,6 +43,25 @@ pub struct DevArgs {
     /// on a port no DC's clients use.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// Keep the cluster's logs here, to restart it with its data (default:
+    /// a temporary directory, deleted on exit).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+/// Where an embedded cluster keeps its logs: `--data-dir`, or a temporary
+/// directory that lives as long as the returned guard.
+pub fn embedded_data_dir(given: Option<PathBuf>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match given {
+        Some(dir) => Ok((dir, None)),
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("causeway-")
+                .tempdir()
+                .context("cannot create a temporary data directory (give one with --data-dir)")?;
+            Ok((temp.path().to_path_buf(), Some(temp)))
+        }
+    }
 }
 
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -105,6 +128,17 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let node_name = args.node.expect("clap requires --node without --check");
+    let mut plan = plan;
+    let index = plan.node_index(&node_name).expect("checked above");
+    if let Some(dir) = args.data_dir {
+        plan.nodes[index].data_dir = Some(dir);
+    }
+    match &plan.nodes[index].data_dir {
+        Some(dir) => println!("node {node_name} keeps its data in {} (fsync = {})", dir.display(), plan.fsync.name()),
+        None => eprintln!(
+            "warning: node {node_name} has no data_dir (in the config file or --data-dir): it keeps nothing across a restart"
+        ),
+    }
     let rt = runtime_with(args.threads)?;
     rt.block_on(async {
         let node = start(Arc::new(plan), &node_name).await?;
@@ -137,6 +171,8 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
     }
     let mut plan = c.plan(args.port)?;
     plan.nodes[0].metrics = args.metrics.map(Into::into);
+    let (data_dir, _temporary) = embedded_data_dir(args.data_dir)?;
+    plan.nodes[0].data_dir = Some(data_dir.clone());
     let rt = runtime()?;
     rt.block_on(async {
         let (protocol, dcs, partitions) = (plan.protocol, plan.topology.dc_count(), plan.topology.partition_count());
@@ -150,6 +186,11 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
         for (dc, addr) in &node.clients {
             println!("  DC {}  clients: {addr}", dc.0);
         }
+        println!(
+            "  data:    {}{}",
+            data_dir.display(),
+            if _temporary.is_some() { " (temporary: give --data-dir to keep it)" } else { "" }
+        );
         if let Some(addr) = node.metrics_addr {
             println!("  metrics: http://{addr}/metrics");
         }

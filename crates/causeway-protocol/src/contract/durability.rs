@@ -9,6 +9,27 @@ use crate::ids::Addr;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+/// Where a driver appends a replica's records: it tells how many are
+/// durable, and the gate releases the messages that waited for them.
+pub trait RecordLog<R> {
+    /// Appends `records` (draining them; not durable yet); returns the
+    /// log's new length.
+    fn append_all(&mut self, records: &mut Vec<R>) -> usize;
+
+    /// How many records are durable.
+    fn durable(&self) -> usize;
+}
+
+impl<R: Clone> RecordLog<R> for MemoryLog<R> {
+    fn append_all(&mut self, records: &mut Vec<R>) -> usize {
+        self.append(records.drain(..))
+    }
+
+    fn durable(&self) -> usize {
+        self.synced
+    }
+}
+
 /// A replica's records, in the order it persisted them: those up to
 /// [`MemoryLog::synced`] are durable, the rest would be lost by a crash.
 #[derive(Debug)]
@@ -88,10 +109,10 @@ impl<M> SendGate<M> {
     /// are held (they queue behind them); its `after_durable` ones wait
     /// until the log is synced up to its length after this step. Hot path:
     /// nothing is allocated when nothing waits.
-    pub fn take<T, R: Clone>(
+    pub fn take<T, R>(
         &mut self,
         out: &mut Effects<M, T, R>,
-        log: &mut MemoryLog<R>,
+        log: &mut impl RecordLog<R>,
         mut send: impl FnMut(Addr, M),
     ) {
         for (to, msg) in out.messages.drain(..) {
@@ -106,8 +127,8 @@ impl<M> SendGate<M> {
         if out.records.is_empty() && out.after_durable.is_empty() {
             return;
         }
-        let needs = log.append(out.records.drain(..));
-        let synced = log.synced();
+        let needs = log.append_all(&mut out.records);
+        let synced = log.durable();
         for (to, msg) in out.after_durable.drain(..) {
             if needs <= synced && !self.held.contains_key(&to) {
                 send(to, msg);

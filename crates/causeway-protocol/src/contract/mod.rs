@@ -36,7 +36,7 @@ pub mod replica;
 pub mod session;
 
 pub use data::{CommitStamp, Key, Value};
-pub use durability::{MemoryLog, SendGate};
+pub use durability::{MemoryLog, RecordLog, SendGate};
 pub use effects::{Effects, FaultPoints, NoRecord};
 pub use guarantee::Guarantee;
 pub use limits::Limits;

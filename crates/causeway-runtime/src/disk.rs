@@ -1,0 +1,271 @@
+//! A replica's records on disk: its write-ahead log (`causeway-storage`) in
+//! a directory of its own under the node's data directory, a thread that
+//! writes and syncs it, and the record log the replica task's send gate
+//! appends to.
+//!
+//! Group commit: the thread takes every record the task sent since its last
+//! round, writes them, syncs once (under `fsync = "always"`), and tells the
+//! task how many records are durable; the messages that waited for them
+//! leave then. What "durable" means is the [`Fsync`] mode's:
+//!
+//! * `always` — synced to the disk: survives a crash of the machine;
+//! * `batch` — handed to the OS at once (survives a crash of the process)
+//!   and synced every [`BATCH_INTERVAL`]: a machine crash loses at most that
+//!   much acknowledged work;
+//! * `never` — handed to the OS, never synced: for benchmarks.
+
+use crate::error::StartError;
+use causeway_protocol::contract::RecordLog;
+use causeway_protocol::ReplicaId;
+use causeway_storage::{Identity, Log, StorageError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// When records count as durable: see the module's documentation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fsync {
+    #[default]
+    Always,
+    Batch,
+    Never,
+}
+
+impl FromStr for Fsync {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Fsync, String> {
+        match s {
+            "always" => Ok(Fsync::Always),
+            "batch" => Ok(Fsync::Batch),
+            "never" => Ok(Fsync::Never),
+            other => Err(format!("fsync = {other:?}: expected \"always\", \"batch\" or \"never\"")),
+        }
+    }
+}
+
+impl Fsync {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::Batch => "batch",
+            Fsync::Never => "never",
+        }
+    }
+}
+
+/// How often `fsync = "batch"` syncs.
+pub const BATCH_INTERVAL: Duration = Duration::from_millis(5);
+
+/// The directory of replica `id` under a node's data directory.
+pub fn replica_dir(data_dir: &Path, id: ReplicaId) -> PathBuf {
+    data_dir.join(format!("dc{}-p{}", id.dc.0, id.partition.0))
+}
+
+/// What a replica's log held when its node started.
+pub struct Opened<R> {
+    pub log: DiskLog<R>,
+    pub records: Vec<R>,
+    /// Whether the log held anything: the replica recovers rather than
+    /// starting empty.
+    pub had_state: bool,
+}
+
+/// Opens (or creates) the log of replica `id` of node `node` in cluster
+/// `cluster`, reads back its records, and starts its disk thread. Damage
+/// other than a torn tail, a directory of another cluster or node, or a
+/// record this version cannot read stops the start with a message naming
+/// the file.
+pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
+    data_dir: &Path,
+    cluster: &str,
+    node: &str,
+    id: ReplicaId,
+    fsync: Fsync,
+) -> Result<Opened<R>, StartError> {
+    let dir = replica_dir(data_dir, id);
+    let replica = format!("{node}/dc{}-p{}", id.dc.0, id.partition.0);
+    let identity = Identity::new(cluster, replica);
+    let storage = |e: StorageError| StartError::Storage(format!("{}: {e}", dir.display()));
+    let (log, recovered) = Log::open(&dir, &identity).map_err(storage)?;
+    if let Some(torn) = &recovered.torn_tail {
+        tracing::warn!("replica dc{}-p{}: cut a torn log tail: {torn:?}", id.dc.0, id.partition.0);
+    }
+    if recovered.checkpoint.is_some() {
+        return Err(StartError::Storage(format!(
+            "{}: the log starts with a checkpoint, which this version does not take or read",
+            dir.display()
+        )));
+    }
+    let had_state = !recovered.records.is_empty();
+    let mut records = Vec::with_capacity(recovered.records.len());
+    for (i, bytes) in recovered.records.iter().enumerate() {
+        let record = postcard::from_bytes(bytes).map_err(|e| {
+            StartError::Storage(format!(
+                "{}: record {} cannot be read by this version ({e}); the log is left as it is",
+                dir.display(),
+                recovered.base + i as u64 + 1
+            ))
+        })?;
+        records.push(record);
+    }
+    let len = recovered.len() as usize;
+    let (requests, thread_rx) = std_mpsc::channel();
+    let (durable_tx, durable_rx) = mpsc::unbounded_channel();
+    let name = format!("disk dc{}-p{}", id.dc.0, id.partition.0);
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || disk_thread(log, fsync, thread_rx, durable_tx, id))
+        .map_err(|e| StartError::Storage(format!("cannot start the disk thread of {}: {e}", dir.display())))?;
+    let log = DiskLog { requests, durable: durable_rx, appended: len, synced: len, _records: PhantomData };
+    Ok(Opened { log, records, had_state })
+}
+
+/// The replica task's side of its log: records go to the disk thread, and
+/// word of what is durable comes back.
+pub struct DiskLog<R> {
+    requests: std_mpsc::Sender<Vec<Vec<u8>>>,
+    durable: mpsc::UnboundedReceiver<usize>,
+    appended: usize,
+    synced: usize,
+    _records: PhantomData<fn(R)>,
+}
+
+impl<R> DiskLog<R> {
+    /// Waits for the disk thread to report more records durable; returns
+    /// whether it did (`false`: the thread is gone).
+    pub async fn wait_durable(&mut self) -> bool {
+        match self.durable.recv().await {
+            Some(n) => {
+                self.synced = self.synced.max(n);
+                while let Ok(n) = self.durable.try_recv() {
+                    self.synced = self.synced.max(n);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether records wait to be durable.
+    pub fn is_behind(&self) -> bool {
+        self.synced < self.appended
+    }
+}
+
+/// A replica's log: on disk, or — for a node without a data directory —
+/// nowhere, every record counting as durable at once and kept by nothing.
+pub enum ReplicaLog<R> {
+    Disk(DiskLog<R>),
+    Nowhere { appended: usize },
+}
+
+impl<R> ReplicaLog<R> {
+    /// Waits until the disk reports more records durable; never returns for
+    /// a log that is nowhere or has nothing pending.
+    pub async fn wait_durable(&mut self) {
+        match self {
+            ReplicaLog::Disk(log) if log.is_behind() => {
+                if !log.wait_durable().await {
+                    std::future::pending::<()>().await;
+                }
+            }
+            _ => std::future::pending().await,
+        }
+    }
+}
+
+impl<R: Serialize> RecordLog<R> for ReplicaLog<R> {
+    fn append_all(&mut self, records: &mut Vec<R>) -> usize {
+        match self {
+            ReplicaLog::Disk(log) => log.append_all(records),
+            ReplicaLog::Nowhere { appended } => {
+                *appended += records.len();
+                records.clear();
+                *appended
+            }
+        }
+    }
+
+    fn durable(&self) -> usize {
+        match self {
+            ReplicaLog::Disk(log) => log.durable(),
+            ReplicaLog::Nowhere { appended } => *appended,
+        }
+    }
+}
+
+impl<R: Serialize> RecordLog<R> for DiskLog<R> {
+    fn append_all(&mut self, records: &mut Vec<R>) -> usize {
+        if records.is_empty() {
+            return self.appended;
+        }
+        let bytes: Vec<Vec<u8>> =
+            records.drain(..).map(|r| postcard::to_allocvec(&r).expect("protocol records serialize")).collect();
+        self.appended += bytes.len();
+        // A closed channel means the disk thread stopped the process.
+        let _ = self.requests.send(bytes);
+        self.appended
+    }
+
+    fn durable(&self) -> usize {
+        self.synced
+    }
+}
+
+/// The disk thread: writes what arrives, makes it durable as the mode says,
+/// reports how far. A failed write or sync leaves the replica unable to
+/// keep its promises: the process stops (crash-stop), naming the error.
+fn disk_thread(
+    mut log: Log,
+    fsync: Fsync,
+    requests: std_mpsc::Receiver<Vec<Vec<u8>>>,
+    durable: mpsc::UnboundedSender<usize>,
+    id: ReplicaId,
+) {
+    let fail = |e: StorageError| -> ! {
+        tracing::error!("replica dc{}-p{}: {e}; stopping the process", id.dc.0, id.partition.0);
+        eprintln!("causeway: replica dc{}-p{}: {e}; stopping the process", id.dc.0, id.partition.0);
+        std::process::abort();
+    };
+    let mut last_sync = Instant::now();
+    let mut reported = log.len();
+    loop {
+        let first = match fsync {
+            Fsync::Batch => match requests.recv_timeout(BATCH_INTERVAL) {
+                Ok(batch) => Some(batch),
+                Err(std_mpsc::RecvTimeoutError::Timeout) => None,
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+            },
+            _ => match requests.recv() {
+                Ok(batch) => Some(batch),
+                Err(_) => return,
+            },
+        };
+        let mut batches = first.into_iter().chain(std::iter::from_fn(|| requests.try_recv().ok()));
+        for batch in &mut batches {
+            for record in batch {
+                log.append(&record).unwrap_or_else(|e| fail(e));
+            }
+        }
+        let written = match fsync {
+            Fsync::Always => log.sync(),
+            Fsync::Batch if last_sync.elapsed() >= BATCH_INTERVAL => {
+                last_sync = Instant::now();
+                log.sync()
+            }
+            Fsync::Batch | Fsync::Never => log.write_through(),
+        }
+        .unwrap_or_else(|e| fail(e));
+        if written != reported {
+            reported = written;
+            if durable.send(written as usize).is_err() {
+                return;
+            }
+        }
+    }
+}

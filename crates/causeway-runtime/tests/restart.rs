@@ -1,0 +1,75 @@
+//! A node with a data directory keeps what it acknowledged across a
+//! restart, every protocol of the two-phase-commit family; a data
+//! directory of another cluster or node is refused.
+
+use bytes::Bytes;
+use causeway_client::Client;
+use causeway_protocol::{DcId, ProtocolKind};
+use causeway_runtime::{start, ClusterPlan, StartError};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn plan(kind: ProtocolKind, dir: &std::path::Path) -> ClusterPlan {
+    let mut plan = ClusterPlan::embedded(kind, 2, 2, None, 0).unwrap();
+    plan.nodes[0].data_dir = Some(dir.to_path_buf());
+    plan
+}
+
+/// Reads `keys` in DC `dc` until they hold `want` (stable times catch up
+/// after a restart), for at most 10 s.
+async fn read_until(client: &mut Client, keys: &[String], want: &[Option<Bytes>]) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = client.read_only(keys).await.unwrap();
+        if got == want {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "after the restart: {got:?}, acknowledged: {want:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_a_restart_of_the_node() {
+    for kind in [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure] {
+        let dir = tempfile::tempdir().unwrap();
+        let keys: Vec<String> = (0..8).map(|i| format!("key{i}")).collect();
+        let want: Vec<Option<Bytes>> = keys.iter().map(|k| Some(Bytes::from(format!("{k}=2")))).collect();
+        {
+            let node = start(Arc::new(plan(kind, dir.path())), "embedded").await.unwrap();
+            let mut client = Client::connect(node.client_addr(DcId(0)).unwrap()).await.unwrap();
+            for round in 0..3 {
+                client.begin().await.unwrap();
+                for k in &keys {
+                    client.write(k.clone(), format!("{k}={round}")).await.unwrap();
+                }
+                client.commit().await.unwrap();
+            }
+            // The node stops with its tasks; only the disk keeps anything.
+        }
+        let node = start(Arc::new(plan(kind, dir.path())), "embedded").await.unwrap();
+        for dc in [DcId(0), DcId(1)] {
+            let mut client = Client::connect(node.client_addr(dc).unwrap()).await.unwrap();
+            read_until(&mut client, &keys, &want).await;
+        }
+        // And it goes on committing above what it committed before.
+        let mut client = Client::connect(node.client_addr(DcId(0)).unwrap()).await.unwrap();
+        client.begin().await.unwrap();
+        client.write("key0", "after").await.unwrap();
+        client.commit().await.unwrap();
+        assert_eq!(client.read_only(&["key0"]).await.unwrap(), vec![Some(Bytes::from("after"))], "{kind}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_directory_of_another_cluster_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(start(Arc::new(plan(ProtocolKind::Wren, dir.path())), "embedded").await.unwrap());
+    let mut other = plan(ProtocolKind::Wren, dir.path());
+    other.name = "another".into();
+    match start(Arc::new(other), "embedded").await {
+        Err(StartError::Storage(why)) => assert!(why.contains("another") && why.contains("embedded"), "{why}"),
+        Err(e) => panic!("refused for the wrong reason: {e}"),
+        Ok(_) => panic!("a data directory of another cluster was accepted"),
+    }
+}
