@@ -182,7 +182,9 @@ impl From<SessionError> for Error {
             SessionError::InvalidArgument(s) => Error::InvalidArgument(s),
             SessionError::TooLarge { what, size, limit } => Error::TooLarge { what, size, limit },
             SessionError::RefusedEarlier { cause } => Error::RefusedEarlier { cause },
-            e @ SessionError::OperationInProgress => Error::Server(WireError::Session(e)),
+            e @ (SessionError::OperationInProgress | SessionError::OutcomeUnknown) => {
+                Error::Server(WireError::Session(e))
+            }
         }
     }
 }

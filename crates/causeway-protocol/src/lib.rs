@@ -12,7 +12,8 @@
 //!   uses), [`twopc`] (coordinator, cohort, replication and client of the
 //!   protocols that commit through a coordinator), [`txn`] (a transaction's
 //!   write and read sets), [`mvstore`] (version chains), [`hlc`],
-//!   [`topology`], [`ids`].
+//!   [`topology`], [`ids`], [`recovery`] (clock and id reservations, and
+//!   replication streams that resume after a crash).
 //! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`].
 
 pub mod contract;
@@ -22,6 +23,7 @@ pub mod hlc;
 pub mod ids;
 pub mod kind;
 pub mod mvstore;
+pub mod recovery;
 pub mod session_core;
 pub mod topology;
 pub mod twopc;

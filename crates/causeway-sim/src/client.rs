@@ -143,6 +143,10 @@ impl<S: Session> WorkloadClient<S> {
                 (Phase::Committing, SessionEvent::Committed(stamp)) => {
                     return Some(self.finish(elapsed, Status::Committed, stamp));
                 }
+                // The commit may have taken effect: the history says so.
+                (Phase::Committing, SessionEvent::Failed(SessionError::OutcomeUnknown)) => {
+                    return Some(self.finish(elapsed, Status::Unknown, None));
+                }
                 (_, SessionEvent::Failed(_) | SessionEvent::Aborted(_)) => {
                     return Some(self.finish(elapsed, Status::Aborted, None))
                 }

@@ -9,16 +9,18 @@
 //! last-writer-wins winner among the acknowledged writes — or a write of a
 //! transaction whose outcome is unknown, which may have beaten it), and
 //! heal: once the last crash is over the cluster settles — every replica's
-//! stable time passes the newest acknowledged commit of every DC — within
-//! the settle limit the test sets.
+//! stable time passes the newest acknowledged commit of every DC (EC, which
+//! has none: every replica is quiescent, every write held everywhere) —
+//! within the settle limit the test sets.
 
 mod common;
 
 use causeway_history::{check, OpKind, Report, Status};
 use causeway_protocol::cure::{Cure, HCure};
+use causeway_protocol::ec::Ec;
 use causeway_protocol::wren::Wren;
 use causeway_protocol::Protocol;
-use causeway_sim::{random_crashes, Cut, DiskModel, Faults, SimConfig, SimReport, Simulation};
+use causeway_sim::{random_crashes, Crash, CrashTarget, Cut, DiskModel, Faults, SimConfig, SimReport, Simulation};
 use causeway_workload::{WorkloadConfig, WorkloadKind};
 use common::{par_seeds, seeds};
 use rand::{Rng, SeedableRng};
@@ -200,6 +202,40 @@ fn h_cure_survives_crashes() {
     summarize("h-cure", &survives_crashes::<HCure>(seeds(500)));
 }
 
+/// EC has no stable time: its run settles when every replica is quiescent
+/// — every write applied anywhere acknowledged by every peer — so settling
+/// is converging. A commit whose partition did not answer in time is
+/// `unknown`, as EC commits nothing atomically.
+#[test]
+fn ec_survives_crashes() {
+    summarize("ec", &survives_crashes::<Ec>(seeds(500)));
+}
+
+/// A partition down longer than EC's commit timeout (1 s, shorter than the
+/// clients' 1.5 s): the coordinators whose commits wrote to it tell their
+/// clients that the outcome is unknown — recorded `unknown`, not aborted,
+/// as part of the writes may have taken effect — and every run still keeps
+/// its promises once the partition is back.
+#[test]
+fn ec_tells_its_clients_the_outcome_is_unknown_when_a_partition_stays_down() {
+    let reports = par_seeds(seeds(20), |seed| {
+        let mut config = crash_config(seed);
+        (config.dcs, config.partitions) = (2, 3);
+        config.cuts.clear();
+        let target = CrashTarget::Replica { dc: 0, partition: 1 };
+        config.faults.crashes = vec![Crash { target, at_us: 100_000, down_us: 1_500_000 }];
+        if let WorkloadKind::Random(w) = &mut config.workload {
+            (w.partitions_per_txn, w.writes_per_txn) = (3, 3);
+        }
+        let report = Simulation::<Ec>::new(config, &Default::default()).expect("valid config").run();
+        let problems = problems::<Ec>(&report, &check(&report.history));
+        assert!(problems.is_empty(), "seed {seed}: {}", problems.join("\n  "));
+        report
+    });
+    let told = reports.iter().map(|r| r.unknown as u64 - r.faults.transactions_abandoned).sum::<u64>();
+    assert!(told > 0, "no coordinator told a client that the outcome is unknown");
+}
+
 /// Replays one seed of the runs above with its report and every violation:
 /// `CAUSEWAY_SEED=24 CAUSEWAY_PROTOCOL=wren cargo test -p causeway-sim
 /// --test crashes replay_a_seed -- --ignored --nocapture`.
@@ -212,6 +248,7 @@ fn replay_a_seed() {
     let report = match std::env::var("CAUSEWAY_PROTOCOL").as_deref() {
         Ok("cure") => Simulation::<Cure>::new(config, &Default::default()).unwrap().run(),
         Ok("h-cure") => Simulation::<HCure>::new(config, &Default::default()).unwrap().run(),
+        Ok("ec") => Simulation::<Ec>::new(config, &Default::default()).unwrap().run(),
         _ => Simulation::<Wren>::new(config, &Default::default()).unwrap().run(),
     };
     println!("{report}\n{:#?}\nlost: {:?}", check(&report.history), lost_writes(&report));

@@ -31,6 +31,13 @@ pub enum SessionError {
     /// meant, so the transaction was aborted instead.
     #[error("the transaction was aborted, not committed: an operation in it was refused ({cause})")]
     RefusedEarlier { cause: String },
+    /// The commit was sent but its outcome is not known: the store could
+    /// not confirm it in time (a partition it wrote, or the coordinator,
+    /// did not answer). It may have taken effect — under a protocol without
+    /// atomic commits (EC) even in part — or not at all; read the keys to
+    /// find out. The transaction is over.
+    #[error("the outcome of the commit is unknown: it may have taken effect, in whole or in part, or not at all")]
+    OutcomeUnknown,
 }
 
 /// Why the store aborted a transaction the client wanted to commit. Not an

@@ -290,7 +290,7 @@ impl FamilyReplica for CureReplica {
     /// FIFO links deliver a replica's groups in commit order, so the
     /// sender's entry can advance to `ct`.
     fn replicated(&mut self, from: Addr, ct: Timestamp, txs: Vec<TxWrites>) {
-        let Some(source) = self.core.replication.source_of(from) else {
+        let Some(source) = self.core.replication.streams.source_of(from) else {
             self.core.refuse();
             return;
         };
@@ -304,7 +304,7 @@ impl FamilyReplica for CureReplica {
     }
 
     fn heartbeat(&mut self, from: Addr, t: Timestamp) {
-        match self.core.replication.source_of(from) {
+        match self.core.replication.streams.source_of(from) {
             Some(source) => self.vv.raise(source, t),
             None => self.core.refuse(),
         }

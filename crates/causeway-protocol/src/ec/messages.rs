@@ -3,6 +3,7 @@
 use crate::contract::{Key, Message, MsgClass, ReadTag, SessionError, Value};
 use crate::hlc::Timestamp;
 use crate::ids::TxId;
+use crate::recovery::StreamMsg;
 use serde::{Deserialize, Serialize};
 
 /// The writes of one transaction to one partition, as replicated.
@@ -17,16 +18,79 @@ pub struct EcWrites {
 pub enum EcMsg {
     // Client ↔ partitions of its DC: reads go straight to the partitions;
     // `tag` tells a session's read rounds apart.
-    ReadReq { tag: ReadTag, keys: Vec<Key> },
-    ReadResp { tag: ReadTag, values: Vec<(Key, Option<Value>)> },
+    ReadReq {
+        tag: ReadTag,
+        keys: Vec<Key>,
+    },
+    ReadResp {
+        tag: ReadTag,
+        values: Vec<(Key, Option<Value>)>,
+    },
     // Client ↔ its coordinator.
-    CommitReq { hwt: Timestamp, writes: Vec<(Key, Option<Value>)> },
-    CommitResp { tx: TxId, ct: Timestamp },
-    TxError { error: SessionError },
-    // Coordinator → the other partitions written: apply at once.
+    CommitReq {
+        hwt: Timestamp,
+        writes: Vec<(Key, Option<Value>)>,
+    },
+    /// Every partition written holds the writes durably.
+    CommitResp {
+        tx: TxId,
+        ct: Timestamp,
+    },
+    /// A partition written did not say in time that it holds the writes:
+    /// they may have taken effect at some partitions, at all or at none
+    /// (EC commits nothing atomically). If they did, it is at `ct`.
+    CommitUnknown {
+        tx: TxId,
+        ct: Timestamp,
+    },
+    TxError {
+        error: SessionError,
+    },
+    // Coordinator ↔ the other partitions written.
+    /// Apply at once (resent while unanswered: applying twice is harmless).
     Apply(EcWrites),
-    // Between replicas of a partition in different DCs, every Δ_R.
-    Replicate { txs: Vec<EcWrites> },
+    /// The writes of `tx` are durable here.
+    Applied {
+        tx: TxId,
+    },
+    // Between replicas of a partition in different DCs: the writes of the
+    // sender's DC, every Δ_R, at increasing positions `upto` of its stream
+    // (the position of the last one), and the resume and acknowledgement
+    // of that stream ([`crate::recovery::stream`]).
+    Replicate {
+        upto: u64,
+        txs: Vec<EcWrites>,
+    },
+    Resume {
+        have: u64,
+        restarted: bool,
+    },
+    ResumeFrom {
+        from: u64,
+    },
+    Ack {
+        upto: u64,
+    },
+}
+
+/// EC's replication streams: positions count the writes of the sender's DC
+/// it applied, from 1.
+impl StreamMsg<u64, EcWrites> for EcMsg {
+    fn group(upto: u64, txs: Vec<EcWrites>) -> Self {
+        EcMsg::Replicate { upto, txs }
+    }
+
+    fn resume(have: u64, restarted: bool) -> Self {
+        EcMsg::Resume { have, restarted }
+    }
+
+    fn resume_from(from: u64) -> Self {
+        EcMsg::ResumeFrom { from }
+    }
+
+    fn ack(upto: u64) -> Self {
+        EcMsg::Ack { upto }
+    }
 }
 
 impl Message for EcMsg {
@@ -38,10 +102,17 @@ impl Message for EcMsg {
             | EcMsg::ReadResp { .. }
             | EcMsg::CommitReq { .. }
             | EcMsg::CommitResp { .. }
+            | EcMsg::CommitUnknown { .. }
             | EcMsg::TxError { .. } => MsgClass::CLIENT,
-            EcMsg::Apply(_) => MsgClass::TRANSACTION,
-            EcMsg::Replicate { .. } => MsgClass::REPLICATION,
+            EcMsg::Apply(_) | EcMsg::Applied { .. } => MsgClass::TRANSACTION,
+            EcMsg::Replicate { .. } | EcMsg::Resume { .. } | EcMsg::ResumeFrom { .. } | EcMsg::Ack { .. } => {
+                MsgClass::REPLICATION
+            }
         }
+    }
+
+    fn is_background(&self) -> bool {
+        matches!(self, EcMsg::Ack { .. })
     }
 
     fn read_request(&self) -> Option<ReadTag> {

@@ -9,11 +9,22 @@
 //!   its DC, one round; writes are buffered until commit.
 //! * [`replica`] — a partition: serves reads, assigns commit times as a
 //!   coordinator, applies writes, replicates them every Δ_R.
+//! * [`commits`] — the commits a coordinator waits on, until every
+//!   partition written holds the writes durably.
+//! * [`durable`] — what a replica makes durable ([`EcRecord`]), and the
+//!   messages that wait for it: a commit is acknowledged only once every
+//!   partition it wrote holds it on disk, and a crashed replica is rebuilt
+//!   from its records and gets back from its peers what it lost.
 
+pub mod commits;
+pub mod durable;
 pub mod messages;
 pub mod replica;
 pub mod session;
+#[cfg(test)]
+mod tests;
 
+use crate::contract::protocol::RecordOf;
 use crate::contract::Guarantee;
 use crate::contract::{Protocol, SessionSetup, Tuning};
 use crate::ids::ReplicaId;
@@ -21,6 +32,7 @@ use crate::session_core::SessionCore;
 use crate::topology::Topology;
 use std::sync::Arc;
 
+pub use durable::EcRecord;
 pub use messages::EcMsg;
 pub use replica::{EcReplica, EcTimer};
 pub use session::{EcClient, EcSession, EcSessionState};
@@ -31,6 +43,13 @@ pub struct EcConfig {
     /// Δ_R: how often a replica sends the writes applied here to the other
     /// DCs, in microseconds.
     pub apply_interval_us: u64,
+    /// A coordinator gives up waiting for a partition that does not say it
+    /// holds a commit's writes after this long (it crashed, or its answer
+    /// did): the client hears that the outcome is unknown.
+    pub commit_timeout_us: u64,
+    /// How often the heal round runs: writes a partition has not answered
+    /// are sent again, replication streams acknowledged and resumed.
+    pub heal_interval_us: u64,
     /// Deliberate protocol bugs, for tests that prove the checker can see.
     /// Never set outside tests.
     #[doc(hidden)]
@@ -39,7 +58,12 @@ pub struct EcConfig {
 
 impl Default for EcConfig {
     fn default() -> Self {
-        EcConfig { apply_interval_us: 5_000, fault: EcFault::None }
+        EcConfig {
+            apply_interval_us: 5_000,
+            commit_timeout_us: 1_000_000,
+            heal_interval_us: 100_000,
+            fault: EcFault::None,
+        }
     }
 }
 
@@ -79,11 +103,18 @@ impl Protocol for Ec {
         if config.apply_interval_us == 0 {
             return Err("Δ_R must be positive".into());
         }
+        if config.commit_timeout_us == 0 || config.heal_interval_us == 0 {
+            return Err("the commit timeout and the heal interval must be positive".into());
+        }
         Ok(())
     }
 
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &EcConfig) -> EcReplica {
         EcReplica::new(id, topology, config.clone())
+    }
+
+    fn recover(id: ReplicaId, topology: Arc<Topology>, config: &EcConfig, records: Vec<RecordOf<Self>>) -> EcReplica {
+        replica::recover(Self::replica(id, topology, config), records)
     }
 
     fn session(setup: SessionSetup, _config: &EcConfig) -> EcSession {

@@ -1,14 +1,20 @@
 //! An EC partition replica: reads the newest version, applies writes the
-//! moment they arrive, replicates them every Δ_R, keeps one version per key.
+//! moment they arrive, replicates them every Δ_R, keeps one version per key
+//! — and makes durable what it applied before anyone hears of it, so that
+//! it survives crashes ([`super::durable`]).
 
+use super::commits::Commits;
+use super::durable::EcRecord;
 use super::messages::{EcMsg, EcWrites};
 use super::{EcConfig, EcFault};
 use crate::contract::replica::ReplicaEffects;
-use crate::contract::{CommitStamp, Key, NoRecord, Replica, ReplicaCounters, SessionError, Value};
+use crate::contract::{CommitStamp, Key, Replica, ReplicaCounters, SessionError, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
-use crate::ids::{Addr, DcId, ReplicaId, TxId};
+use crate::ids::{Addr, DcId, PartitionId, ReplicaId, TxId};
 use crate::mvstore::{MvStore, Version};
+use crate::recovery::{Incoming, PeerStreams, Reservations};
 use crate::topology::Topology;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 type Out = ReplicaEffects<EcReplica>;
@@ -17,31 +23,41 @@ type Out = ReplicaEffects<EcReplica>;
 pub enum EcTimer {
     /// Δ_R: send what was applied here since the last tick to the other DCs.
     Replicate,
+    /// Heal what a crash left behind: send again the writes a partition has
+    /// not answered, give up the commits it never answers, acknowledge and
+    /// resume replication streams.
+    Heal,
 }
 
 pub struct EcReplica {
     id: ReplicaId,
     topology: Arc<Topology>,
     config: EcConfig,
-    /// The replicas of this partition in the other DCs.
-    peers: Vec<Addr>,
     /// Commit times of the transactions this replica coordinates.
     hlc: Hlc,
     store: MvStore<()>,
     /// The newest commit time applied here from each DC.
     newest_from: Vec<Timestamp>,
-    /// Local writes applied and not yet replicated.
+    /// Writes of this DC applied here and not yet sent to the peers.
     outgoing: Vec<EcWrites>,
+    /// The position of the last write of this DC applied here, in the
+    /// stream to the peers (the first is 1).
+    seq: u64,
+    /// The streams to and from the replicas of this partition in the other
+    /// DCs.
+    streams: PeerStreams<u64, EcWrites>,
+    /// The commits this replica coordinates that wait for other partitions.
+    commits: Commits,
+    /// How far the clock and the transaction ids are reserved on disk.
+    reserved: Reservations,
     next_tx: u64,
     counters: ReplicaCounters,
 }
 
 impl EcReplica {
     pub fn new(id: ReplicaId, topology: Arc<Topology>, config: EcConfig) -> Self {
-        let peers = topology.peers_of(id).into_iter().map(Addr::Replica).collect();
         EcReplica {
             id,
-            peers,
             config,
             hlc: Hlc::new(),
             // One version per key, a tombstone included: EC has no time
@@ -49,6 +65,10 @@ impl EcReplica {
             store: MvStore::keeping_tombstones(),
             newest_from: vec![Timestamp::ZERO; topology.dc_count() as usize],
             outgoing: Vec::new(),
+            seq: 0,
+            streams: PeerStreams::new(id, &topology),
+            commits: Commits::default(),
+            reserved: Reservations::default(),
             next_tx: 0,
             counters: ReplicaCounters::default(),
             topology,
@@ -58,6 +78,11 @@ impl EcReplica {
     /// Number of versions of `key` stored here (at most one).
     pub fn chain_len(&self, key: &[u8]) -> usize {
         self.store.chain(key).map_or(0, |c| c.len())
+    }
+
+    /// The replica of `partition` in this DC.
+    fn partition(&self, partition: PartitionId) -> Addr {
+        Addr::Replica(ReplicaId { partition, ..self.id })
     }
 
     /// Applies one transaction's writes; only the newest version of each key
@@ -79,15 +104,22 @@ impl EcReplica {
         self.counters.transactions_applied += 1;
     }
 
-    fn apply_local(&mut self, now: PhysicalMicros, tx: EcWrites) {
+    /// A transaction of this DC: applied, made durable at the next position
+    /// of the stream to the peers, and sent with the next round.
+    fn apply_local(&mut self, now: PhysicalMicros, tx: EcWrites, out: &mut Out) {
         self.apply(now, self.id.dc, &tx);
-        if !self.peers.is_empty() {
+        self.seq += 1;
+        if self.streams.peers().is_empty() {
+            out.persist(EcRecord::Local { seq: self.seq, tx });
+        } else {
+            out.persist(EcRecord::Local { seq: self.seq, tx: tx.clone() });
             self.outgoing.push(tx);
         }
     }
 
     /// The coordinator: one commit time, then every partition written
-    /// applies at once; the client is answered without waiting for them.
+    /// applies at once; the client is answered once every one of them holds
+    /// the writes durably — at once, when only this partition is written.
     fn on_commit_req(
         &mut self,
         now: PhysicalMicros,
@@ -105,15 +137,21 @@ impl EcReplica {
         let tx = TxId::new(self.id.partition, self.next_tx);
         self.next_tx += 1;
         let ct = self.hlc.tick(now, hwt);
+        let mut others = BTreeMap::new();
         for (partition, writes) in self.topology.group_by_partition(last_writes, |(k, _)| k) {
             let w = EcWrites { txid: tx, ct, writes };
             if partition == self.id.partition {
-                self.apply_local(now, w);
+                self.apply_local(now, w, out);
             } else {
-                out.send(Addr::Replica(ReplicaId { partition, ..self.id }), EcMsg::Apply(w));
+                out.send(self.partition(partition), EcMsg::Apply(w.clone()));
+                others.insert(partition, w);
             }
         }
-        out.send(client, EcMsg::CommitResp { tx, ct });
+        if others.is_empty() {
+            out.send_after_durable(client, EcMsg::CommitResp { tx, ct });
+        } else {
+            self.commits.wait(now, client, tx, ct, others);
+        }
     }
 
     fn on_read(&self, from: Addr, tag: crate::contract::ReadTag, keys: Vec<Key>, out: &mut Out) {
@@ -127,53 +165,146 @@ impl EcReplica {
         out.send(from, EcMsg::ReadResp { tag, values });
     }
 
+    /// Every Δ_R: what this DC wrote here since the last round goes to the
+    /// peers, at the position of its last write, once durable.
     fn replicate(&mut self, out: &mut Out) {
         if self.outgoing.is_empty() {
             return;
         }
         let txs = std::mem::take(&mut self.outgoing);
-        out.send_all(&self.peers, EcMsg::Replicate { txs });
+        self.streams.send(self.seq, txs, out);
     }
+
+    /// A group of DC `r`'s writes from its replica, taken if new.
+    fn on_replicate(&mut self, now: PhysicalMicros, from: Addr, upto: u64, txs: Vec<EcWrites>, out: &mut Out) {
+        match self.streams.incoming(from, upto, true) {
+            Incoming::Take(source) => {
+                for tx in &txs {
+                    self.apply(now, source, tx);
+                }
+                out.persist(EcRecord::Replicated { source, upto, txs });
+            }
+            Incoming::Drop => {}
+            Incoming::Refuse => self.counters.inputs_refused += 1,
+        }
+    }
+
+    /// The heal round: send again the writes a partition has not answered
+    /// for a round, give up (outcome unknown) the commits it has not
+    /// answered for the commit timeout, acknowledge and resume replication.
+    fn heal(&mut self, now: PhysicalMicros, out: &mut Out) {
+        for (client, tx, ct) in self.commits.overdue(now, self.config.commit_timeout_us) {
+            out.send(client, EcMsg::CommitUnknown { tx, ct });
+        }
+        for (partition, writes) in self.commits.unanswered(now, self.config.heal_interval_us) {
+            out.send(self.partition(partition), EcMsg::Apply(writes.clone()));
+        }
+        self.streams.refresh(out);
+    }
+
+    /// After every step: keep the reservations ahead of what was handed out.
+    fn reserve(&mut self, out: &mut Out) {
+        self.reserved.after_step(&self.hlc, self.next_tx, out);
+    }
+}
+
+/// A replica rebuilt from the records it made durable, applied again in
+/// order; the clock and the transaction ids resume above the reservations
+/// when it starts, and the streams resume from what each side holds.
+pub fn recover(mut replica: EcReplica, records: Vec<EcRecord>) -> EcReplica {
+    let here = replica.id.dc;
+    for record in records {
+        replica.reserved.restore(&record);
+        match record {
+            EcRecord::ClockReserved(_) | EcRecord::TxIdsReserved(_) => {}
+            EcRecord::Local { seq, tx } => {
+                replica.apply(0, here, &tx);
+                replica.seq = seq;
+                // Kept for the peers, which say at their resume what they
+                // hold of it.
+                replica.streams.keep(seq, vec![tx]);
+            }
+            EcRecord::Replicated { source, upto, txs } => {
+                replica.streams.restore_received(source, upto);
+                for tx in &txs {
+                    replica.apply(0, source, tx);
+                }
+            }
+        }
+    }
+    replica
 }
 
 impl Replica for EcReplica {
     type Message = EcMsg;
     type Timer = EcTimer;
-    type Record = NoRecord;
+    type Record = EcRecord;
 
     fn id(&self) -> ReplicaId {
         self.id
     }
 
+    /// At the first start and after every recovery: the clock and the
+    /// transaction ids resume above what was reserved, the timers are armed,
+    /// and the peers are asked for their streams.
     fn start(&mut self, now: PhysicalMicros, out: &mut Out) {
-        self.hlc.observe(now, Timestamp::ZERO);
+        let (clock, next_tx) = self.reserved.resume_points();
+        self.hlc.observe(now, clock);
+        self.next_tx = self.next_tx.max(next_tx);
         out.set_timer(EcTimer::Replicate, self.config.apply_interval_us);
+        out.set_timer(EcTimer::Heal, self.config.heal_interval_us);
+        self.streams.start(out);
+        self.reserve(out);
     }
 
     fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: EcMsg, out: &mut Out) {
+        let own_dc = matches!(from, Addr::Replica(r) if r.dc == self.id.dc);
         match msg {
             EcMsg::ReadReq { tag, keys } => self.on_read(from, tag, keys, out),
             EcMsg::CommitReq { hwt, writes } => self.on_commit_req(now, from, hwt, writes, out),
-            EcMsg::Apply(w) => match from {
-                Addr::Replica(r) if r.dc == self.id.dc => self.apply_local(now, w),
-                _ => self.counters.inputs_refused += 1,
-            },
-            EcMsg::Replicate { txs } => match from {
-                Addr::Replica(r) if r.dc != self.id.dc && self.peers.contains(&from) => {
-                    for tx in &txs {
-                        self.apply(now, r.dc, tx);
+            EcMsg::Apply(w) if own_dc => {
+                let tx = w.txid;
+                self.apply_local(now, w, out);
+                out.send_after_durable(from, EcMsg::Applied { tx });
+            }
+            EcMsg::Applied { tx } => match from {
+                Addr::Replica(r) if own_dc => {
+                    if let Some((client, tx, ct)) = self.commits.applied(tx, r.partition) {
+                        out.send_after_durable(client, EcMsg::CommitResp { tx, ct });
                     }
                 }
                 _ => self.counters.inputs_refused += 1,
             },
-            // Replies meant for clients: a peer speaking out of turn.
-            EcMsg::ReadResp { .. } | EcMsg::CommitResp { .. } | EcMsg::TxError { .. } => {
+            EcMsg::Replicate { upto, txs } => self.on_replicate(now, from, upto, txs, out),
+            EcMsg::Resume { have, restarted } => {
+                if !self.streams.on_resume(from, have, restarted, out) {
+                    self.counters.inputs_refused += 1;
+                }
+            }
+            EcMsg::ResumeFrom { .. } => {
+                if !self.streams.on_resume_from(from) {
+                    self.counters.inputs_refused += 1;
+                }
+            }
+            EcMsg::Ack { upto } => {
+                if !self.streams.on_ack(from, upto) {
+                    self.counters.inputs_refused += 1;
+                }
+            }
+            // Writes from outside the DC, or replies meant for clients: a
+            // peer speaking out of turn.
+            EcMsg::Apply(_)
+            | EcMsg::ReadResp { .. }
+            | EcMsg::CommitResp { .. }
+            | EcMsg::CommitUnknown { .. }
+            | EcMsg::TxError { .. } => {
                 self.counters.inputs_refused += 1;
             }
         }
+        self.reserve(out);
     }
 
-    fn on_timer(&mut self, _now: PhysicalMicros, timer: EcTimer, out: &mut Out) {
+    fn on_timer(&mut self, now: PhysicalMicros, timer: EcTimer, out: &mut Out) {
         match timer {
             EcTimer::Replicate => {
                 // A slow round: the writes go with the next one.
@@ -182,11 +313,19 @@ impl Replica for EcReplica {
                 }
                 out.set_timer(EcTimer::Replicate, self.config.apply_interval_us);
             }
+            EcTimer::Heal => {
+                self.heal(now, out);
+                out.set_timer(EcTimer::Heal, self.config.heal_interval_us);
+            }
         }
+        self.reserve(out);
     }
 
+    /// Nothing waits to be replicated, acknowledged by a peer, or answered
+    /// by a partition, and no peer's stream is awaited: once every replica
+    /// is quiescent, every write applied anywhere is held everywhere.
     fn is_quiescent(&self) -> bool {
-        self.outgoing.is_empty()
+        self.outgoing.is_empty() && self.commits.is_empty() && self.streams.settled()
     }
 
     fn latest_values(&self) -> Vec<(Key, Value)> {

@@ -105,6 +105,11 @@ impl ClientRole for EcClient {
             (EcMsg::CommitResp { tx, ct }, Awaiting::Commit) if from_coordinator => {
                 Some(Reply::Committed(CommitStamp { ts: ct, dc: self.id.dc, txid: tx }))
             }
+            (EcMsg::CommitUnknown { ct, .. }, Awaiting::Commit) if from_coordinator => {
+                // If it took effect, the next commit must still be later.
+                self.hwt = self.hwt.max(ct);
+                Some(Reply::Failed(SessionError::OutcomeUnknown))
+            }
             (EcMsg::TxError { error }, Awaiting::Commit) if from_coordinator => Some(Reply::Failed(error)),
             _ => None,
         }

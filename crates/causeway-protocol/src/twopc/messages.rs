@@ -4,6 +4,7 @@ use super::Family;
 use crate::contract::{AbortReason, Key, Message, MsgClass, ReadTag, SessionError, Value};
 use crate::hlc::Timestamp;
 use crate::ids::TxId;
+use crate::recovery::StreamMsg;
 use serde::{Deserialize, Serialize};
 
 /// The messages of a protocol of the family: `S` its snapshot, `Q` what a
@@ -123,6 +124,25 @@ pub enum TxnMsg<S, Q, W, G> {
 
     // Inside a DC.
     Stabilization(G),
+}
+
+/// The family's replication streams: positions are commit times.
+impl<S, Q, W, G> StreamMsg<Timestamp, W> for TxnMsg<S, Q, W, G> {
+    fn group(ct: Timestamp, txs: Vec<W>) -> Self {
+        TxnMsg::Replicate { ct, txs }
+    }
+
+    fn resume(have: Timestamp, restarted: bool) -> Self {
+        TxnMsg::Resume { have, restarted }
+    }
+
+    fn resume_from(from: Timestamp) -> Self {
+        TxnMsg::ResumeFrom { from }
+    }
+
+    fn ack(upto: Timestamp) -> Self {
+        TxnMsg::Ack { upto }
+    }
 }
 
 /// The messages of family `F`.

@@ -12,8 +12,9 @@
 //!
 //! * [`messages`] — [`TxnMsg`], every message of the family.
 //! * [`tx_table`] — what a coordinator keeps of its running transactions.
-//! * [`durable`] — what a replica makes durable, the messages that wait for
-//!   it, and the clock and id reservations.
+//! * [`durable`] — what a replica makes durable and the messages that wait
+//!   for it (the clock and id reservations, and the resume of replication
+//!   streams, are [`crate::recovery`]'s, shared with EC).
 //! * [`coordinator`] — read fan-out and two-phase commit (the papers' Alg. 2).
 //! * [`replica_core`] — what every replica of the family has: place, rhythm, clock,
 //!   store, and the three shared roles.

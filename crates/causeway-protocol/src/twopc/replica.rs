@@ -5,13 +5,13 @@
 use super::durable::FamilyRecord;
 use super::messages::{FamilyMsg, TxnMsg};
 use super::replica_core::FamilyCore;
-use super::replication::Incoming;
 use super::rhythm::FamilyTimer;
 use super::{Family, Payload};
 use crate::contract::replica::ReplicaEffects;
 use crate::contract::{Effects, Key, Replica, ReplicaCounters, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
+use crate::recovery::Incoming;
 use std::fmt::Debug;
 
 type Snap<F> = <F as Family>::Snapshot;
@@ -170,7 +170,7 @@ fn dispatch<R: FamilyReplica>(
                 out.persist(FamilyRecord::Aborted { tx });
             }
         }
-        Replicate { ct, txs } => match r.core_mut().replication.incoming(from, ct, true) {
+        Replicate { ct, txs } => match r.core_mut().replication.streams.incoming(from, ct, true) {
             Incoming::Take(source) => {
                 out.persist(FamilyRecord::Applied { source, ct, txs: txs.clone() });
                 r.replicated(from, ct, txs);
@@ -178,23 +178,23 @@ fn dispatch<R: FamilyReplica>(
             Incoming::Drop => {}
             Incoming::Refuse => r.core_mut().refuse(),
         },
-        Heartbeat { t } => match r.core_mut().replication.incoming(from, t, false) {
+        Heartbeat { t } => match r.core_mut().replication.streams.incoming(from, t, false) {
             Incoming::Take(_) => r.heartbeat(from, t),
             Incoming::Drop => {}
             Incoming::Refuse => r.core_mut().refuse(),
         },
         Resume { have, restarted } => {
-            if !r.core_mut().replication.on_resume(from, have, restarted, out) {
+            if !r.core_mut().replication.streams.on_resume(from, have, restarted, out) {
                 r.core_mut().refuse();
             }
         }
         ResumeFrom { .. } => {
-            if !r.core_mut().replication.on_resume_from(from) {
+            if !r.core_mut().replication.streams.on_resume_from(from) {
                 r.core_mut().refuse();
             }
         }
         Ack { upto } => {
-            if !r.core_mut().replication.on_ack(from, upto) {
+            if !r.core_mut().replication.streams.on_ack(from, upto) {
                 r.core_mut().refuse();
             }
         }
@@ -219,7 +219,7 @@ fn heal<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, out: &mut FamilyEffect
     for (tx, coordinator) in core.prepared.overdue(now, resolve_after) {
         out.send(coordinator, TxnMsg::Resolve { tx });
     }
-    core.replication.refresh(out);
+    core.replication.streams.refresh(out);
 }
 
 /// After every step: keep the reservations ahead of what was handed out.
@@ -251,7 +251,7 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
             }
             FamilyRecord::Decided { tx, ct } => core.coordinator.restore_decision(tx, ct),
             FamilyRecord::Applied { source, ct, txs } => {
-                core.replication.restore_received(source, ct);
+                core.replication.streams.restore_received(source, ct);
                 replica.replicated(peer_in(source), ct, txs);
             }
         }
@@ -285,7 +285,7 @@ impl<R: FamilyReplica> Replica for R {
         core.hlc.observe(now, clock);
         core.coordinator.resume_ids_at(next_tx);
         core.rhythm.start(out);
-        core.replication.start(out);
+        core.replication.streams.start(out);
         reserve(self, out);
     }
 

@@ -4,7 +4,6 @@
 //! transactions, and replication to the other DCs.
 
 use super::coordinator::Coordinator;
-use super::durable::Reservations;
 use super::prepared::PreparedSet;
 use super::replication::Replicator;
 use super::rhythm::Rhythm;
@@ -13,6 +12,7 @@ use crate::contract::ReplicaCounters;
 use crate::hlc::{Hlc, Timestamp};
 use crate::ids::ReplicaId;
 use crate::mvstore::MvStore;
+use crate::recovery::Reservations;
 use crate::topology::Topology;
 use std::sync::Arc;
 

@@ -165,7 +165,7 @@ impl FamilyReplica for WrenReplica {
     /// Alg. 4, lines 22–26. FIFO links deliver a replica's groups in commit
     /// order, so the sender's version clock can advance to `ct`.
     fn replicated(&mut self, from: Addr, ct: Timestamp, mut txs: Vec<TxWrites>) {
-        let Some(source) = self.core.replication.source_of(from) else { return self.core.refuse() };
+        let Some(source) = self.core.replication.streams.source_of(from) else { return self.core.refuse() };
         if self.fault == Fault::DropRemoteDeletes {
             txs.iter_mut().for_each(|tx| tx.writes.retain(|(_, v)| v.is_some()));
         }
@@ -177,7 +177,7 @@ impl FamilyReplica for WrenReplica {
 
     /// Alg. 4, lines 27–28.
     fn heartbeat(&mut self, from: Addr, t: Timestamp) {
-        match self.core.replication.source_of(from) {
+        match self.core.replication.streams.source_of(from) {
             Some(source) => self.vv.raise(source, t),
             None => self.core.refuse(),
         }

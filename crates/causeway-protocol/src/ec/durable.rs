@@ -1,0 +1,63 @@
+//! What an EC replica makes durable, and the messages that wait for it.
+//!
+//! The records are what the replica must not forget, in the order it took
+//! them: every write it applied — those of its own DC (from its own
+//! coordinator or another partition's `Apply`), each at its position in
+//! the stream to its peers, and the groups replicated from the other DCs,
+//! each at its position in the sender's stream — and the reservations of
+//! its clock and transaction ids ([`crate::recovery::reservations`]). A
+//! replica is rebuilt by applying them again ([`super::replica::recover`]):
+//! the store (last-writer-wins, so order does not matter), the newest write
+//! from each DC, how far each peer's stream was received, and the writes of
+//! its DC kept for the peers until they say what they hold. The commits its
+//! coordinator waited on die with the process (their clients hear nothing
+//! and give up: the outcome is unknown).
+//!
+//! Which messages wait for the records before them to be durable, and why:
+//!
+//! * `Applied` and `CommitResp` — a commit is acknowledged only when every
+//!   partition it wrote holds the writes durably, or a crash could lose an
+//!   acknowledged write;
+//! * `Replicate`, `ResumeFrom` — a peer must never hold a position of our
+//!   stream that a crash could take back and hand to another write;
+//! * `Ack` — the peer forgets what it acknowledged.
+
+use super::messages::EcWrites;
+use crate::hlc::Timestamp;
+use crate::ids::DcId;
+use crate::recovery::{Reserved, Reserving};
+use serde::{Deserialize, Serialize};
+
+/// One record of an EC replica.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EcRecord {
+    /// The clock may have handed out timestamps up to this one.
+    ClockReserved(Timestamp),
+    /// Transaction ids below this counter may have been handed out.
+    TxIdsReserved(u64),
+    /// A transaction of this DC applied here, at position `seq` of the
+    /// stream to the peers.
+    Local { seq: u64, tx: EcWrites },
+    /// Transactions of DC `source` applied here, at position `upto` of its
+    /// replica's stream.
+    Replicated { source: DcId, upto: u64, txs: Vec<EcWrites> },
+}
+
+impl From<Reserved> for EcRecord {
+    fn from(r: Reserved) -> Self {
+        match r {
+            Reserved::Clock(t) => EcRecord::ClockReserved(t),
+            Reserved::TxIds(n) => EcRecord::TxIdsReserved(n),
+        }
+    }
+}
+
+impl Reserving for EcRecord {
+    fn reservation(&self) -> Option<Reserved> {
+        match *self {
+            EcRecord::ClockReserved(t) => Some(Reserved::Clock(t)),
+            EcRecord::TxIdsReserved(n) => Some(Reserved::TxIds(n)),
+            _ => None,
+        }
+    }
+}

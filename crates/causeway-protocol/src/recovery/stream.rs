@@ -1,0 +1,326 @@
+//! A replica's replication streams to its replicas in the other DCs (its
+//! peers), as they survive crashes. Each replica sends its peers groups of
+//! transactions at increasing positions in its stream (the family: commit
+//! times; EC: a sequence number); links are FIFO, so what a replica holds
+//! of a peer's stream is everything up to the newest position it received.
+//!
+//! * A group leaves once the records before it are durable, and is kept
+//!   until every peer acknowledges it: a peer that crashes before its copy
+//!   is durable gets it again.
+//! * A peer acknowledges (`Ack`) now and then what it durably holds.
+//! * A (re)started replica asks each peer for its stream from what it holds
+//!   (`Resume`), and ignores the stream until the answer (`ResumeFrom`, then
+//!   every kept group above, in order). A replica that restarted lost what
+//!   was on its links too, so the peer asks it the same in return.
+//!
+//! A protocol brings its messages ([`StreamMsg`]) and makes the groups it
+//! takes durable; positions it received are restored from its records.
+
+use crate::contract::Effects;
+use crate::ids::{Addr, DcId, ReplicaId};
+use crate::topology::Topology;
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::ops::Bound;
+
+/// The messages of a stream at positions `K` carrying transactions `W`, as
+/// a protocol spells them.
+pub trait StreamMsg<K, W> {
+    /// A group of transactions at position `at` of the sender's stream.
+    fn group(at: K, txs: Vec<W>) -> Self;
+    /// "I hold your stream up to `have`: send me what follows";
+    /// `restarted`: the sender lost what was on its links.
+    fn resume(have: K, restarted: bool) -> Self;
+    /// The stream starts again: the groups above `from` follow, in order.
+    fn resume_from(from: K) -> Self;
+    /// "I durably hold your stream up to `upto`": the sender may forget it.
+    fn ack(upto: K) -> Self;
+}
+
+/// What to do with a group (or, for the family, a heartbeat) from a peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Incoming {
+    /// New: take it (from this DC).
+    Take(DcId),
+    /// Already held, or the peer's stream is being resumed: drop it.
+    Drop,
+    /// Not a peer's: refuse it.
+    Refuse,
+}
+
+/// The streams between a replica and its peers: the groups sent and not
+/// yet acknowledged by all, and how far each peer's stream has come.
+#[derive(Debug)]
+pub struct PeerStreams<K, W> {
+    peers: Vec<Addr>,
+    /// Groups sent, by position, until every peer acknowledges them.
+    kept: BTreeMap<K, Vec<W>>,
+    /// The newest position sent: positions only increase.
+    newest: K,
+    /// Per DC: how far that DC's replica has acknowledged our groups.
+    acked: Vec<K>,
+    /// Per DC: the newest position received from its replica (a group's,
+    /// or one it says it has passed).
+    received: Vec<K>,
+    /// What we last acknowledged to each DC's replica.
+    ack_sent: Vec<K>,
+    /// Per DC: after a (re)start, that replica's stream is ignored until it
+    /// says where it resumes.
+    awaiting: Vec<bool>,
+}
+
+impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
+    pub fn new(me: ReplicaId, topology: &Topology) -> Self {
+        let dcs = usize::from(topology.dc_count());
+        PeerStreams {
+            peers: topology.peers_of(me).into_iter().map(Addr::Replica).collect(),
+            kept: BTreeMap::new(),
+            newest: K::default(),
+            acked: vec![K::default(); dcs],
+            received: vec![K::default(); dcs],
+            ack_sent: vec![K::default(); dcs],
+            awaiting: vec![false; dcs],
+        }
+    }
+
+    /// The replicas of this partition in the other DCs.
+    pub fn peers(&self) -> &[Addr] {
+        &self.peers
+    }
+
+    /// Groups sent and not yet acknowledged by every peer.
+    pub fn unacknowledged(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// Every group sent is acknowledged by every peer, and no peer's
+    /// stream is awaited.
+    pub fn settled(&self) -> bool {
+        self.kept.is_empty() && !self.awaiting.iter().any(|&a| a)
+    }
+
+    /// Sends `txs` at position `at` to every peer once the records before
+    /// it are durable, and keeps it until every peer acknowledges it.
+    pub fn send<M: StreamMsg<K, W>, T, R>(&mut self, at: K, txs: Vec<W>, out: &mut Effects<M, T, R>)
+    where
+        W: Clone,
+    {
+        if self.peers.is_empty() {
+            return;
+        }
+        for &peer in &self.peers {
+            out.send_after_durable(peer, M::group(at, txs.clone()));
+        }
+        self.keep(at, txs);
+    }
+
+    /// Keeps `txs` at position `at` without sending it now: after a crash,
+    /// a group taken again from its record goes to the peers that say they
+    /// lack it.
+    pub fn keep(&mut self, at: K, txs: Vec<W>) {
+        if self.peers.is_empty() {
+            return;
+        }
+        debug_assert!(at > self.newest, "positions start above the default and increase");
+        self.newest = self.newest.max(at);
+        self.kept.insert(at, txs);
+    }
+
+    /// The DC of `from` if it is a replica of this partition in another DC;
+    /// anything else has no business replicating to us.
+    pub fn source_of(&self, from: Addr) -> Option<DcId> {
+        match from {
+            Addr::Replica(r) if self.peers.contains(&from) => Some(r.dc),
+            _ => None,
+        }
+    }
+
+    /// A group at position `at` (or, with `group` false, a position the
+    /// peer says it has passed) from `from`: taken if new. A peer's stream
+    /// is FIFO, so a group at or below what was received from it is one
+    /// resent after a restart, and held already.
+    pub fn incoming(&mut self, from: Addr, at: K, group: bool) -> Incoming {
+        let Some(dc) = self.source_of(from) else { return Incoming::Refuse };
+        let i = usize::from(dc.0);
+        if self.awaiting[i] || (group && at <= self.received[i]) {
+            return Incoming::Drop;
+        }
+        self.received[i] = self.received[i].max(at);
+        Incoming::Take(dc)
+    }
+
+    /// A group from DC `dc`, taken again from its record after a crash.
+    pub fn restore_received(&mut self, dc: DcId, at: K) {
+        let i = usize::from(dc.0);
+        self.received[i] = self.received[i].max(at);
+    }
+
+    /// At every start, a restart after a crash included: ask each peer for
+    /// its stream from what is held here, and ignore it until it answers.
+    pub fn start<M: StreamMsg<K, W>, T, R>(&mut self, out: &mut Effects<M, T, R>) {
+        for &peer in &self.peers {
+            let Addr::Replica(r) = peer else { continue };
+            let i = usize::from(r.dc.0);
+            self.awaiting[i] = true;
+            out.send(peer, M::resume(self.received[i], true));
+        }
+    }
+
+    /// A peer asks for our stream from `have` on: the marker, then every
+    /// group above it still kept, in order (later groups follow as they are
+    /// sent). If it restarted, what it had sent us may have been lost on
+    /// the link too: ask it the same. False if `from` is not a peer.
+    pub fn on_resume<M: StreamMsg<K, W>, T, R>(
+        &mut self,
+        from: Addr,
+        have: K,
+        restarted: bool,
+        out: &mut Effects<M, T, R>,
+    ) -> bool
+    where
+        W: Clone,
+    {
+        let Some(dc) = self.source_of(from) else { return false };
+        let i = usize::from(dc.0);
+        if restarted {
+            self.awaiting[i] = true;
+            out.send(from, M::resume(self.received[i], false));
+        }
+        self.acked[i] = self.acked[i].max(have);
+        out.send_after_durable(from, M::resume_from(have));
+        for (&at, txs) in self.kept.range((Bound::Excluded(have), Bound::Unbounded)) {
+            out.send_after_durable(from, M::group(at, txs.clone()));
+        }
+        self.forget_acknowledged();
+        true
+    }
+
+    /// A peer's stream resumes here. False if `from` is not a peer.
+    pub fn on_resume_from(&mut self, from: Addr) -> bool {
+        let Some(dc) = self.source_of(from) else { return false };
+        self.awaiting[usize::from(dc.0)] = false;
+        true
+    }
+
+    /// A peer durably holds our groups up to `upto`. False if `from` is not
+    /// a peer.
+    pub fn on_ack(&mut self, from: Addr, upto: K) -> bool {
+        let Some(dc) = self.source_of(from) else { return false };
+        let i = usize::from(dc.0);
+        self.acked[i] = self.acked[i].max(upto);
+        self.forget_acknowledged();
+        true
+    }
+
+    fn forget_acknowledged(&mut self) {
+        let all = self.peers.iter().filter_map(|p| self.source_of(*p)).map(|dc| self.acked[usize::from(dc.0)]).min();
+        let Some(all) = all else { return };
+        while let Some(entry) = self.kept.first_entry() {
+            if *entry.key() > all {
+                break;
+            }
+            entry.remove();
+        }
+    }
+
+    /// Now and then: acknowledge what arrived since the last time (once it
+    /// is durable), and ask again for the streams still awaited (the
+    /// question or its answer may have died with a peer).
+    pub fn refresh<M: StreamMsg<K, W>, T, R>(&mut self, out: &mut Effects<M, T, R>) {
+        for &peer in &self.peers {
+            let Addr::Replica(r) = peer else { continue };
+            let i = usize::from(r.dc.0);
+            if self.awaiting[i] {
+                out.send(peer, M::resume(self.received[i], false));
+            } else if self.received[i] > self.ack_sent[i] {
+                self.ack_sent[i] = self.received[i];
+                out.send_after_durable(peer, M::ack(self.received[i]));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    enum Msg {
+        Group(u64, Vec<&'static str>),
+        Resume(u64, bool),
+        ResumeFrom(u64),
+        Ack(u64),
+    }
+
+    impl StreamMsg<u64, &'static str> for Msg {
+        fn group(at: u64, txs: Vec<&'static str>) -> Self {
+            Msg::Group(at, txs)
+        }
+        fn resume(have: u64, restarted: bool) -> Self {
+            Msg::Resume(have, restarted)
+        }
+        fn resume_from(from: u64) -> Self {
+            Msg::ResumeFrom(from)
+        }
+        fn ack(upto: u64) -> Self {
+            Msg::Ack(upto)
+        }
+    }
+
+    type Out = Effects<Msg, (), ()>;
+
+    fn peer() -> Addr {
+        Addr::Replica(ReplicaId::new(1, 0))
+    }
+
+    #[test]
+    fn a_restarted_peer_gets_every_group_it_lacks_and_acknowledged_ones_are_forgotten() {
+        let topology = Topology::full(2, 1).unwrap();
+        let mut s = PeerStreams::new(ReplicaId::new(0, 0), &topology);
+        let mut out = Out::default();
+        for (at, name) in [(3, "a"), (5, "b"), (8, "c")] {
+            s.send(at, vec![name], &mut out);
+        }
+        assert_eq!(out.after_durable.len(), 3, "each group to the one peer, once durable");
+        assert_eq!(s.unacknowledged(), 3);
+        assert!(s.on_ack(peer(), 3));
+        assert_eq!(s.unacknowledged(), 2, "the group at 3 is held there");
+        let mut out = Out::default();
+        assert!(s.on_resume(peer(), 3, true, &mut out));
+        assert!(matches!(out.messages[..], [(_, Msg::Resume(0, false))]), "asked in return");
+        let resent: Vec<_> = out.after_durable.iter().map(|(_, m)| m.clone()).collect();
+        assert_eq!(resent, vec![Msg::ResumeFrom(3), Msg::Group(5, vec!["b"]), Msg::Group(8, vec!["c"])]);
+        assert!(!s.settled());
+        assert!(s.on_ack(peer(), 8) && s.on_resume_from(peer()));
+        assert!(s.settled(), "everything acknowledged, nothing awaited");
+    }
+
+    #[test]
+    fn a_stream_is_ignored_until_it_resumes_and_old_groups_are_dropped() {
+        let topology = Topology::full(2, 1).unwrap();
+        let mut s: PeerStreams<u64, &str> = PeerStreams::new(ReplicaId::new(0, 0), &topology);
+        let mut out = Out::default();
+        s.start(&mut out);
+        assert_eq!(s.incoming(peer(), 5, true), Incoming::Drop, "before the peer resumes");
+        assert!(s.on_resume_from(peer()));
+        assert_eq!(s.incoming(peer(), 5, true), Incoming::Take(DcId(1)));
+        assert_eq!(s.incoming(peer(), 5, true), Incoming::Drop, "held already");
+        assert_eq!(s.incoming(peer(), 4, false), Incoming::Take(DcId(1)), "a position passed is harmless");
+        assert_eq!(s.incoming(Addr::Replica(ReplicaId::new(0, 0)), 9, true), Incoming::Refuse);
+        let mut out = Out::default();
+        s.refresh(&mut out);
+        assert_eq!(out.after_durable, vec![(peer(), Msg::Ack(5))], "acknowledged once durable");
+        s.refresh(&mut out);
+        assert_eq!(out.after_durable.len(), 1, "and only once");
+    }
+
+    #[test]
+    fn without_peers_nothing_is_kept() {
+        let topology = Topology::full(1, 1).unwrap();
+        let mut s = PeerStreams::new(ReplicaId::new(0, 0), &topology);
+        let mut out = Out::default();
+        s.send(1, vec!["a"], &mut out);
+        s.keep(2, vec!["b"]);
+        assert!(out.is_empty() && s.settled());
+    }
+}
