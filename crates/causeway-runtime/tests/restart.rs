@@ -1,5 +1,5 @@
 //! A node with a data directory keeps what it acknowledged across a
-//! restart, every protocol of the two-phase-commit family; a data
+//! restart, every protocol (Wren, Cure, H-Cure, EC); a data
 //! directory of another cluster or node is refused.
 
 use bytes::Bytes;
@@ -31,7 +31,7 @@ async fn read_until(client: &mut Client, keys: &[String], want: &[Option<Bytes>]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_a_restart_of_the_node() {
-    for kind in [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure] {
+    for kind in [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec] {
         let dir = tempfile::tempdir().unwrap();
         let keys: Vec<String> = (0..8).map(|i| format!("key{i}")).collect();
         let want: Vec<Option<Bytes>> = keys.iter().map(|k| Some(Bytes::from(format!("{k}=2")))).collect();
