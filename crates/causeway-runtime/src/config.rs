@@ -9,6 +9,9 @@
 //! partitions = 2            # partitions per DC
 //! token_key = "…"           # optional, ≥ 16 characters: nodes that share it
 //!                           # accept each other's session tokens
+//! fsync = "always"          # when a commit counts as durable: "always" (on
+//!                           # disk before it is acknowledged), "batch" (synced
+//!                           # every 5 ms), "never" (benchmarks only)
 //!
 //! [tuning]                  # optional
 //! apply_interval_ms = 5.0   # Δ_R
@@ -23,10 +26,6 @@
 //! [wan]                     # optional: emulate WAN latency between DCs
 //! emulate = true
 //! file = "config/wan.toml"  # RTT matrix; default: the built-in one
-//!
-//! fsync = "always"         # when a commit counts as durable: "always" (on
-//!                           # disk before it is acknowledged), "batch" (synced
-//!                           # every 5 ms), "never" (benchmarks only)
 //!
 //! [[dc]]
 //! name = "virginia"

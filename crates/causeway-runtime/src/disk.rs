@@ -69,10 +69,8 @@ pub fn replica_dir(data_dir: &Path, id: ReplicaId) -> PathBuf {
 /// What a replica's log held when its node started.
 pub struct Opened<R> {
     pub log: DiskLog<R>,
+    /// Empty for a new log: the replica starts new rather than recovering.
     pub records: Vec<R>,
-    /// Whether the log held anything: the replica recovers rather than
-    /// starting empty.
-    pub had_state: bool,
 }
 
 /// Opens (or creates) the log of replica `id` of node `node` in cluster
@@ -80,7 +78,7 @@ pub struct Opened<R> {
 /// other than a torn tail, a directory of another cluster or node, or a
 /// record this version cannot read stops the start with a message naming
 /// the file.
-pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
+pub fn open<R: Serialize + DeserializeOwned>(
     data_dir: &Path,
     cluster: &str,
     node: &str,
@@ -91,6 +89,8 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
     let replica = format!("{node}/dc{}-p{}", id.dc.0, id.partition.0);
     let identity = Identity::new(cluster, replica);
     let storage = |e: StorageError| StartError::Storage(format!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| StartError::Storage(format!("cannot create the data directory {}: {e}", data_dir.display())))?;
     let (log, recovered) = Log::open(&dir, &identity).map_err(storage)?;
     if let Some(torn) = &recovered.torn_tail {
         tracing::warn!("replica dc{}-p{}: cut a torn log tail: {torn:?}", id.dc.0, id.partition.0);
@@ -101,7 +101,6 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
             dir.display()
         )));
     }
-    let had_state = !recovered.records.is_empty();
     let mut records = Vec::with_capacity(recovered.records.len());
     for (i, bytes) in recovered.records.iter().enumerate() {
         let record = postcard::from_bytes(bytes).map_err(|e| {
@@ -122,7 +121,7 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
         .spawn(move || disk_thread(log, fsync, thread_rx, durable_tx, id))
         .map_err(|e| StartError::Storage(format!("cannot start the disk thread of {}: {e}", dir.display())))?;
     let log = DiskLog { requests, durable: durable_rx, appended: len, synced: len, _records: PhantomData };
-    Ok(Opened { log, records, had_state })
+    Ok(Opened { log, records })
 }
 
 /// The replica task's side of its log: records go to the disk thread, and
@@ -235,15 +234,21 @@ fn disk_thread(
     let mut last_sync = Instant::now();
     let mut reported = log.len();
     loop {
+        // Under `batch`, a sync is due BATCH_INTERVAL after the last one
+        // while something is unsynced; otherwise the thread sleeps until
+        // records come.
+        let unsynced = log.synced() < log.len();
         let first = match fsync {
-            Fsync::Batch => match requests.recv_timeout(BATCH_INTERVAL) {
-                Ok(batch) => Some(batch),
-                Err(std_mpsc::RecvTimeoutError::Timeout) => None,
-                Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
-            },
+            Fsync::Batch if unsynced => {
+                match requests.recv_timeout(BATCH_INTERVAL.saturating_sub(last_sync.elapsed())) {
+                    Ok(batch) => Some(batch),
+                    Err(std_mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
             _ => match requests.recv() {
                 Ok(batch) => Some(batch),
-                Err(_) => return,
+                Err(_) => break,
             },
         };
         let mut batches = first.into_iter().chain(std::iter::from_fn(|| requests.try_recv().ok()));
@@ -264,8 +269,11 @@ fn disk_thread(
         if written != reported {
             reported = written;
             if durable.send(written as usize).is_err() {
-                return;
+                break;
             }
         }
     }
+    // The replica stopped: what it handed over is synced before the thread
+    // ends (`batch` and `never` may hold some).
+    let _ = log.sync();
 }

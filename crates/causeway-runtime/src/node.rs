@@ -10,6 +10,7 @@ use crate::peers::{PeerControl, Peers, Sink};
 use crate::plan::{ClusterPlan, NodePlan};
 use crate::replica_task::{self, ReplicaGauges};
 use crate::router::Router;
+use causeway_protocol::contract::protocol::RecordOf;
 use causeway_protocol::{DcId, Message, Protocol, ProtocolVisitor, ReplicaId, Timestamp};
 use causeway_transport::HostAddr;
 use rustc_hash::FxHashMap;
@@ -101,6 +102,14 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         None => None,
     };
 
+    // Every replica's log is opened (and its replica rebuilt) before
+    // anything runs: a refused or damaged directory fails the start with
+    // nothing left behind.
+    let mut restored = Vec::new();
+    for &id in &me.replicas {
+        restored.push(restore::<P>(&plan, me, id, &config)?);
+    }
+
     let mut inboxes = FxHashMap::default();
     let mut receivers = Vec::new();
     for &r in &me.replicas {
@@ -124,24 +133,9 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
 
     let dcs = plan.topology.dc_count();
     let mut replicas = Vec::new();
-    for (id, rx) in receivers {
+    for ((id, rx), (replica, log)) in receivers.into_iter().zip(restored) {
         let gauges = Arc::new(ReplicaGauges::new(dcs));
         replicas.push((id, gauges.clone()));
-        let (replica, log) = match &me.data_dir {
-            Some(dir) => {
-                let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync)?;
-                let replica = if opened.had_state {
-                    let count = opened.records.len();
-                    let replica = P::recover(id, plan.topology.clone(), &config, opened.records);
-                    tracing::info!("replica dc{}-p{} recovered from {count} records", id.dc.0, id.partition.0);
-                    replica
-                } else {
-                    P::replica(id, plan.topology.clone(), &config)
-                };
-                (replica, ReplicaLog::Disk(opened.log))
-            }
-            None => (P::replica(id, plan.topology.clone(), &config), ReplicaLog::Nowhere { appended: 0 }),
-        };
         let task = tokio::spawn(replica_task::run::<P>(
             replica,
             log,
@@ -182,6 +176,30 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         None => None,
     };
     Ok(NodeHandle { name: me.name.clone(), clients, peer, metrics_addr, metrics, replicas, tasks, peers })
+}
+
+/// Replica `id` of node `me` with its log: rebuilt from the records in its
+/// data directory, or new (and without a log when the node has no data
+/// directory).
+fn restore<P: Protocol>(
+    plan: &ClusterPlan,
+    me: &NodePlan,
+    id: ReplicaId,
+    config: &P::Config,
+) -> Result<(P::Replica, ReplicaLog<RecordOf<P>>), StartError> {
+    let Some(dir) = &me.data_dir else {
+        return Ok((P::replica(id, plan.topology.clone(), config), ReplicaLog::Nowhere { appended: 0 }));
+    };
+    let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync)?;
+    let replica = if opened.records.is_empty() {
+        P::replica(id, plan.topology.clone(), config)
+    } else {
+        let count = opened.records.len();
+        let replica = P::recover(id, plan.topology.clone(), config, opened.records);
+        tracing::info!("replica dc{}-p{} recovered from {count} records", id.dc.0, id.partition.0);
+        replica
+    };
+    Ok((replica, ReplicaLog::Disk(opened.log)))
 }
 
 /// A replica whose task panicked has lost protocol state its peers rely on;

@@ -194,9 +194,6 @@ fn flush<P: Protocol>(
         timers.arm(timer, after);
     }
     gate.take(out, log, |to, msg| send::<P>(me, router, probe, metrics, to, msg));
-    if gate.held() > 0 {
-        gate.release(log.durable(), |to, msg| send::<P>(me, router, probe, metrics, to, msg));
-    }
 }
 
 /// The log reports more records durable: what waited for them leaves.

@@ -73,3 +73,11 @@ async fn a_data_directory_of_another_cluster_is_refused() {
         Ok(_) => panic!("a data directory of another cluster was accepted"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_directory_that_does_not_exist_yet_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("data").join("node-0");
+    drop(start(Arc::new(plan(ProtocolKind::Wren, &nested)), "embedded").await.unwrap());
+    assert!(nested.join("dc0-p0").is_dir(), "the replica's directory under the new data directory");
+}

@@ -46,7 +46,8 @@ pub struct FaultReport {
     /// Messages on their way to a replica when it crashed, or sent to it
     /// while it was down: lost with its connections.
     pub messages_to_down: u64,
-    /// Transactions their clients gave up (no answer after a crash).
+    /// Commits their clients gave up waiting for (no answer after a
+    /// crash), recorded `unknown`.
     pub transactions_abandoned: u64,
     /// Times a protocol's fault point fired.
     pub fault_points_fired: u64,
@@ -197,7 +198,7 @@ impl fmt::Display for SimReport {
         if x.crashes > 0 {
             write!(
                 f,
-                "\n  crashes        {} crashes, {} restarts; {} unsynced records, {} held messages and {} messages to a downed replica lost; {} transactions with an unknown outcome",
+                "\n  crashes        {} crashes, {} restarts; {} unsynced records, {} held messages and {} messages to a downed replica lost; {} commits given up by their clients",
                 x.crashes, x.restarts, x.records_lost, x.messages_lost, x.messages_to_down, x.transactions_abandoned
             )?;
         }

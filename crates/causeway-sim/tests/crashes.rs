@@ -156,8 +156,9 @@ fn problems<P: Protocol>(report: &SimReport, verdict: &Report) -> Vec<String> {
     problems
 }
 
-/// Runs `n` seeds of `P` with crashes; panics with every failing seed.
-fn survives_crashes<P: Protocol>(n: u64) -> Vec<SimReport> {
+/// Runs `n` seeds of `P` with crashes; panics with every failing seed, and
+/// prints the totals.
+fn survives_crashes<P: Protocol>(n: u64) {
     let results = par_seeds(n, |seed| {
         let report = Simulation::<P>::new(crash_config(seed), &P::Config::default()).expect("valid config").run();
         let verdict = check(&report.history);
@@ -170,7 +171,8 @@ fn survives_crashes<P: Protocol>(n: u64) -> Vec<SimReport> {
         .map(|(seed, _, p)| format!("{} seed {seed}: {}", P::NAME, p.join("\n  ")))
         .collect();
     assert!(failed.is_empty(), "{} of {n} seeds failed:\n{}", failed.len(), failed.join("\n"));
-    results.into_iter().map(|(_, r, _)| r).collect()
+    let reports: Vec<SimReport> = results.into_iter().map(|(_, r, _)| r).collect();
+    summarize(P::NAME, &reports);
 }
 
 /// The totals the closing note quotes, printed with `--nocapture`.
@@ -189,17 +191,17 @@ fn summarize(name: &str, reports: &[SimReport]) {
 
 #[test]
 fn wren_survives_crashes() {
-    summarize("wren", &survives_crashes::<Wren>(seeds(500)));
+    survives_crashes::<Wren>(seeds(500));
 }
 
 #[test]
 fn cure_survives_crashes() {
-    summarize("cure", &survives_crashes::<Cure>(seeds(500)));
+    survives_crashes::<Cure>(seeds(500));
 }
 
 #[test]
 fn h_cure_survives_crashes() {
-    summarize("h-cure", &survives_crashes::<HCure>(seeds(500)));
+    survives_crashes::<HCure>(seeds(500));
 }
 
 /// EC has no stable time: its run settles when every replica is quiescent
@@ -208,7 +210,7 @@ fn h_cure_survives_crashes() {
 /// `unknown`, as EC commits nothing atomically.
 #[test]
 fn ec_survives_crashes() {
-    summarize("ec", &survives_crashes::<Ec>(seeds(500)));
+    survives_crashes::<Ec>(seeds(500));
 }
 
 /// A partition down longer than EC's commit timeout (1 s, shorter than the

@@ -51,7 +51,7 @@ pub struct DevArgs {
 
 /// Where an embedded cluster keeps its logs: `--data-dir`, or a temporary
 /// directory that lives as long as the returned guard.
-pub fn embedded_data_dir(given: Option<PathBuf>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+fn embedded_data_dir(given: Option<PathBuf>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
     match given {
         Some(dir) => Ok((dir, None)),
         None => {
@@ -171,7 +171,7 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
     }
     let mut plan = c.plan(args.port)?;
     plan.nodes[0].metrics = args.metrics.map(Into::into);
-    let (data_dir, _temporary) = embedded_data_dir(args.data_dir)?;
+    let (data_dir, temporary) = embedded_data_dir(args.data_dir)?;
     plan.nodes[0].data_dir = Some(data_dir.clone());
     let rt = runtime()?;
     rt.block_on(async {
@@ -189,7 +189,7 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
         println!(
             "  data:    {}{}",
             data_dir.display(),
-            if _temporary.is_some() { " (temporary: give --data-dir to keep it)" } else { "" }
+            if temporary.is_some() { " (temporary: give --data-dir to keep it)" } else { "" }
         );
         if let Some(addr) = node.metrics_addr {
             println!("  metrics: http://{addr}/metrics");

@@ -289,7 +289,7 @@ impl FamilyReplica for CureReplica {
 
     /// FIFO links deliver a replica's groups in commit order, so the
     /// sender's entry can advance to `ct`.
-    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: Vec<TxWrites>) {
+    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[TxWrites]) {
         let Some(source) = self.core.replication.streams.source_of(from) else {
             self.core.refuse();
             return;
@@ -299,7 +299,7 @@ impl FamilyReplica for CureReplica {
             self.core.refuse();
             return;
         }
-        self.install(ct, source, &txs);
+        self.install(ct, source, txs);
         self.vv.raise(source, ct);
     }
 

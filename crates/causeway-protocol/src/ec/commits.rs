@@ -67,9 +67,15 @@ impl Commits {
     /// Gives up the commits waited on for longer than `after_us`: their
     /// outcome is unknown.
     pub fn overdue(&mut self, now: PhysicalMicros, after_us: u64) -> Vec<Done> {
-        let late: Vec<TxId> =
-            self.waiting.iter().filter(|(_, w)| now.saturating_sub(w.since) >= after_us).map(|(&tx, _)| tx).collect();
-        late.into_iter().filter_map(|tx| self.waiting.remove(&tx).map(|w| (w.client, tx, w.ct))).collect()
+        let mut late = Vec::new();
+        self.waiting.retain(|&tx, w| {
+            let waiting = now.saturating_sub(w.since) < after_us;
+            if !waiting {
+                late.push((w.client, tx, w.ct));
+            }
+            waiting
+        });
+        late
     }
 
     pub fn is_empty(&self) -> bool {

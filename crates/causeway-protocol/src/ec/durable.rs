@@ -23,7 +23,6 @@
 //! * `Ack` — the peer forgets what it acknowledged.
 
 use super::messages::EcWrites;
-use crate::hlc::Timestamp;
 use crate::ids::DcId;
 use crate::recovery::{Reserved, Reserving};
 use serde::{Deserialize, Serialize};
@@ -31,10 +30,8 @@ use serde::{Deserialize, Serialize};
 /// One record of an EC replica.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EcRecord {
-    /// The clock may have handed out timestamps up to this one.
-    ClockReserved(Timestamp),
-    /// Transaction ids below this counter may have been handed out.
-    TxIdsReserved(u64),
+    /// How far the clock and the transaction ids may have gone.
+    Reserved(Reserved),
     /// A transaction of this DC applied here, at position `seq` of the
     /// stream to the peers.
     Local { seq: u64, tx: EcWrites },
@@ -45,18 +42,14 @@ pub enum EcRecord {
 
 impl From<Reserved> for EcRecord {
     fn from(r: Reserved) -> Self {
-        match r {
-            Reserved::Clock(t) => EcRecord::ClockReserved(t),
-            Reserved::TxIds(n) => EcRecord::TxIdsReserved(n),
-        }
+        EcRecord::Reserved(r)
     }
 }
 
 impl Reserving for EcRecord {
     fn reservation(&self) -> Option<Reserved> {
-        match *self {
-            EcRecord::ClockReserved(t) => Some(Reserved::Clock(t)),
-            EcRecord::TxIdsReserved(n) => Some(Reserved::TxIds(n)),
+        match self {
+            EcRecord::Reserved(r) => Some(*r),
             _ => None,
         }
     }

@@ -216,7 +216,7 @@ pub fn recover(mut replica: EcReplica, records: Vec<EcRecord>) -> EcReplica {
     for record in records {
         replica.reserved.restore(&record);
         match record {
-            EcRecord::ClockReserved(_) | EcRecord::TxIdsReserved(_) => {}
+            EcRecord::Reserved(_) => {}
             EcRecord::Local { seq, tx } => {
                 replica.apply(0, here, &tx);
                 replica.seq = seq;

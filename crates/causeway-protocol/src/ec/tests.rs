@@ -141,7 +141,7 @@ fn a_restarted_replica_comes_back_from_its_records_and_resends_what_its_peer_lac
         r.on_message(2_100, Addr::Replica(peer), EcMsg::Replicate { upto: 4, txs: vec![remote.clone()] }, out)
     });
     let before = (r.latest_values(), r.visible_upto(DcId(0)), r.visible_upto(DcId(1)));
-    assert!(records.iter().any(|r| matches!(r, EcRecord::ClockReserved(_))));
+    assert!(records.iter().any(|r| matches!(r, EcRecord::Reserved(crate::recovery::Reserved::Clock(_)))));
 
     let mut back = recover(EcReplica::new(me, topology.clone(), EcConfig::default()), records);
     assert_eq!((back.latest_values(), back.visible_upto(DcId(0)), back.visible_upto(DcId(1))), before);

@@ -74,11 +74,6 @@ impl<S: Snapshot> Coordinator<S> {
         }
     }
 
-    /// Decisions kept for cohorts that may ask.
-    pub fn decisions_kept(&self) -> usize {
-        self.decided.len()
-    }
-
     fn cohort(&self, partition: PartitionId) -> Addr {
         Addr::Replica(ReplicaId { dc: self.me.dc, partition, member: self.me.member })
     }

@@ -33,10 +33,8 @@ use serde::{Deserialize, Serialize};
 /// transaction, `W` a replicated transaction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum FamilyRecord<P, W> {
-    /// The clock may have handed out timestamps up to this one.
-    ClockReserved(Timestamp),
-    /// Transaction ids below this counter may have been handed out.
-    TxIdsReserved(u64),
+    /// How far the clock and the transaction ids may have gone.
+    Reserved(Reserved),
     /// The cohort prepared `tx` for `coordinator` and proposed `pt`.
     Prepared { tx: TxId, pt: Timestamp, coordinator: Addr, prepared: P },
     /// The cohort learned that `tx` committed at `ct`.
@@ -51,18 +49,14 @@ pub enum FamilyRecord<P, W> {
 
 impl<P, W> From<Reserved> for FamilyRecord<P, W> {
     fn from(r: Reserved) -> Self {
-        match r {
-            Reserved::Clock(t) => FamilyRecord::ClockReserved(t),
-            Reserved::TxIds(n) => FamilyRecord::TxIdsReserved(n),
-        }
+        FamilyRecord::Reserved(r)
     }
 }
 
 impl<P, W> Reserving for FamilyRecord<P, W> {
     fn reservation(&self) -> Option<Reserved> {
-        match *self {
-            FamilyRecord::ClockReserved(t) => Some(Reserved::Clock(t)),
-            FamilyRecord::TxIdsReserved(n) => Some(Reserved::TxIds(n)),
+        match self {
+            FamilyRecord::Reserved(r) => Some(*r),
             _ => None,
         }
     }

@@ -87,7 +87,7 @@ pub trait FamilyReplica: Send + 'static {
     fn commit(&mut self, now: PhysicalMicros, tx: TxId, ct: Timestamp, out: &mut FamilyEffects<Self>);
 
     /// A peer in another DC replicates transactions committed at `ct`.
-    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: Vec<<Self::Family as Family>::Writes>);
+    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[<Self::Family as Family>::Writes]);
 
     /// A peer in another DC has nothing older than `t` still coming.
     fn heartbeat(&mut self, from: Addr, t: Timestamp);
@@ -172,8 +172,8 @@ fn dispatch<R: FamilyReplica>(
         }
         Replicate { ct, txs } => match r.core_mut().replication.streams.incoming(from, ct, true) {
             Incoming::Take(source) => {
-                out.persist(FamilyRecord::Applied { source, ct, txs: txs.clone() });
-                r.replicated(from, ct, txs);
+                r.replicated(from, ct, &txs);
+                out.persist(FamilyRecord::Applied { source, ct, txs });
             }
             Incoming::Drop => {}
             Incoming::Refuse => r.core_mut().refuse(),
@@ -241,7 +241,7 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
         let core = replica.core_mut();
         core.reserved.restore(&record);
         match record {
-            FamilyRecord::ClockReserved(_) | FamilyRecord::TxIdsReserved(_) => {}
+            FamilyRecord::Reserved(_) => {}
             FamilyRecord::Prepared { tx, pt, coordinator, prepared } => {
                 core.prepared.restore(&mut core.hlc, tx, pt, coordinator, prepared)
             }
@@ -252,7 +252,7 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
             FamilyRecord::Decided { tx, ct } => core.coordinator.restore_decision(tx, ct),
             FamilyRecord::Applied { source, ct, txs } => {
                 core.replication.streams.restore_received(source, ct);
-                replica.replicated(peer_in(source), ct, txs);
+                replica.replicated(peer_in(source), ct, &txs);
             }
         }
     }

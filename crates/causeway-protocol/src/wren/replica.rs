@@ -164,13 +164,24 @@ impl FamilyReplica for WrenReplica {
 
     /// Alg. 4, lines 22–26. FIFO links deliver a replica's groups in commit
     /// order, so the sender's version clock can advance to `ct`.
-    fn replicated(&mut self, from: Addr, ct: Timestamp, mut txs: Vec<TxWrites>) {
+    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[TxWrites]) {
         let Some(source) = self.core.replication.streams.source_of(from) else { return self.core.refuse() };
-        if self.fault == Fault::DropRemoteDeletes {
-            txs.iter_mut().for_each(|tx| tx.writes.retain(|(_, v)| v.is_some()));
-        }
+        let without_deletes: Vec<TxWrites>;
+        let txs = if self.fault == Fault::DropRemoteDeletes {
+            without_deletes = txs
+                .iter()
+                .map(|tx| TxWrites {
+                    txid: tx.txid,
+                    rdt: tx.rdt,
+                    writes: tx.writes.iter().filter(|(_, v)| v.is_some()).cloned().collect(),
+                })
+                .collect();
+            &without_deletes
+        } else {
+            txs
+        };
         let (here, s_old) = (self.dc(), self.bist.oldest_snapshot());
-        let applied = apply::install(&mut self.core.store, here, s_old, ct, source, &txs);
+        let applied = apply::install(&mut self.core.store, here, s_old, ct, source, txs);
         self.core.counters.transactions_applied += applied;
         self.vv.raise(source, ct);
     }
