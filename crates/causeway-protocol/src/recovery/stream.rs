@@ -12,6 +12,9 @@
 //!   (`Resume`), and ignores the stream until the answer (`ResumeFrom`, then
 //!   every kept group above, in order). A replica that restarted lost what
 //!   was on its links too, so the peer asks it the same in return.
+//! * What a `Resume` says it holds counts as an acknowledgement (the peer
+//!   forgets what is below it), so it leaves only once durable, as `Ack`
+//!   does: a crash must not take back what it said.
 //!
 //! A protocol brings its messages ([`StreamMsg`]) and makes the groups it
 //! takes durable; positions it received are restored from its records.
@@ -162,7 +165,7 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
             let Addr::Replica(r) = peer else { continue };
             let i = usize::from(r.dc.0);
             self.awaiting[i] = true;
-            out.send(peer, M::resume(self.received[i], true));
+            out.send_after_durable(peer, M::resume(self.received[i], true));
         }
     }
 
@@ -184,7 +187,7 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
         let i = usize::from(dc.0);
         if restarted {
             self.awaiting[i] = true;
-            out.send(from, M::resume(self.received[i], false));
+            out.send_after_durable(from, M::resume(self.received[i], false));
         }
         self.acked[i] = self.acked[i].max(have);
         out.send_after_durable(from, M::resume_from(have));
@@ -231,7 +234,7 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
             let Addr::Replica(r) = peer else { continue };
             let i = usize::from(r.dc.0);
             if self.awaiting[i] {
-                out.send(peer, M::resume(self.received[i], false));
+                out.send_after_durable(peer, M::resume(self.received[i], false));
             } else if self.received[i] > self.ack_sent[i] {
                 self.ack_sent[i] = self.received[i];
                 out.send_after_durable(peer, M::ack(self.received[i]));
@@ -287,9 +290,13 @@ mod tests {
         assert_eq!(s.unacknowledged(), 2, "the group at 3 is held there");
         let mut out = Out::default();
         assert!(s.on_resume(peer(), 3, true, &mut out));
-        assert!(matches!(out.messages[..], [(_, Msg::Resume(0, false))]), "asked in return");
+        assert!(out.messages.is_empty(), "nothing leaves before what it says is durable");
         let resent: Vec<_> = out.after_durable.iter().map(|(_, m)| m.clone()).collect();
-        assert_eq!(resent, vec![Msg::ResumeFrom(3), Msg::Group(5, vec!["b"]), Msg::Group(8, vec!["c"])]);
+        assert_eq!(
+            resent,
+            vec![Msg::Resume(0, false), Msg::ResumeFrom(3), Msg::Group(5, vec!["b"]), Msg::Group(8, vec!["c"])],
+            "asked in return — `have` is an acknowledgement, so only once durable — then the stream resent"
+        );
         assert!(!s.settled());
         assert!(s.on_ack(peer(), 8) && s.on_resume_from(peer()));
         assert!(s.settled(), "everything acknowledged, nothing awaited");
