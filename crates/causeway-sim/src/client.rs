@@ -20,7 +20,11 @@ enum Phase {
 
 pub struct WorkloadClient<S> {
     pub session: S,
+    /// The session's name in the history: the client's, with the number of
+    /// sessions it gave up (`dc0-c5.1`) once it has given one up.
     pub name: String,
+    base: String,
+    sessions_given_up: u32,
     pub dc: u16,
     pub rng: ChaCha8Rng,
     seq: u64,
@@ -44,7 +48,9 @@ impl<S: Session> WorkloadClient<S> {
     pub fn new(session: S, name: String, dc: u16, rng: ChaCha8Rng) -> Self {
         WorkloadClient {
             session,
+            base: name.clone(),
             name,
+            sessions_given_up: 0,
             dc,
             rng,
             seq: 0,
@@ -69,10 +75,18 @@ impl<S: Session> WorkloadClient<S> {
     /// `session`. Its record: `unknown` if it had asked to commit (the
     /// commit may have happened), `aborted` otherwise (nothing commits
     /// without the request).
+    ///
+    /// The new session knows nothing of the old one's causal past (a client
+    /// whose connection died and that kept no session token), so the
+    /// history names it as another session: session order holds within a
+    /// session, not across the two.
     pub fn abandon(&mut self, session: S, now: u64) -> TxnRecord {
         self.session = session;
         let status = if self.phase == Phase::Committing { Status::Unknown } else { Status::Aborted };
-        self.finish(now, status, None)
+        let record = self.finish(now, status, None);
+        self.sessions_given_up += 1;
+        self.name = format!("{}.{}", self.base, self.sessions_given_up);
+        record
     }
 
     /// Starts the next transaction at `elapsed` microseconds of the run
