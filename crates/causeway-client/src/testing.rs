@@ -248,7 +248,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
     }
     let close_after = match (&config.behavior, &request) {
         (Behavior::CommitThenClose { every }, Request::Commit) => {
-            (shared.commits.fetch_add(1, Ordering::Relaxed) + 1) % (*every).max(1) == 0
+            (shared.commits.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of((*every).max(1))
         }
         _ => false,
     };
