@@ -76,6 +76,7 @@ async fn embedded(spec: &BenchSpec) -> Result<Target> {
     for r in plan.topology.all_replicas() {
         plan.clock_offsets_us.insert(r, spec.clock_offset_us(r.dc.0, r.partition.0));
     }
+    plan.nodes[0].data_dir = spec.data_dir.clone();
     let topology = plan.topology.clone();
     let node = start(Arc::new(plan), "embedded").await?;
     let endpoints = node.clients.clone();

@@ -36,8 +36,22 @@ pub struct BenchReport {
     pub throughput_tps: f64,
     pub committed: u64,
     pub aborted: u64,
-    /// Clients whose transactions met an error (each stops at a fatal one).
+    /// Clients whose transactions met an error other than an outage (a
+    /// lost connection, an unavailable partition); they carry on.
     pub errors: u64,
+    /// Transactions whose commit outcome the client could not know (its
+    /// server died or went silent mid-commit): `unknown` in the history.
+    /// Over the whole run, warm-up included (absent in reports written
+    /// before outages were counted: 0).
+    #[serde(default)]
+    pub unknown: u64,
+    /// Transactions refused or given up because a partition or a server
+    /// was unavailable, over the whole run.
+    #[serde(default)]
+    pub unavailable: u64,
+    /// Client connections made again after one broke, over the whole run.
+    #[serde(default)]
+    pub reconnects: u64,
     /// Latency of committed transactions, from begin to the commit's answer.
     pub latency_mean_ms: f64,
     pub latency_p50_ms: f64,
@@ -233,6 +247,15 @@ impl BenchReport {
                 self.throughput_tps, self.committed, self.duration_s, self.aborted, self.errors
             ),
         );
+        if self.unknown + self.unavailable + self.reconnects > 0 {
+            line(
+                &mut s,
+                format!(
+                    "  outages        {} unknown outcomes, {} unavailable, {} reconnects",
+                    self.unknown, self.unavailable, self.reconnects
+                ),
+            );
+        }
         line(
             &mut s,
             format!(

@@ -15,6 +15,7 @@ use causeway_history::History;
 use causeway_load::{settle, visibility, LoadConfig, Phase, Progress};
 use causeway_workload::WorkloadKind;
 use std::collections::BTreeSet;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// A run's report, and its history when the spec asked to record one.
@@ -32,10 +33,29 @@ struct Snapshot {
     clients: Option<CpuTime>,
 }
 
-async fn snapshot(probes: &mut [Client], servers: &Servers, waited: bool) -> Result<Snapshot> {
+/// Every node's counters. A node whose probe connection broke is
+/// connected again once (it may have restarted: its counters start over,
+/// hence the saturating differences below); one that cannot be reached
+/// counts nothing, so a run goes on while a node is down.
+async fn snapshot(probes: &mut [Client], addrs: &[SocketAddr], servers: &Servers, waited: bool) -> Result<Snapshot> {
     let mut nodes = Vec::new();
-    for p in probes.iter_mut() {
-        nodes.push(p.stats(waited).await.context("cannot read a node's counters")?);
+    for (p, addr) in probes.iter_mut().zip(addrs) {
+        let stats = match p.stats(waited).await {
+            Ok(stats) => Ok(stats),
+            Err(e) if e.is_fatal() => match Client::connect(*addr).await {
+                Ok(again) => {
+                    *p = again;
+                    p.stats(waited).await
+                }
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        match stats {
+            Ok(stats) => nodes.push(stats),
+            Err(e) if e.is_fatal() => nodes.push(NodeStats::default()),
+            Err(e) => return Err(e).context("cannot read a node's counters"),
+        }
     }
     let (servers, clients) = match servers {
         Servers::ThisProcess => (cpu::this_process(), None),
@@ -119,9 +139,9 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
         let mut first = None;
         while let Some(phase) = phase_rx.recv().await {
             match phase {
-                Phase::Measuring => first = Some(snapshot(&mut probes, servers, true).await?),
+                Phase::Measuring => first = Some(snapshot(&mut probes, nodes, servers, true).await?),
                 Phase::Stopped => {
-                    let last = snapshot(&mut probes, servers, true).await?;
+                    let last = snapshot(&mut probes, nodes, servers, true).await?;
                     return Ok(first.map(|f| (f, last)));
                 }
             }
@@ -181,6 +201,9 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
         committed: report.committed,
         aborted: report.aborted,
         errors: report.errors.len() as u64,
+        unknown: report.unknown,
+        unavailable: report.unavailable,
+        reconnects: report.reconnects,
         latency_mean_ms: if lat.is_empty() { 0.0 } else { lat.mean() / 1000.0 },
         latency_p50_ms: q(0.5),
         latency_p90_ms: q(0.9),

@@ -71,6 +71,10 @@ pub struct BenchSpec {
     /// cluster (which may hold other data, and other runs' keys) a prefix of
     /// this run's own, `RUN/`; in a cluster the run starts, none.
     pub key_prefix: Option<String>,
+    /// Where an embedded cluster keeps its logs (`causeway demo` gives a
+    /// temporary directory, or `--data-dir`); `None`: in memory only.
+    /// Other deployments ignore it.
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for BenchSpec {
@@ -101,6 +105,7 @@ impl Default for BenchSpec {
             preload: false,
             run_id: new_run_id(),
             key_prefix: None,
+            data_dir: None,
         }
     }
 }

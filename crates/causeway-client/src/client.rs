@@ -289,11 +289,18 @@ impl Client {
     /// limit, a pipelined write the server refused, a bad read), nothing
     /// commits: the transaction is aborted and the call fails with
     /// [`Error::RefusedEarlier`], which names the first refusal.
+    ///
+    /// Fails with [`Error::OutcomeUnknown`] when the transaction may or may
+    /// not have committed: the server could not confirm it, or the
+    /// connection broke or timed out once the commit was sent (the
+    /// connection is then closed). A connection already closed before the
+    /// commit was sent gives [`Error::Disconnected`]: nothing was sent.
     pub async fn commit(&mut self) -> Result<Option<Stamp>, Error> {
         self.settle_for_commit().await?;
         if let Some(cause) = self.refused.take() {
             return Err(self.abort_refused(cause).await);
         }
+        self.ensure_open()?;
         match self.call("commit", Request::Commit).await {
             Ok(Response::Committed(stamp)) => {
                 self.txn_keys.clear();
@@ -302,7 +309,7 @@ impl Client {
             Ok(other) => Err(self.unexpected("commit", other)),
             Err(e) => {
                 self.txn_keys.clear();
-                Err(e)
+                Err(e.commit_in_flight())
             }
         }
     }
@@ -376,7 +383,9 @@ impl Client {
     /// can then no longer commit); a write the server still refuses fails
     /// the commit too, and nothing commits. Should the server refuse a
     /// write and commit the rest all the same, the answer is a
-    /// [`Error::Protocol`] that says so: the commit happened.
+    /// [`Error::Protocol`] that says so: the commit happened. As for
+    /// [`commit`](Client::commit), a connection that breaks or times out
+    /// once the requests are on their way gives [`Error::OutcomeUnknown`].
     pub async fn commit_writes(&mut self, writes: Vec<(Bytes, Option<Bytes>)>) -> Result<Option<Stamp>, Error> {
         for (key, value) in &writes {
             self.check_write(key, value.as_deref().unwrap_or_default())?;
@@ -396,7 +405,10 @@ impl Client {
             })
             .collect();
         requests.push(Request::Commit);
-        let mut answers = self.call_pipelined("write and commit", requests).await?;
+        self.ensure_open()?;
+        // From here the commit may reach the server: a connection that
+        // fails leaves its outcome unknown.
+        let mut answers = self.call_pipelined("write and commit", requests).await.map_err(Error::commit_in_flight)?;
         let commit = answers.pop().expect("one answer per request");
         if matches!(commit, Ok(Response::Committed(_)) | Err(Error::NoActiveTransaction)) {
             self.txn_keys.clear();

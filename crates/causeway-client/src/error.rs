@@ -8,11 +8,22 @@ use std::time::Duration;
 /// The error of a [`Client`](crate::Client) call.
 ///
 /// Errors the server reports about one request ([`InvalidArgument`],
-/// [`NoActiveTransaction`], [`Unavailable`], …) leave the connection
-/// usable. [`Timeout`], [`Disconnected`], [`Protocol`] and
-/// [`VersionMismatch`] end it: every later call on that client returns
-/// [`Disconnected`]; connect again (and [resume the
+/// [`NoActiveTransaction`], [`Unavailable`], [`PartitionUnavailable`], …)
+/// leave the connection usable. [`Timeout`], [`Disconnected`],
+/// [`Protocol`], [`VersionMismatch`] and an [`OutcomeUnknown`] that came
+/// from a broken connection end it: every later call on that client
+/// returns [`Disconnected`]; connect again (and [resume the
 /// session](crate::Client::resume_session) if its causal past matters).
+///
+/// A commit ends in one of three ways: it committed (`Ok`), it did not
+/// ([`Aborted`], [`RefusedEarlier`], [`PartitionUnavailable`], …), or
+/// nobody can say ([`OutcomeUnknown`]): its transaction may have taken
+/// effect. Only that last one calls for reading the keys to find out.
+///
+/// [`PartitionUnavailable`]: Error::PartitionUnavailable
+/// [`OutcomeUnknown`]: Error::OutcomeUnknown
+/// [`Aborted`]: Error::Aborted
+/// [`RefusedEarlier`]: Error::RefusedEarlier
 ///
 /// [`InvalidArgument`]: Error::InvalidArgument
 /// [`NoActiveTransaction`]: Error::NoActiveTransaction
@@ -92,6 +103,36 @@ pub enum Error {
     /// The server cannot serve the request now (its DC's partitions are
     /// unreachable, it is shutting down, …); retrying later may succeed.
     Unavailable(String),
+    /// The request needs a partition whose replica in this DC is down (the
+    /// server cannot reach the node that holds it), and was refused at
+    /// once rather than left to wait. Nothing of the request took effect: a
+    /// read returned nothing (and, inside a transaction, leaves it unable
+    /// to commit, as any failed read does); a commit aborted its
+    /// transaction. Requests that need only other partitions still serve;
+    /// retrying later may succeed. The connection stays usable.
+    PartitionUnavailable {
+        /// The DC the session lives in.
+        dc: u16,
+        /// The partition that cannot be reached (the first, if several).
+        partition: u32,
+        /// The node that holds it.
+        node: String,
+    },
+    /// A commit was sent, but whether it took effect is not known: the
+    /// coordinator could not confirm it (the server said so), or the
+    /// connection broke or timed out while the commit was in flight. The
+    /// transaction may have committed — under a protocol without atomic
+    /// commits (EC) even in part — or not at all; read its keys to find
+    /// out. It is over either way. When it came from a broken connection
+    /// (`connection_lost`) the connection is closed, as after
+    /// [`Disconnected`](Error::Disconnected) or [`Timeout`](Error::Timeout):
+    /// connect again.
+    OutcomeUnknown {
+        /// Why: what the server said, or how the connection failed.
+        cause: String,
+        /// The connection ended with this error ([`Error::is_fatal`]).
+        connection_lost: bool,
+    },
     /// The server speaks another version of the wire protocol. The connection is closed.
     VersionMismatch {
         /// The server's [`WIRE_VERSION`](crate::wire::WIRE_VERSION).
@@ -131,6 +172,13 @@ impl fmt::Display for Error {
             }
             Error::BadToken(s) => write!(f, "invalid session token: {s}"),
             Error::Unavailable(s) => write!(f, "server unavailable: {s}"),
+            Error::PartitionUnavailable { dc, partition, node } => {
+                write!(f, "partition {partition} of DC {dc} is unavailable: its node {node} cannot be reached")
+            }
+            Error::OutcomeUnknown { cause, .. } => write!(
+                f,
+                "the outcome of the commit is unknown ({cause}): it may have taken effect, in whole or in part, or not at all"
+            ),
             Error::VersionMismatch { server, client } => {
                 write!(f, "wire version mismatch: server speaks {server}, client {client}")
             }
@@ -155,8 +203,27 @@ impl Error {
                 | Error::Disconnected
                 | Error::VersionMismatch { .. }
                 | Error::Protocol(_)
+                | Error::OutcomeUnknown { connection_lost: true, .. }
                 | Error::Server(WireError::Malformed(_) | WireError::HelloExpected)
         )
+    }
+}
+
+impl Error {
+    /// A commit was in flight when the connection failed with `self`
+    /// (`Timeout`, `Disconnected`): its outcome is unknown. Other errors
+    /// pass unchanged.
+    pub(crate) fn commit_in_flight(self) -> Error {
+        match self {
+            e @ (Error::Timeout { .. } | Error::Disconnected) => {
+                let cause = match e {
+                    Error::Disconnected => "the connection broke while the commit was in flight".to_string(),
+                    e => format!("{e} while the commit was in flight"),
+                };
+                Error::OutcomeUnknown { cause, connection_lost: true }
+            }
+            e => e,
+        }
     }
 }
 
@@ -167,6 +234,9 @@ impl From<WireError> for Error {
             WireError::Session(e) => e.into(),
             WireError::BadToken(s) => Error::BadToken(s),
             WireError::Unavailable(s) => Error::Unavailable(s),
+            WireError::PartitionUnavailable { dc, partition, node } => {
+                Error::PartitionUnavailable { dc, partition, node }
+            }
             WireError::AnswerTooLarge { size, limit } => Error::AnswerTooLarge { size, limit },
             e @ (WireError::HelloExpected | WireError::Malformed(_)) => Error::Server(e),
         }
@@ -182,9 +252,11 @@ impl From<SessionError> for Error {
             SessionError::InvalidArgument(s) => Error::InvalidArgument(s),
             SessionError::TooLarge { what, size, limit } => Error::TooLarge { what, size, limit },
             SessionError::RefusedEarlier { cause } => Error::RefusedEarlier { cause },
-            e @ (SessionError::OperationInProgress | SessionError::OutcomeUnknown) => {
-                Error::Server(WireError::Session(e))
-            }
+            SessionError::OutcomeUnknown => Error::OutcomeUnknown {
+                cause: "the coordinator could not confirm the commit in time".into(),
+                connection_lost: false,
+            },
+            e @ SessionError::OperationInProgress => Error::Server(WireError::Session(e)),
         }
     }
 }
@@ -202,5 +274,30 @@ mod tests {
         };
         assert_eq!(e.to_string(), "cannot reach 127.0.0.1:1: Connection refused");
         assert!(e.source().is_none(), "the text already shows it");
+    }
+
+    #[test]
+    fn an_outcome_unknown_is_fatal_only_when_the_connection_broke() {
+        let said: Error = WireError::Session(SessionError::OutcomeUnknown).into();
+        assert!(matches!(said, Error::OutcomeUnknown { connection_lost: false, .. }), "{said:?}");
+        assert!(!said.is_fatal(), "the server said it; the connection lives on");
+        let timeout = Error::Timeout { what: "commit", after: Duration::from_secs(10) };
+        for broken in [Error::Disconnected, timeout] {
+            let e = broken.commit_in_flight();
+            assert!(matches!(e, Error::OutcomeUnknown { connection_lost: true, .. }), "{e:?}");
+            assert!(e.is_fatal());
+            assert!(e.to_string().contains("may have taken effect"), "{e}");
+        }
+        // What the server answered stays what it is.
+        let aborted = Error::Aborted(AbortReason::Unavailable("a partition of DC 0".into())).commit_in_flight();
+        assert!(matches!(aborted, Error::Aborted(_)));
+    }
+
+    #[test]
+    fn a_partition_unavailable_names_the_partition_and_keeps_the_connection() {
+        let e: Error = WireError::PartitionUnavailable { dc: 1, partition: 3, node: "b3".into() }.into();
+        assert!(matches!(e, Error::PartitionUnavailable { dc: 1, partition: 3, ref node } if node == "b3"), "{e:?}");
+        assert!(!e.is_fatal());
+        assert_eq!(e.to_string(), "partition 3 of DC 1 is unavailable: its node b3 cannot be reached");
     }
 }

@@ -77,6 +77,14 @@
 //! or a lost connection the client is unusable ([`Error::is_fatal`]):
 //! connect again.
 //!
+//! Two errors come from failures of the cluster rather than of the call:
+//! [`Error::PartitionUnavailable`] — the request needs a partition whose
+//! replica in this DC is down; it was refused at once, nothing of it took
+//! effect, and other partitions still serve — and [`Error::OutcomeUnknown`]
+//! — a commit was sent but nobody can say whether it took effect (the
+//! coordinator could not confirm it, or the connection broke or timed out
+//! while it was in flight).
+//!
 //! The [`wire`] module is the protocol itself, for servers and other clients.
 
 mod client;

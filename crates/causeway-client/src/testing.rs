@@ -43,6 +43,13 @@ pub enum Behavior {
     CloseAfterHello,
     /// Answers every `Dump` page with the same cursor, so it never ends.
     StuckDump,
+    /// Applies every `every`-th commit of the server (counted over all
+    /// connections), then closes that connection without answering it: a
+    /// coordinator that died mid-commit. Other requests are answered.
+    CommitThenClose {
+        /// Which commits: every one with 1.
+        every: u64,
+    },
 }
 
 /// The mock server's settings.
@@ -71,12 +78,17 @@ struct Shared {
     requests: AtomicU64,
     connections: AtomicU64,
     peer_drops: AtomicU64,
+    /// Commit requests received.
+    commits: AtomicU64,
+    /// The tasks serving connections, so that [`MockServer::kill`] ends them.
+    serving: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 /// A running mock server; it stops when dropped.
 pub struct MockServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    config: MockConfig,
     task: JoinHandle<()>,
 }
 
@@ -91,14 +103,26 @@ impl MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
-        let state = shared.clone();
-        let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                state.connections.fetch_add(1, Ordering::Relaxed);
-                tokio::spawn(serve(stream, state.clone(), config.clone()));
-            }
-        });
-        Ok(MockServer { addr, shared, task })
+        let task = accept(listener, shared.clone(), config.clone());
+        Ok(MockServer { addr, shared, config, task })
+    }
+
+    /// Kills the server as a crash would: it stops listening and every
+    /// connection closes at once, unanswered. Its data stays, for
+    /// [`restart`](MockServer::restart).
+    pub fn kill(&self) {
+        self.task.abort();
+        for t in self.shared.serving.lock().unwrap().drain(..) {
+            t.abort();
+        }
+    }
+
+    /// Starts a killed server again on the same address, with the data it had.
+    pub async fn restart(&mut self) -> io::Result<()> {
+        self.kill();
+        let listener = TcpListener::bind(self.addr).await?;
+        self.task = accept(listener, self.shared.clone(), self.config.clone());
+        Ok(())
     }
 
     /// The address it listens on.
@@ -125,6 +149,18 @@ impl MockServer {
     pub fn peer_drops(&self) -> u64 {
         self.shared.peer_drops.load(Ordering::Relaxed)
     }
+}
+
+fn accept(listener: TcpListener, shared: Arc<Shared>, config: MockConfig) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            shared.connections.fetch_add(1, Ordering::Relaxed);
+            let task = tokio::spawn(serve(stream, shared.clone(), config.clone()));
+            let mut serving = shared.serving.lock().unwrap();
+            serving.retain(|t| !t.is_finished());
+            serving.push(task.abort_handle());
+        }
+    })
 }
 
 impl Drop for MockServer {
@@ -208,8 +244,14 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
     match config.behavior {
         Behavior::Silent => return Ignore,
         Behavior::CloseAfterHello => return Close,
-        Behavior::Normal | Behavior::VersionMismatch | Behavior::StuckDump => {}
+        Behavior::Normal | Behavior::VersionMismatch | Behavior::StuckDump | Behavior::CommitThenClose { .. } => {}
     }
+    let close_after = match (&config.behavior, &request) {
+        (Behavior::CommitThenClose { every }, Request::Commit) => {
+            (shared.commits.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of((*every).max(1))
+        }
+        _ => false,
+    };
     let in_txn = session.txn.is_some();
     // Session tokens are not operations of the transaction.
     let of_txn = !matches!(request, Request::ExportSession | Request::ResumeSession { .. });
@@ -304,6 +346,9 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
     // leaves it unable to commit.
     if let (Err(e), true, true, Some(txn)) = (&result, in_txn, of_txn, session.txn.as_mut()) {
         txn.refused.get_or_insert_with(|| e.clone());
+    }
+    if close_after {
+        return Close;
     }
     Answer(result.unwrap_or_else(|e| R::Error(e.into())))
 }

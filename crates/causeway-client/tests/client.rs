@@ -297,6 +297,49 @@ async fn a_server_closing_mid_request_is_a_disconnect() {
 }
 
 #[tokio::test]
+async fn a_connection_lost_with_a_commit_in_flight_leaves_its_outcome_unknown() {
+    // The server applies the commit, then dies before answering.
+    let server = mock(Behavior::CommitThenClose { every: 1 }, Limits::default()).await;
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    c.begin().await.unwrap();
+    c.write("x", "1").await.unwrap();
+    match c.commit().await {
+        Err(e @ Error::OutcomeUnknown { connection_lost: true, .. }) => assert!(e.is_fatal(), "{e}"),
+        other => panic!("expected an unknown outcome, got {other:?}"),
+    }
+    assert!(c.is_closed());
+    assert_eq!(server.get("x"), some("1"), "it did commit: the client could not know");
+    assert!(matches!(c.begin().await, Err(Error::Disconnected)));
+
+    // The same through commit_writes, writes and commit in one round trip.
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    c.begin().await.unwrap();
+    let e = c.commit_writes(vec![(Bytes::from("y"), some("2"))]).await.unwrap_err();
+    assert!(matches!(e, Error::OutcomeUnknown { connection_lost: true, .. }), "{e:?}");
+    assert_eq!(server.get("y"), some("2"));
+
+    // A read whose connection breaks is no commit: it stays a disconnect.
+    let server = mock(Behavior::CloseAfterHello, Limits::default()).await;
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    assert!(matches!(c.read_only(&["x"]).await, Err(Error::Disconnected)));
+}
+
+#[tokio::test]
+async fn a_killed_server_restarts_on_its_address_with_its_data() {
+    let mut server = mock(Behavior::Normal, Limits::default()).await;
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    c.begin().await.unwrap();
+    c.write("x", "1").await.unwrap();
+    c.commit().await.unwrap();
+    server.kill();
+    assert!(c.read_only(&["x"]).await.unwrap_err().is_fatal());
+    assert!(matches!(Client::connect_with(server.addr(), quick()).await, Err(Error::Unreachable { .. })));
+    server.restart().await.unwrap();
+    let mut c = Client::connect_with(server.addr(), quick()).await.unwrap();
+    assert_eq!(c.read_only(&["x"]).await.unwrap(), vec![some("1")]);
+}
+
+#[tokio::test]
 async fn answers_that_make_no_sense_are_protocol_errors() {
     // A raw server: welcomes, then answers every request with `Aborted` under a wrong id.
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,6 +1,15 @@
 //! The closed-loop clients: each holds one session (one connection) to its
 //! DC and runs transactions back to back for the duration, recording what
 //! it read and wrote.
+//!
+//! A client keeps going through the failure of its server: a transaction
+//! whose connection breaks is recorded as it ended — `unknown` if its
+//! commit was in flight ([`Error::OutcomeUnknown`]), `aborted` otherwise
+//! (it did not commit) — and the client reconnects to the same node with
+//! backoff, as a new session of the history (its causal past could only be
+//! carried over with a token exported after every transaction, a round trip
+//! each). A request refused because a partition is unavailable is counted,
+//! and the client carries on after a pause.
 
 use crate::visibility::{self, Commit};
 use bytes::Bytes;
@@ -72,8 +81,17 @@ pub struct LoadReport {
     pub aborted: u64,
     /// Transactions that ended in the measured time, whatever their outcome.
     pub attempted: u64,
-    /// Operations that failed for another reason than a deliberate abort.
+    /// Operations that failed for another reason than a deliberate abort,
+    /// an outage (below) or a lost connection.
     pub errors: Vec<String>,
+    /// Transactions whose outcome the client could not know (recorded
+    /// `unknown` in the history), over the whole run.
+    pub unknown: u64,
+    /// Transactions refused or given up because a partition or a server
+    /// was unavailable, over the whole run (recorded as aborted).
+    pub unavailable: u64,
+    /// Connections made again after one broke, over the whole run.
+    pub reconnects: u64,
     /// Latency of committed transactions, in microseconds.
     pub latency: Histogram<u64>,
     pub records: Vec<TxnRecord>,
@@ -112,7 +130,8 @@ pub async fn run(
         for i in 0..config.clients_per_dc {
             let addr = endpoints[i as usize % endpoints.len()];
             let options = ClientOptions { name: format!("load-{run}dc{}-{i}", dc.0), ..ClientOptions::default() };
-            clients.push((dc, i, Client::connect_with(addr, options).await?));
+            let client = Client::connect_with(addr, options.clone()).await?;
+            clients.push((dc, i, addr, options, client));
         }
     }
     let origin = Instant::now();
@@ -128,11 +147,16 @@ pub async fn run(
         });
     }
     let mut tasks = Vec::new();
-    for (dc, i, client) in clients {
+    for (dc, i, addr, options, client) in clients {
+        let name = format!("{run}dc{}-c{i}", dc.0);
         let worker = Worker {
-            name: format!("{run}dc{}-c{i}", dc.0),
+            session: name.clone(),
+            name,
             dc,
-            client,
+            addr,
+            options,
+            client: Some(client),
+            outages: Outages::default(),
             generator: generator.clone(),
             topology: topology.clone(),
             rng: ChaCha8Rng::seed_from_u64(config.seed ^ (u64::from(dc.0) << 32) ^ u64::from(i)),
@@ -176,6 +200,9 @@ pub async fn run(
         aborted: 0,
         attempted: 0,
         errors: Vec::new(),
+        unknown: 0,
+        unavailable: 0,
+        reconnects: 0,
         latency: visibility::histogram(),
         records: Vec::new(),
     };
@@ -185,6 +212,9 @@ pub async fn run(
                 report.committed += w.committed;
                 report.aborted += w.aborted;
                 report.attempted += w.attempted;
+                report.unknown += w.outages.unknown;
+                report.unavailable += w.outages.unavailable;
+                report.reconnects += w.outages.reconnects;
                 let _ = report.latency.add(&w.latency);
                 report.records.extend(w.records);
                 report.errors.extend(w.error);
@@ -196,9 +226,18 @@ pub async fn run(
 }
 
 struct Worker {
+    /// The client's name: its transaction ids start with it.
     name: String,
+    /// The history's session of the current connection: the name, then
+    /// `NAME/rN` after the Nth reconnect.
+    session: String,
     dc: DcId,
-    client: Client,
+    /// The node it connects to, and again after a failure.
+    addr: SocketAddr,
+    options: ClientOptions,
+    /// `None` while the connection is down.
+    client: Option<Client>,
+    outages: Outages,
     generator: Arc<Generator>,
     topology: Arc<Topology>,
     rng: ChaCha8Rng,
@@ -221,7 +260,38 @@ struct Measured {
     attempted: u64,
 }
 
+/// What outages did to one client.
+#[derive(Default)]
+struct Outages {
+    unknown: u64,
+    unavailable: u64,
+    reconnects: u64,
+}
+
+/// The first wait before connecting again after a failure; it doubles up
+/// to [`RECONNECT_MAX`].
+const RECONNECT_MIN: Duration = Duration::from_millis(50);
+const RECONNECT_MAX: Duration = Duration::from_secs(1);
+/// The pause after a request refused for an unavailable partition.
+const UNAVAILABLE_PAUSE: Duration = Duration::from_millis(100);
+
+/// Whether `e` says the cluster (a partition, a server, the connection to
+/// it) was unavailable, rather than that the client did something wrong.
+fn is_outage(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Unavailable(_)
+            | Error::PartitionUnavailable { .. }
+            | Error::Aborted(causeway_client::wire::AbortReason::Unavailable(_))
+            | Error::OutcomeUnknown { .. }
+            | Error::Disconnected
+            | Error::Timeout { .. }
+            | Error::Unreachable { .. }
+    )
+}
+
 struct Finished {
+    outages: Outages,
     latency: Histogram<u64>,
     committed: u64,
     aborted: u64,
@@ -235,6 +305,9 @@ impl Worker {
         let mut seq = 0u64;
         let mut error = None;
         while !stop.load(Ordering::Relaxed) {
+            if self.client.is_none() && !self.reconnect(&stop).await {
+                break;
+            }
             seq += 1;
             let plan = self.generator.next(&mut self.rng);
             let txid = format!("{}-{seq}", self.name);
@@ -270,6 +343,12 @@ impl Worker {
                     }
                     Status::Aborted
                 }
+                Err(Error::OutcomeUnknown { .. }) => {
+                    self.outages.unknown += 1;
+                    Status::Unknown
+                }
+                // Refused, given up, or cut off before its commit was sent:
+                // it did not commit.
                 Err(_) => Status::Aborted,
             };
             if self.record {
@@ -281,7 +360,7 @@ impl Worker {
                 };
                 self.records.push(TxnRecord {
                     txid,
-                    session: self.name.clone(),
+                    session: self.session.clone(),
                     seq,
                     dc: self.dc.0,
                     status,
@@ -292,24 +371,61 @@ impl Worker {
                 });
             }
             if let Err(e) = outcome {
-                // The transaction is over either way; a dead connection ends the client.
-                let fatal = e.is_fatal();
-                error.get_or_insert_with(|| format!("{}: {e}", self.name));
-                if fatal {
-                    break;
+                // The transaction is over either way. A dead connection is
+                // made again at the next turn; an outage is waited out.
+                if !is_outage(&e) {
+                    error.get_or_insert_with(|| format!("{}: {e}", self.name));
+                } else if !matches!(e, Error::OutcomeUnknown { .. }) {
+                    self.outages.unavailable += 1;
                 }
-                let _ = self.client.abort().await;
+                if e.is_fatal() || self.client.as_ref().is_some_and(|c| c.is_closed()) {
+                    self.client = None;
+                } else {
+                    if let Some(c) = self.client.as_mut() {
+                        let _ = c.abort().await;
+                    }
+                    if is_outage(&e) {
+                        tokio::time::sleep(UNAVAILABLE_PAUSE).await;
+                    }
+                }
             }
         }
         let Measured { committed, aborted, attempted } = self.measured;
-        Finished { latency: self.latency, committed, aborted, attempted, records: self.records, error }
+        Finished {
+            outages: self.outages,
+            latency: self.latency,
+            committed,
+            aborted,
+            attempted,
+            records: self.records,
+            error,
+        }
+    }
+
+    /// Connects again to the client's node, with backoff, until it answers
+    /// or the run stops (`false`). The new connection is a new session of
+    /// the history.
+    async fn reconnect(&mut self, stop: &AtomicBool) -> bool {
+        let mut wait = RECONNECT_MIN;
+        while !stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(wait).await;
+            if let Ok(client) = Client::connect_with(self.addr, self.options.clone()).await {
+                self.outages.reconnects += 1;
+                self.session = format!("{}/r{}", self.name, self.outages.reconnects);
+                self.client = Some(client);
+                return true;
+            }
+            wait = (wait * 2).min(RECONNECT_MAX);
+        }
+        false
     }
 
     async fn transaction(&mut self, plan: &TxnPlan, txid: &str, ops: &mut Vec<Op>) -> Result<Outcome, Error> {
+        let client = self.client.as_mut().ok_or(Error::Disconnected)?;
         // A read-only transaction in one round trip when it reads once.
         if plan.writes.is_empty() && plan.read_rounds.len() == 1 && !plan.abort {
             let keys = &plan.read_rounds[0];
-            let values = self.client.read_only(keys).await?;
+            let values = client.read_only(keys).await?;
             if self.record {
                 for (k, v) in keys.iter().zip(values) {
                     ops.push(Op::read(text(k), v.map(|v| text(&v))));
@@ -320,7 +436,7 @@ impl Worker {
         // Begin travels with the first read, and the writes with the commit:
         // two round trips for the paper's transaction.
         for (round, keys) in plan.read_rounds.iter().enumerate() {
-            let values = if round == 0 { self.client.begin_read(keys).await? } else { self.client.read(keys).await? };
+            let values = if round == 0 { client.begin_read(keys).await? } else { client.read(keys).await? };
             if self.record {
                 for (k, v) in keys.iter().zip(values) {
                     ops.push(Op::read(text(k), v.map(|v| text(&v))));
@@ -328,7 +444,7 @@ impl Worker {
             }
         }
         if plan.read_rounds.is_empty() {
-            self.client.begin().await?;
+            client.begin().await?;
         }
         let mut writes = Vec::with_capacity(plan.writes.len());
         for (i, write) in plan.writes.iter().enumerate() {
@@ -361,14 +477,14 @@ impl Worker {
         if plan.abort {
             for (key, value) in writes {
                 match value {
-                    Some(value) => self.client.write(key, value).await?,
-                    None => self.client.delete(key).await?,
+                    Some(value) => client.write(key, value).await?,
+                    None => client.delete(key).await?,
                 }
             }
-            self.client.abort().await?;
+            client.abort().await?;
             return Ok(Outcome::Aborted);
         }
-        Ok(Outcome::Committed(self.client.commit_writes(writes).await?))
+        Ok(Outcome::Committed(client.commit_writes(writes).await?))
     }
 }
 

@@ -17,22 +17,41 @@ fn text(b: &[u8]) -> String {
 /// checker will judge).
 /// Endpoints of one DC on several nodes each hold part of its data; their
 /// dumps are merged into one final line per DC, partial if some partition
-/// of the DC was not covered.
+/// of the DC was not covered — as when a node is down: an endpoint that
+/// cannot be reached is left out (an error only if none can be).
 pub async fn final_states(
     endpoints: &[(u16, SocketAddr)],
     prefix: &str,
     limit: Duration,
 ) -> Result<Vec<FinalState>, Error> {
+    // An endpoint that cannot be reached (its node is down) is left out:
+    // its DC's line is partial, or missing if no node of the DC answers.
     let mut clients = Vec::new();
+    let mut unreachable = None;
     for &(dc, addr) in endpoints {
-        clients.push((dc, Client::connect(addr).await?));
+        match Client::connect(addr).await {
+            Ok(client) => clients.push((dc, Some(client))),
+            Err(e) => unreachable = Some(e),
+        }
+    }
+    if let (true, Some(e)) = (clients.is_empty(), unreachable) {
+        return Err(e);
     }
     let started = Instant::now();
     let mut last: Option<Vec<FinalState>> = None;
     loop {
         let mut per_dc: BTreeMap<u16, DcParts> = BTreeMap::new();
-        for (dc, client) in &mut clients {
-            let dump = client.dump().await?;
+        for (dc, slot) in &mut clients {
+            let Some(client) = slot else { continue };
+            let dump = match client.dump().await {
+                Ok(dump) => dump,
+                // Its node died since: left out from now on.
+                Err(e) if e.is_fatal() => {
+                    *slot = None;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let (state, covered, count) = per_dc.entry(*dc).or_default();
             let mine = dump.entries.iter().filter(|(k, _)| k.starts_with(prefix.as_bytes()));
             state.extend(mine.map(|(k, v)| (text(k), text(v))));

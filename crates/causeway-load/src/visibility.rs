@@ -93,7 +93,11 @@ pub async fn track(
         if !pending.is_empty() {
             let polls = probes.iter_mut().map(|c| c.stats(false));
             for stats in futures_util::future::join_all(polls).await {
-                for r in stats?.replicas {
+                // A node that died (or whose probe connection broke) stops
+                // reporting: its replicas keep their last stable times, and
+                // commits that wait for them end up unfinished.
+                let Ok(stats) = stats else { continue };
+                for r in stats.replicas {
                     gauges.insert((DcId(r.dc), r.partition), r.visible_upto);
                 }
             }

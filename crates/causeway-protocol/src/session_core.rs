@@ -395,6 +395,18 @@ impl<R: ClientRole> Session for SessionCore<R> {
         Ok(())
     }
 
+    fn abandon(&mut self, now: PhysicalMicros, out: &mut SessionEffects<Self>) -> Result<(), SessionError> {
+        match self.phase {
+            Phase::Starting | Phase::Reading { .. } => {
+                self.role.release(now, out);
+                self.end_transaction();
+                Ok(())
+            }
+            Phase::Committing { .. } => Err(SessionError::OperationInProgress),
+            Phase::Idle | Phase::Active => self.abort(now, out),
+        }
+    }
+
     fn read_only(&mut self, now: PhysicalMicros, keys: &[Key], out: &mut SessionEffects<Self>) -> CallResult {
         let idle = self.idle();
         self.refusing(idle)?;

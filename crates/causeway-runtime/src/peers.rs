@@ -11,12 +11,25 @@ use causeway_protocol::Message;
 use causeway_transport::{Peer, Transport, TransportConfig, WireMessage};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 impl<M: Message> WireMessage for Envelope<M> {}
 
 /// Frames between servers: room for replication groups of several
 /// transactions at the largest size the limits allow.
 pub const MAX_PEER_FRAME_BYTES: usize = 64 << 20;
+
+/// A link that was up counts as down (its node unreachable, requests that
+/// need it refused at once) once it has been down this long: long enough
+/// for a link broken by a blip (or by `DropPeerConnections`) to come back
+/// first — it redials after 10 ms — short enough that a client learns of a
+/// dead node well before its own timeout.
+pub const LINK_DOWN_AFTER: Duration = Duration::from_millis(500);
+
+/// A link that has never been up since this node started counts as down
+/// only after this long: the nodes of a cluster start in any order, and a
+/// link redials with backoff up to 1 s.
+pub const LINK_STARTUP_GRACE: Duration = Duration::from_secs(5);
 
 /// Where arriving envelopes go, with the index of the node the transport
 /// authenticated as their sender.
@@ -103,6 +116,20 @@ impl<M: Message> Peers<M> {
             sink(from, e);
         }
         let _ = self.inbound.sink.set(sink);
+    }
+
+    /// Whether node `node` counts as unreachable: its link is down, and
+    /// has been for [`LINK_DOWN_AFTER`] ([`LINK_STARTUP_GRACE`] if it never
+    /// came up). Cheap: checked on client requests.
+    pub fn is_down(&self, node: usize) -> bool {
+        let Some(link) = self.transport.link(node as u32) else { return false };
+        let grace = if link.ever_connected { LINK_DOWN_AFTER } else { LINK_STARTUP_GRACE };
+        !link.connected && link.since.elapsed() >= grace
+    }
+
+    /// A node's name, for messages.
+    pub fn name(&self, node: usize) -> &str {
+        self.names.get(node).map_or("?", |s| s.as_str())
     }
 
     pub fn send(&self, node: usize, envelope: Envelope<M>) {

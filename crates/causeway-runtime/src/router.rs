@@ -108,6 +108,20 @@ impl<M: Message> Router<M> {
         self.replicas.keys().copied()
     }
 
+    /// The node that hosts `replica`, if it is another node this one
+    /// cannot reach now ([`Peers::is_down`]): its name. `None` for a
+    /// replica of this node, or of a node whose link is up.
+    pub fn unreachable_host(&self, replica: ReplicaId) -> Option<&str> {
+        let host = *self.replica_host.get(&replica)?;
+        let peers = self.peers.as_ref()?;
+        (host != self.node && peers.is_down(host)).then(|| peers.name(host))
+    }
+
+    /// Whether other nodes host some of the cluster's replicas.
+    pub fn has_peers(&self) -> bool {
+        self.peers.is_some()
+    }
+
     pub fn drop_peer_connections(&self) {
         if let Some(peers) = &self.peers {
             crate::peers::PeerControl::drop_connections(peers.as_ref());

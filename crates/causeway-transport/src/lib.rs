@@ -82,6 +82,7 @@ use serde::Serialize;
 pub use config::{HostAddr, Peer, TransportConfig, DEFAULT_MAX_FRAME_BYTES};
 pub use delay::{DelayLine, DelaySpec};
 pub use handshake::TRANSPORT_VERSION;
+pub use peer::LinkState;
 pub use shared::Deliver;
 pub use stats::{PeerStats, TransportStats};
 pub use transport::{SendError, Transport};

@@ -2,6 +2,7 @@
 //! link task and the inbound connections it makes to us.
 
 use std::sync::Mutex;
+use std::time::Instant;
 
 use crate::config::HostAddr;
 use crate::outbox::Outbox;
@@ -14,6 +15,8 @@ pub(crate) struct PeerShared {
     pub outbox: Outbox,
     pub counters: PeerCounters,
     pub inbound: Mutex<InboundState>,
+    /// Whether the outbound link is up, and since when.
+    pub link: Mutex<LinkState>,
 }
 
 impl PeerShared {
@@ -24,8 +27,30 @@ impl PeerShared {
             outbox: Outbox::default(),
             counters: PeerCounters::default(),
             inbound: Mutex::new(InboundState::default()),
+            link: Mutex::new(LinkState { connected: false, since: Instant::now(), ever_connected: false }),
         }
     }
+
+    /// The outbound link went up or down.
+    pub fn set_link(&self, connected: bool) {
+        let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        link.ever_connected |= connected;
+        link.connected = connected;
+        link.since = Instant::now();
+    }
+}
+
+/// The state of the outbound link to a peer, as [`crate::Transport::link`]
+/// reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkState {
+    /// A connection is up now.
+    pub connected: bool,
+    /// Since when the link has been up, or down (down: since the
+    /// transport started, if it never connected).
+    pub since: Instant,
+    /// It connected at least once since the transport started.
+    pub ever_connected: bool,
 }
 
 /// The receiving end of the link from this peer. Survives its connections:

@@ -15,7 +15,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use crate::delay::DelayLine;
 use crate::frame::{self, MAX_VARINT_BYTES};
 use crate::outbox::{lock, PushError};
-use crate::peer::PeerShared;
+use crate::peer::{LinkState, PeerShared};
 use crate::shared::{Deliver, Shared};
 use crate::stats::TransportStats;
 use crate::{inbound, outbound, NodeId, TransportConfig, WireMessage};
@@ -175,6 +175,14 @@ impl<M> Transport<M> {
     /// Links reconnect by themselves and lose nothing.
     pub fn drop_connections(&self) {
         self.inner.shared.epoch.send_modify(|e| *e += 1);
+    }
+
+    /// Whether the outbound link to `node` is up, and since when; `None`
+    /// for a node that is not a peer. Cheap: for a check on every request.
+    pub fn link(&self, node: NodeId) -> Option<LinkState> {
+        let peer = self.inner.shared.peer(node)?;
+        let link = *peer.link.lock().unwrap_or_else(|e| e.into_inner());
+        Some(link)
     }
 
     pub fn stats(&self) -> TransportStats {

@@ -24,6 +24,13 @@ pub enum WireError {
     Malformed(String),
     #[error("server unavailable: {0}")]
     Unavailable(String),
+    /// The request needs partition `partition` of DC `dc`, whose replica
+    /// lives on another node (`node`) this server cannot reach now: it was
+    /// refused at once rather than left to wait. Nothing of it took effect;
+    /// a commit refused so aborted its transaction. Other partitions still
+    /// serve; retrying later may succeed.
+    #[error("partition {partition} of DC {dc} is unavailable: its node {node} cannot be reached")]
+    PartitionUnavailable { dc: u16, partition: u32, node: String },
     /// The answer would not fit in one frame; the request was served but
     /// its answer is lost. Ask for less.
     #[error("the answer is {size} bytes, over the frame limit of {limit} bytes")]

@@ -33,7 +33,7 @@ pub use frames::{Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, We
 pub use stats::{ClassCount, NodeStats, ReplicaReading};
 
 /// Bumped on any incompatible change of the frames.
-pub const WIRE_VERSION: u32 = 4;
+pub const WIRE_VERSION: u32 = 5;
 
 /// The largest frame either side accepts by default (16 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;

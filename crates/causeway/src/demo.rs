@@ -6,7 +6,7 @@
 use crate::args::{count, shape, ClientArgs, ClusterArgs};
 use crate::bench::run_and_summarize;
 use crate::output::OutputFile;
-use crate::serve::init_logging;
+use crate::serve::{embedded_data_dir, init_logging};
 use crate::verdict;
 use anyhow::Result;
 use causeway_bench::{BenchSpec, Deployment};
@@ -43,6 +43,10 @@ pub struct DemoArgs {
     /// Write the recorded history (JSON lines, docs/HISTORY.md) to this file.
     #[arg(long)]
     history: Option<PathBuf>,
+    /// Keep the cluster's logs here (default: a temporary directory,
+    /// deleted on exit).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode> {
@@ -83,6 +87,9 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     spec.validate().map_err(anyhow::Error::msg)?;
     // Checked before the run: a path that cannot be written fails now.
     let out = args.history.as_deref().map(|p| OutputFile::open(p, "--history")).transpose()?;
+    // The temporary directory lives until the demo ends.
+    let (data_dir, temporary) = embedded_data_dir(args.data_dir)?;
+    let spec = BenchSpec { data_dir: Some(data_dir.clone()), ..spec };
     println!(
         "causeway demo: {} on {} in this process, WAN emulation {}, {} per DC ({} per partition), {} s",
         spec.protocol,
@@ -91,6 +98,11 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         count(spec.clients_per_dc(), "client"),
         spec.clients_per_partition,
         args.duration
+    );
+    println!(
+        "  data: {}{}",
+        data_dir.display(),
+        if temporary.is_some() { " (temporary: give --data-dir to keep it)" } else { "" }
     );
     let outcome = run_and_summarize(&spec)?;
     let history = outcome.history.expect("the demo records its history");

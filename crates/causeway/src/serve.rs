@@ -51,7 +51,7 @@ pub struct DevArgs {
 
 /// Where an embedded cluster keeps its logs: `--data-dir`, or a temporary
 /// directory that lives as long as the returned guard.
-fn embedded_data_dir(given: Option<PathBuf>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+pub(crate) fn embedded_data_dir(given: Option<PathBuf>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
     match given {
         Some(dir) => Ok((dir, None)),
         None => {

@@ -162,3 +162,87 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
     assert!(metric(&text, "causeway_transactions_committed_total") > 0.0);
     assert!(metric(&text, "causeway_sent_bytes_total{class=\"replication\"}") > 0.0);
 }
+
+/// A key that lives in `partition` of a 2-partition cluster.
+fn key_in(topology: &Topology, partition: u32, tag: &str) -> String {
+    (0..)
+        .map(|i| format!("{tag}{i}"))
+        .find(|k| topology.partition_of(k.as_bytes()).0 == partition)
+        .expect("some key lands in every partition")
+}
+
+/// One DC, two partitions on two `causeway server` processes; one is
+/// killed. Requests that need its partition fail fast with an error that
+/// names it — one already in flight when the node died as well as later
+/// ones — while requests of the live partition keep being served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_partition_fails_fast_with_a_typed_error_and_the_rest_keeps_serving() {
+    use causeway_client::Error;
+    let dir = tempfile::tempdir().unwrap();
+    let ports = free_ports(4);
+    let config = dir.path().join("cluster.toml");
+    std::fs::write(&config, common::cluster_config(&ports)).unwrap();
+    let mut servers = common::running_cluster(&config, &ports);
+    let (live, dead) = (SocketAddr::from(([127, 0, 0, 1], ports[1])), 1u32);
+    let topology = Topology::full(1, 2).unwrap();
+    let (k0, k1) = (key_in(&topology, 0, "live"), key_in(&topology, dead, "dead"));
+
+    // Both partitions serve (the link between the nodes may take a moment).
+    let mut client = Client::connect(live).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let wrote = async {
+            client.begin().await?;
+            client.write(k0.clone(), "0").await?;
+            client.write(k1.clone(), "1").await?;
+            client.commit().await
+        };
+        match wrote.await {
+            Ok(_) => break,
+            Err(e) if !e.is_fatal() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let _ = client.abort().await;
+            }
+            Err(e) => panic!("the cluster does not serve: {e}"),
+        }
+    }
+
+    // The node of partition 1 dies; a read of both partitions is on its way.
+    let mut reader = Client::connect(live).await.unwrap();
+    reader.begin().await.unwrap();
+    servers.0[1].kill().unwrap();
+    servers.0[1].wait().unwrap();
+    let started = Instant::now();
+    let e = reader.read(&[k0.as_str(), k1.as_str()]).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert!(matches!(e, Error::PartitionUnavailable { dc: 0, partition: 1, ref node } if node == "a1"), "{e:?}");
+    // The transaction is over, not committed; the connection lives on.
+    assert!(matches!(reader.commit().await, Err(Error::RefusedEarlier { .. })));
+
+    // Later requests are refused at once, by name, and the live partition serves.
+    for _ in 0..3 {
+        let started = Instant::now();
+        let e = client.read_only(&[k1.as_str()]).await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+        assert!(matches!(e, Error::PartitionUnavailable { partition: 1, .. }), "{e:?}");
+        assert_eq!(client.read_only(&[k0.as_str()]).await.unwrap()[0].as_deref(), Some(&b"0"[..]));
+    }
+    // A transaction that writes the dead partition aborts at once; one that
+    // does not commits.
+    client.begin().await.unwrap();
+    client.write(k1.clone(), "lost").await.unwrap();
+    let started = Instant::now();
+    let e = client.commit().await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert!(matches!(e, Error::PartitionUnavailable { partition: 1, .. }), "{e:?}");
+    client.begin().await.unwrap();
+    assert_eq!(client.read(&[k0.as_str()]).await.unwrap()[0].as_deref(), Some(&b"0"[..]));
+    client.write(k0.clone(), "again").await.unwrap();
+    client.commit().await.unwrap();
+    // A read refused inside a transaction leaves it unable to commit.
+    client.begin().await.unwrap();
+    client.write(k0.clone(), "never").await.unwrap();
+    assert!(matches!(client.read(&[k1.as_str()]).await, Err(Error::PartitionUnavailable { .. })));
+    assert!(matches!(client.commit().await, Err(Error::RefusedEarlier { .. })));
+    assert_eq!(client.read_only(&[k0.as_str()]).await.unwrap()[0].as_deref(), Some(&b"again"[..]));
+}

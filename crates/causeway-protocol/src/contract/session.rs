@@ -104,6 +104,16 @@ pub trait Session {
 
     fn abort(&mut self, now: PhysicalMicros, out: &mut SessionEffects<Self>) -> Result<(), SessionError>;
 
+    /// Gives up the begin or read in flight (a read-only transaction's
+    /// too), whose answer the driver no longer expects — a partition it
+    /// needs is down. The transaction is over, as after [`abort`]; a late
+    /// answer is ignored. A commit in flight is never given up (it may
+    /// already be decided): `OperationInProgress`; nothing in flight:
+    /// whatever [`abort`] says.
+    ///
+    /// [`abort`]: Session::abort
+    fn abandon(&mut self, now: PhysicalMicros, out: &mut SessionEffects<Self>) -> Result<(), SessionError>;
+
     /// A read-only transaction as one call, between transactions: reads
     /// `keys` from one snapshot and completes with [`SessionEvent::Read`].
     fn read_only(&mut self, now: PhysicalMicros, keys: &[Key], out: &mut SessionEffects<Self>) -> CallResult;

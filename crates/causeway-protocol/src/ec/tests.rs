@@ -169,3 +169,22 @@ fn a_restarted_replica_comes_back_from_its_records_and_resends_what_its_peer_lac
     back.on_message(3_000, Addr::Replica(peer), EcMsg::Ack { upto: 2 }, &mut Out::default());
     assert!(back.is_quiescent(), "everything held by the peer");
 }
+
+#[test]
+fn a_session_abandons_a_read_in_flight_but_never_a_commit() {
+    let topology = Arc::new(Topology::full(1, 1).unwrap());
+    let id = ClientId { dc: DcId(0), index: 0 };
+    let coordinator = ReplicaId::new(0, 0);
+    let setup = SessionSetup { id, coordinator, topology, limits: Limits::default() };
+    let mut s = Ec::session(setup, &EcConfig::default());
+    let mut out = Default::default();
+    s.begin(1_000, &mut out).unwrap();
+    assert_eq!(s.read(1_000, &[Key::from("k")], &mut out).unwrap(), None, "the read waits for the partition");
+    s.abandon(2_000, &mut out).unwrap();
+    // The transaction is over: the session is free for the next one.
+    assert_eq!(s.read(2_000, &[Key::from("k")], &mut out), Err(SessionError::NoActiveTransaction));
+    s.begin(3_000, &mut out).unwrap();
+    s.write(Key::from("k"), Some(Value::from("v"))).unwrap();
+    assert_eq!(s.commit(3_000, &mut out).unwrap(), None);
+    assert_eq!(s.abandon(4_000, &mut out), Err(SessionError::OperationInProgress), "a commit may be decided");
+}

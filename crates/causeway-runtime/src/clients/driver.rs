@@ -8,11 +8,11 @@ use crate::clock::now_micros;
 use crate::token;
 use causeway_protocol::contract::session::{CallResult, SessionEffects};
 use causeway_protocol::{
-    Addr, ClientId, CommitStamp, DcId, PhysicalMicros, Protocol, ReplicaId, Session, SessionError, SessionEvent,
-    SessionSetup,
+    Addr, ClientId, CommitStamp, DcId, PartitionId, PhysicalMicros, Protocol, ReplicaId, Session, SessionError,
+    SessionEvent, SessionSetup,
 };
 use causeway_wire::{Request, Response, Stamp, WireError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -48,11 +48,25 @@ impl Operation {
     }
 }
 
+/// How often an operation that waits for other nodes' partitions looks at
+/// their links: one whose partition's node has gone is answered
+/// [`WireError::PartitionUnavailable`] rather than left to hang.
+pub const LINK_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
 /// The operation in flight: the request it answers, and since when.
 struct Waiting {
     id: u64,
     op: Operation,
     since: Instant,
+    /// The partitions a read waits for (empty for other operations, and on
+    /// a node without peers).
+    needs: Vec<PartitionId>,
+}
+
+/// What a transaction's later operations hear once one of them was refused
+/// (or the transaction ended) here because of `e`.
+fn refused_earlier(e: &WireError) -> WireError {
+    WireError::Session(SessionError::RefusedEarlier { cause: e.to_string() })
 }
 
 fn stamp(s: CommitStamp) -> Stamp {
@@ -70,6 +84,16 @@ pub struct SessionDriver<'h, P: Protocol> {
     /// Timers the session armed, by when they are due (then arming order).
     timers: BTreeMap<(Instant, u64), <P::Session as Session>::Timer>,
     armed: u64,
+    /// The partitions the running transaction wrote, for the check at its
+    /// commit that their nodes are reachable.
+    written: BTreeSet<PartitionId>,
+    /// An operation of the running transaction this driver refused (a
+    /// read of a partition that is down): the transaction cannot commit.
+    refused: Option<WireError>,
+    /// The running transaction was ended here (a read in flight whose
+    /// partition went down was abandoned): its operations are refused
+    /// until the client commits or aborts it.
+    ended: Option<WireError>,
 }
 
 impl<'h, P: Protocol> SessionDriver<'h, P> {
@@ -85,6 +109,9 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             out: SessionEffects::<P::Session>::default(),
             timers: BTreeMap::new(),
             armed: 0,
+            written: BTreeSet::new(),
+            refused: None,
+            ended: None,
         }
     }
 
@@ -138,14 +165,32 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     /// Serves one request: answers it now, or starts what the cluster answers.
     /// The session checks every request against the limits (and refuses
     /// the commit of a transaction it refused an operation of).
+    ///
+    /// A request that needs a partition of this DC whose node cannot be
+    /// reached now (a read of its keys, the commit of a transaction that
+    /// wrote it) is refused at once with [`WireError::PartitionUnavailable`];
+    /// a refused read leaves its transaction unable to commit, and a
+    /// refused commit aborts it.
     pub fn serve(&mut self, id: u64, request: Request, dumps: &mpsc::UnboundedSender<DumpParts>) -> Served {
         let result = match request {
             Request::Hello { .. } => Err(WireError::invalid("Hello was already received")),
-            Request::Begin => self.call(id, Operation::Begin, |s, now, out| s.begin(now, out)),
-            Request::Read { keys } => self.call(id, Operation::Read, |s, now, out| s.read(now, &keys, out)),
+            Request::Begin => {
+                // A transaction ended here is over: the session is idle.
+                self.ended = None;
+                self.call(id, Operation::Begin, |s, now, out| s.begin(now, out))
+            }
+            Request::Read { keys } => match self.refuse_in_txn(&keys) {
+                Some(e) => Err(e),
+                None => {
+                    let needs = self.partitions(&keys);
+                    self.call(id, Operation::Read, |s, now, out| s.read(now, &keys, out))
+                        .map(|served| self.needing(served, needs))
+                }
+            },
             Request::Write { key, value } => self.write(key, Some(value)),
             Request::Delete { key } => self.write(key, None),
-            Request::Commit => self.call(id, Operation::Commit, |s, now, out| s.commit(now, out)),
+            Request::Commit => self.commit(id),
+            Request::Abort if self.ended.take().is_some() => Ok(Served::Reply(Response::Aborted)),
             Request::Abort => match self.session.abort(now_micros(), &mut self.out) {
                 Ok(()) => {
                     self.host.metrics.txns_aborted.inc();
@@ -154,7 +199,13 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
                 Err(e) => Err(e.into()),
             },
             Request::ReadOnly { keys } => {
-                self.call(id, Operation::ReadOnly, |s, now, out| s.read_only(now, &keys, out))
+                let needs = self.partitions(&keys);
+                match self.unavailable(&needs) {
+                    Some(e) => Err(e),
+                    None => self
+                        .call(id, Operation::ReadOnly, |s, now, out| s.read_only(now, &keys, out))
+                        .map(|served| self.needing(served, needs)),
+                }
             }
             Request::ExportSession => self
                 .session
@@ -169,7 +220,7 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             Request::Stats { waited_txns } => Ok(Served::Reply(admin::stats(self.host, waited_txns))),
             Request::Dump { after } => {
                 admin::start_dump(self.host, self.dc, after, dumps.clone());
-                self.waiting = Some(Waiting { id, op: Operation::Dump, since: Instant::now() });
+                self.waiting = Some(Waiting { id, op: Operation::Dump, since: Instant::now(), needs: Vec::new() });
                 Ok(Served::Wait)
             }
         };
@@ -177,8 +228,100 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     }
 
     fn write(&mut self, key: bytes::Bytes, value: Option<bytes::Bytes>) -> Result<Served, WireError> {
+        if let Some(e) = &self.ended {
+            return Err(refused_earlier(e));
+        }
+        let partition = self.host.topology.partition_of(&key);
         self.session.write(key, value)?;
+        self.written.insert(partition);
         Ok(Served::Reply(Response::Written))
+    }
+
+    /// Commits the running transaction, unless an operation of it was
+    /// refused here or a partition it wrote is down: then it is aborted.
+    fn commit(&mut self, id: u64) -> Result<Served, WireError> {
+        if let Some(e) = self.ended.take() {
+            self.host.metrics.txns_aborted.inc();
+            return Err(refused_earlier(&e));
+        }
+        let written: Vec<PartitionId> = std::mem::take(&mut self.written).into_iter().collect();
+        let refusal = match self.refused.take() {
+            Some(e) => Some(refused_earlier(&e)),
+            None => self.unavailable(&written),
+        };
+        match refusal {
+            None => self.call(id, Operation::Commit, |s, now, out| s.commit(now, out)),
+            Some(e) => {
+                self.session.abort(now_micros(), &mut self.out)?;
+                self.host.metrics.txns_aborted.inc();
+                Err(e)
+            }
+        }
+    }
+
+    /// A read of `keys` inside a transaction the driver must refuse: the
+    /// transaction was ended here, or a partition it reads is down (which
+    /// leaves the transaction unable to commit).
+    fn refuse_in_txn(&mut self, keys: &[bytes::Bytes]) -> Option<WireError> {
+        if let Some(e) = &self.ended {
+            return Some(refused_earlier(e));
+        }
+        let e = self.unavailable(&self.partitions(keys))?;
+        self.refused.get_or_insert_with(|| e.clone());
+        Some(e)
+    }
+
+    /// The partitions of this DC that `keys` live in, in order; none on a
+    /// node without peers (every partition is here).
+    fn partitions(&self, keys: &[bytes::Bytes]) -> Vec<PartitionId> {
+        if !self.host.router.has_peers() {
+            return Vec::new();
+        }
+        let topology = &self.host.topology;
+        let set: BTreeSet<PartitionId> = keys.iter().map(|k| topology.partition_of(k)).collect();
+        set.into_iter().filter(|&p| topology.holds(self.dc, p)).collect()
+    }
+
+    /// The error for the first of `partitions` whose node in this DC
+    /// cannot be reached now, if any.
+    fn unavailable(&self, partitions: &[PartitionId]) -> Option<WireError> {
+        partitions.iter().find_map(|&p| {
+            let node = self.host.router.unreachable_host(ReplicaId::at(self.dc, p))?;
+            Some(WireError::PartitionUnavailable { dc: self.dc.0, partition: p.0, node: node.to_string() })
+        })
+    }
+
+    /// A waiting operation waits for `needs` too.
+    fn needing(&mut self, served: Served, needs: Vec<PartitionId>) -> Served {
+        if let (Served::Wait, Some(w)) = (&served, self.waiting.as_mut()) {
+            w.needs = needs;
+        }
+        served
+    }
+
+    /// Whether the waiting operation waits for partitions whose links
+    /// [`check_links`](Self::check_links) should watch.
+    pub fn watches_links(&self) -> bool {
+        self.waiting.as_ref().is_some_and(|w| !w.needs.is_empty())
+    }
+
+    /// The waiting read, if a partition it needs has gone down since it
+    /// was sent: given up (its transaction is over), and answered with
+    /// [`WireError::PartitionUnavailable`]. A commit is never given up
+    /// here: its coordinator decides it, or gives it up itself.
+    pub fn check_links(&mut self) -> Option<(u64, Response)> {
+        let w = self.waiting.as_ref()?;
+        if !matches!(w.op, Operation::Read | Operation::ReadOnly) {
+            return None;
+        }
+        let e = self.unavailable(&w.needs)?;
+        let in_txn = matches!(w.op, Operation::Read);
+        self.session.abandon(now_micros(), &mut self.out).ok()?;
+        if in_txn {
+            self.ended = Some(e.clone());
+        }
+        let id = self.done()?;
+        Some((id, Response::Error(e)))
     }
 
     /// Calls the session; an immediate completion is answered at once.
@@ -189,7 +332,7 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         f: impl FnOnce(&mut P::Session, PhysicalMicros, &mut SessionEffects<P::Session>) -> CallResult,
     ) -> Result<Served, WireError> {
         let event = f(&mut self.session, now_micros(), &mut self.out)?;
-        self.waiting = Some(Waiting { id, op, since: Instant::now() });
+        self.waiting = Some(Waiting { id, op, since: Instant::now(), needs: Vec::new() });
         match event.map(|ev| self.complete(ev)) {
             // Answered without the cluster (a read of the client's own
             // writes, a commit without writes).
@@ -238,6 +381,8 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             }
             (Some(Operation::Begin), SessionEvent::Started) => {
                 metrics.txns_started.inc();
+                self.written.clear();
+                self.refused = None;
                 Response::Started
             }
             (Some(Operation::Read), SessionEvent::Read(values)) => {
