@@ -185,7 +185,7 @@ fn fill<P: Protocol>(
     // Long enough for every apply round and stabilization to pass.
     for _ in 0..100 {
         now += 1_000;
-        let due: Vec<_> = timers.drain(..).collect();
+        let due = std::mem::take(&mut timers);
         for (_, timer) in due {
             replica.on_timer(now, timer, &mut rout);
             pump(&mut replica, &mut session, &mut rout, &mut sout, &mut timers, &mut log, now);

@@ -153,7 +153,7 @@ async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_log
         let (without, with) = (sizes[0], sizes[1]);
         // Four replicas on the node, each within its threshold, its last
         // checkpoint and a segment header or two of it.
-        assert!(with < 4 * 32 << 10, "{kind}: {with} bytes of logs with checkpoints ({without} without)");
+        assert!(with < 4 * (32 << 10), "{kind}: {with} bytes of logs with checkpoints ({without} without)");
         assert!(with * 2 < without, "{kind}: {with} bytes of logs with checkpoints, {without} without");
     }
 }
