@@ -224,6 +224,12 @@ impl<M> MvStore<M> {
         self.collected
     }
 
+    /// Every key's chain, in no particular order (a checkpoint sorts what
+    /// it takes).
+    pub fn chains(&self) -> impl Iterator<Item = (&Key, &VersionChain<M>)> {
+        self.chains.iter()
+    }
+
     /// The newest value of every key that has one (a deleted key has
     /// none), sorted by key.
     pub fn latest(&self) -> Vec<(Key, Value)> {

@@ -12,6 +12,9 @@
 //! fsync = "always"          # when a commit counts as durable: "always" (on
 //!                           # disk before it is acknowledged), "batch" (synced
 //!                           # every 5 ms), "never" (benchmarks only)
+//! checkpoint_min_mb = 64    # a replica's log is replaced by a checkpoint
+//!                           # once this much, or its last checkpoint's size,
+//!                           # was appended since the last one
 //!
 //! [tuning]                  # optional
 //! apply_interval_ms = 5.0   # Δ_R
@@ -87,6 +90,7 @@ struct File {
     /// Authenticates session tokens across the nodes of the cluster.
     token_key: Option<String>,
     fsync: Option<String>,
+    checkpoint_min_mb: Option<u64>,
 }
 
 fn default_name() -> String {
@@ -366,8 +370,15 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         Some(mode) => mode.parse()?,
         None => Fsync::default(),
     };
+    let checkpoint_min_bytes = match file.checkpoint_min_mb {
+        Some(0) => return Err("checkpoint_min_mb = 0: a checkpoint after every record; give 1 or more".into()),
+        Some(mb) if mb > 1 << 20 => return Err(format!("checkpoint_min_mb = {mb}: at most {}", 1u64 << 20)),
+        Some(mb) => mb << 20,
+        None => crate::disk::CHECKPOINT_MIN_BYTES,
+    };
     Ok(ClusterPlan {
         fsync,
+        checkpoint_min_bytes,
         name: file.name,
         protocol,
         topology: Arc::new(topology),

@@ -13,11 +13,22 @@
 //!   and synced every [`BATCH_INTERVAL`]: a machine crash loses at most that
 //!   much acknowledged work;
 //! * `never` — handed to the OS, never synced: for benchmarks.
+//!
+//! Checkpoints: once the records appended since the last checkpoint reach
+//! [`DiskLog::checkpoint_due`]'s threshold, the replica task takes the
+//! replica's checkpoint ([`Replica::checkpoint`], compacted records) right
+//! after appending a step's records and sends it down the same channel; the
+//! disk thread takes requests in order, so the checkpoint replaces exactly
+//! the records before it ([`Log::checkpoint`], crash-safe, durable at once).
+//! A restart replays the checkpoint and the records after it, so restart
+//! time and disk use follow the state held, not the history.
+//!
+//! [`Replica::checkpoint`]: causeway_protocol::Replica::checkpoint
 
 use crate::error::StartError;
 use causeway_protocol::contract::RecordLog;
 use causeway_protocol::ReplicaId;
-use causeway_storage::{Identity, Log, StorageError};
+use causeway_storage::{Identity, Log, StorageError, MAX_CHECKPOINT_BYTES};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::marker::PhantomData;
@@ -61,6 +72,15 @@ impl Fsync {
 /// How often `fsync = "batch"` syncs.
 pub const BATCH_INTERVAL: Duration = Duration::from_millis(5);
 
+/// The default of the smallest log tail that calls for a checkpoint. A
+/// checkpoint is due once the records since the last one reach this or the
+/// last checkpoint's size, whichever is larger: the log then stays within
+/// about twice the state (plus this), and writing checkpoints costs at most
+/// as many bytes as the records themselves — a large state is not rewritten
+/// for every few records. 64 MiB replays in well under a second
+/// (docs/BENCHMARKS.md, "Recovery time").
+pub const CHECKPOINT_MIN_BYTES: u64 = 64 << 20;
+
 /// The directory of replica `id` under a node's data directory.
 pub fn replica_dir(data_dir: &Path, id: ReplicaId) -> PathBuf {
     data_dir.join(format!("dc{}-p{}", id.dc.0, id.partition.0))
@@ -69,8 +89,21 @@ pub fn replica_dir(data_dir: &Path, id: ReplicaId) -> PathBuf {
 /// What a replica's log held when its node started.
 pub struct Opened<R> {
     pub log: DiskLog<R>,
-    /// Empty for a new log: the replica starts new rather than recovering.
+    /// The checkpoint's records, then those after it. Empty for a new log:
+    /// the replica starts new rather than recovering.
     pub records: Vec<R>,
+    /// How many of `records` came from a checkpoint (`None`: the log has
+    /// none).
+    pub from_checkpoint: Option<usize>,
+}
+
+/// What the disk thread is asked to do, in the order the replica task asks.
+enum Request {
+    /// Append these records (serialized).
+    Records(Vec<Vec<u8>>),
+    /// Replace everything appended so far with this checkpoint (a
+    /// serialized `Vec` of records).
+    Checkpoint(Vec<u8>),
 }
 
 /// Opens (or creates) the log of replica `id` of node `node` in cluster
@@ -78,12 +111,14 @@ pub struct Opened<R> {
 /// other than a torn tail, a directory of another cluster or node, or a
 /// record this version cannot read stops the start with a message naming
 /// the file.
+#[allow(clippy::too_many_arguments)]
 pub fn open<R: Serialize + DeserializeOwned>(
     data_dir: &Path,
     cluster: &str,
     node: &str,
     id: ReplicaId,
     fsync: Fsync,
+    checkpoint_min_bytes: u64,
 ) -> Result<Opened<R>, StartError> {
     let dir = replica_dir(data_dir, id);
     let replica = format!("{node}/dc{}-p{}", id.dc.0, id.partition.0);
@@ -95,24 +130,27 @@ pub fn open<R: Serialize + DeserializeOwned>(
     if let Some(torn) = &recovered.torn_tail {
         tracing::warn!("replica dc{}-p{}: cut a torn log tail: {torn:?}", id.dc.0, id.partition.0);
     }
-    if recovered.checkpoint.is_some() {
-        return Err(StartError::Storage(format!(
-            "{}: the log starts with a checkpoint, which this version does not take or read",
+    let unreadable = |what: String, e: postcard::Error| {
+        StartError::Storage(format!(
+            "{}: {what} cannot be read by this version ({e}); the log is left as it is",
             dir.display()
-        )));
-    }
-    let mut records = Vec::with_capacity(recovered.records.len());
+        ))
+    };
+    let checkpoint_bytes = recovered.checkpoint.as_ref().map_or(0, |c| c.len() as u64);
+    let mut records: Vec<R> = match &recovered.checkpoint {
+        Some(bytes) => postcard::from_bytes(bytes)
+            .map_err(|e| unreadable(format!("the checkpoint at record {}", recovered.base), e))?,
+        None => Vec::new(),
+    };
+    let from_checkpoint = recovered.checkpoint.as_ref().map(|_| records.len());
+    records.reserve(recovered.records.len());
     for (i, bytes) in recovered.records.iter().enumerate() {
-        let record = postcard::from_bytes(bytes).map_err(|e| {
-            StartError::Storage(format!(
-                "{}: record {} cannot be read by this version ({e}); the log is left as it is",
-                dir.display(),
-                recovered.base + i as u64 + 1
-            ))
-        })?;
+        let record = postcard::from_bytes(bytes)
+            .map_err(|e| unreadable(format!("record {}", recovered.base + i as u64 + 1), e))?;
         records.push(record);
     }
     let len = recovered.len() as usize;
+    let bytes_since_checkpoint = log.bytes_since_checkpoint();
     let (requests, thread_rx) = std_mpsc::channel();
     let (durable_tx, durable_rx) = mpsc::unbounded_channel();
     let name = format!("disk dc{}-p{}", id.dc.0, id.partition.0);
@@ -120,17 +158,34 @@ pub fn open<R: Serialize + DeserializeOwned>(
         .name(name)
         .spawn(move || disk_thread(log, fsync, thread_rx, durable_tx, id))
         .map_err(|e| StartError::Storage(format!("cannot start the disk thread of {}: {e}", dir.display())))?;
-    let log = DiskLog { requests, durable: durable_rx, appended: len, synced: len, _records: PhantomData };
-    Ok(Opened { log, records })
+    let log = DiskLog {
+        requests,
+        durable: durable_rx,
+        appended: len,
+        synced: len,
+        bytes_since_checkpoint,
+        checkpoint_bytes,
+        checkpoint_min_bytes,
+        id,
+        _records: PhantomData,
+    };
+    Ok(Opened { log, records, from_checkpoint })
 }
 
 /// The replica task's side of its log: records go to the disk thread, and
 /// word of what is durable comes back.
 pub struct DiskLog<R> {
-    requests: std_mpsc::Sender<Vec<Vec<u8>>>,
+    requests: std_mpsc::Sender<Request>,
     durable: mpsc::UnboundedReceiver<usize>,
     appended: usize,
     synced: usize,
+    /// Bytes of records appended since the last checkpoint (frames not
+    /// counted).
+    bytes_since_checkpoint: u64,
+    /// The size of the last checkpoint.
+    checkpoint_bytes: u64,
+    checkpoint_min_bytes: u64,
+    id: ReplicaId,
     _records: PhantomData<fn(R)>,
 }
 
@@ -154,6 +209,36 @@ impl<R> DiskLog<R> {
     pub fn is_behind(&self) -> bool {
         self.synced < self.appended
     }
+
+    /// Whether the records since the last checkpoint call for a new one
+    /// (see [`CHECKPOINT_MIN_BYTES`]).
+    pub fn checkpoint_due(&self) -> bool {
+        self.bytes_since_checkpoint >= self.checkpoint_min_bytes.max(self.checkpoint_bytes)
+    }
+
+    /// Bytes of records appended since the last checkpoint.
+    pub fn bytes_since_checkpoint(&self) -> u64 {
+        self.bytes_since_checkpoint
+    }
+}
+
+impl<R: Serialize> DiskLog<R> {
+    /// Replaces everything appended so far with `state`, the replica's
+    /// checkpoint taken after its last append. Durable once the disk thread
+    /// reports the log's length. A checkpoint too large for the log is not
+    /// taken (the log grows on), and said so.
+    pub fn checkpoint(&mut self, state: &[R]) {
+        let bytes = postcard::to_allocvec(state).expect("protocol records serialize");
+        self.bytes_since_checkpoint = 0;
+        self.checkpoint_bytes = bytes.len() as u64;
+        if bytes.len() > MAX_CHECKPOINT_BYTES {
+            let (dc, p) = (self.id.dc.0, self.id.partition.0);
+            tracing::warn!("replica dc{dc}-p{p}: a checkpoint of {} bytes is too large to take", bytes.len());
+            return;
+        }
+        // A closed channel means the disk thread stopped the process.
+        let _ = self.requests.send(Request::Checkpoint(bytes));
+    }
 }
 
 /// A replica's log: on disk, or — for a node without a data directory —
@@ -164,6 +249,12 @@ pub enum ReplicaLog<R> {
 }
 
 impl<R> ReplicaLog<R> {
+    /// Whether a checkpoint is due ([`DiskLog::checkpoint_due`]); never for
+    /// a log that is nowhere.
+    pub fn checkpoint_due(&self) -> bool {
+        matches!(self, ReplicaLog::Disk(log) if log.checkpoint_due())
+    }
+
     /// Waits until the disk reports more records durable; never returns for
     /// a log that is nowhere or has nothing pending.
     pub async fn wait_durable(&mut self) {
@@ -206,8 +297,9 @@ impl<R: Serialize> RecordLog<R> for DiskLog<R> {
         let bytes: Vec<Vec<u8>> =
             records.drain(..).map(|r| postcard::to_allocvec(&r).expect("protocol records serialize")).collect();
         self.appended += bytes.len();
+        self.bytes_since_checkpoint += bytes.iter().map(|b| b.len() as u64).sum::<u64>();
         // A closed channel means the disk thread stopped the process.
-        let _ = self.requests.send(bytes);
+        let _ = self.requests.send(Request::Records(bytes));
         self.appended
     }
 
@@ -222,7 +314,7 @@ impl<R: Serialize> RecordLog<R> for DiskLog<R> {
 fn disk_thread(
     mut log: Log,
     fsync: Fsync,
-    requests: std_mpsc::Receiver<Vec<Vec<u8>>>,
+    requests: std_mpsc::Receiver<Request>,
     durable: mpsc::UnboundedSender<usize>,
     id: ReplicaId,
 ) {
@@ -252,9 +344,15 @@ fn disk_thread(
             },
         };
         let mut batches = first.into_iter().chain(std::iter::from_fn(|| requests.try_recv().ok()));
-        for batch in &mut batches {
-            for record in batch {
-                log.append(&record).unwrap_or_else(|e| fail(e));
+        for request in &mut batches {
+            match request {
+                Request::Records(batch) => {
+                    for record in batch {
+                        log.append(&record).unwrap_or_else(|e| fail(e));
+                    }
+                }
+                // Everything appended so far, durable at once.
+                Request::Checkpoint(state) => log.checkpoint(&state).unwrap_or_else(|e| fail(e)),
             }
         }
         let written = match fsync {

@@ -190,13 +190,21 @@ fn restore<P: Protocol>(
     let Some(dir) = &me.data_dir else {
         return Ok((P::replica(id, plan.topology.clone(), config), ReplicaLog::Nowhere { appended: 0 }));
     };
-    let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync)?;
+    let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync, plan.checkpoint_min_bytes)?;
     let replica = if opened.records.is_empty() {
         P::replica(id, plan.topology.clone(), config)
     } else {
         let count = opened.records.len();
+        let started = std::time::Instant::now();
         let replica = P::recover(id, plan.topology.clone(), config, opened.records);
-        tracing::info!("replica dc{}-p{} recovered from {count} records", id.dc.0, id.partition.0);
+        let (dc, p, took) = (id.dc.0, id.partition.0, started.elapsed());
+        match opened.from_checkpoint {
+            Some(n) => tracing::info!(
+                "replica dc{dc}-p{p} recovered from a checkpoint of {n} records and {} after it in {took:?}",
+                count - n
+            ),
+            None => tracing::info!("replica dc{dc}-p{p} recovered from {count} records in {took:?}"),
+        }
         replica
     };
     Ok((replica, ReplicaLog::Disk(opened.log)))

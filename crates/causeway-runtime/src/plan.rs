@@ -35,6 +35,9 @@ pub struct ClusterPlan {
     pub clock_offsets_us: BTreeMap<ReplicaId, i64>,
     /// When records count as durable.
     pub fsync: Fsync,
+    /// The smallest log tail that calls for a checkpoint
+    /// ([`crate::disk::CHECKPOINT_MIN_BYTES`] unless set).
+    pub checkpoint_min_bytes: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -209,6 +212,7 @@ impl ClusterPlan {
             nodes: vec![node],
             clock_offsets_us: BTreeMap::new(),
             fsync: Fsync::default(),
+            checkpoint_min_bytes: crate::disk::CHECKPOINT_MIN_BYTES,
         })
     }
 

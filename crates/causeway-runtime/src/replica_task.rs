@@ -98,6 +98,13 @@ pub async fn run<P: Protocol>(
     replica.start(clock(), &mut out);
     loop {
         flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
+        // Every record of the steps so far is appended: a checkpoint taken
+        // now covers exactly them.
+        if log.checkpoint_due() {
+            if let ReplicaLog::Disk(disk) = &mut log {
+                disk.checkpoint(&replica.checkpoint());
+            }
+        }
         publish::<P>(&replica, &gauges, &inbox);
         let deadline = timers.next_deadline();
         let input = tokio::select! {

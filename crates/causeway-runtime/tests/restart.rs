@@ -81,3 +81,79 @@ async fn a_data_directory_that_does_not_exist_yet_is_created() {
     drop(start(Arc::new(plan(ProtocolKind::Wren, &nested)), "embedded").await.unwrap());
     assert!(nested.join("dc0-p0").is_dir(), "the replica's directory under the new data directory");
 }
+
+/// Bytes of every file under `dir`.
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() { bytes_under(&entry.path()) } else { meta.len() };
+    }
+    total
+}
+
+/// Commits `rounds` transactions that overwrite `keys` with `key=round`.
+async fn overwrite(client: &mut Client, keys: &[String], rounds: std::ops::Range<u32>) {
+    for round in rounds {
+        client.begin().await.unwrap();
+        for k in keys {
+            client.write(k.clone(), format!("{k}={round}")).await.unwrap();
+        }
+        client.commit().await.unwrap();
+    }
+}
+
+/// With checkpoints every few KiB, a node's logs stay small however long
+/// it runs (the state is a few keys, the history is not), and a node that
+/// checkpointed restarts from its checkpoints and the records after them
+/// with every acknowledged write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_logs_stay_small() {
+    const ROUNDS: u32 = 300;
+    for kind in [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec] {
+        let keys: Vec<String> = (0..8).map(|i| format!("key{i}")).collect();
+        let want: Vec<Option<Bytes>> = keys.iter().map(|k| Some(Bytes::from(format!("{k}={}", ROUNDS - 1)))).collect();
+        let mut sizes = Vec::new();
+        for checkpoint_min_bytes in [u64::MAX, 4 << 10] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut plan = plan(kind, dir.path());
+            plan.checkpoint_min_bytes = checkpoint_min_bytes;
+            let plan = Arc::new(plan);
+            {
+                let node = start(plan.clone(), "embedded").await.unwrap();
+                let mut client = Client::connect(node.client_addr(DcId(0)).unwrap()).await.unwrap();
+                overwrite(&mut client, &keys, 0..ROUNDS).await;
+            }
+            sizes.push(bytes_under(dir.path()));
+            if checkpoint_min_bytes == u64::MAX {
+                continue;
+            }
+            // Every replica's log now starts with a checkpoint.
+            for replica in std::fs::read_dir(dir.path()).unwrap() {
+                let path = replica.unwrap().path();
+                if !path.is_dir() {
+                    continue;
+                }
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let identity = causeway_storage::Identity::new(&plan.name, format!("{}/{name}", plan.nodes[0].name));
+                let (_, recovered) = causeway_storage::Log::open(&path, &identity).unwrap();
+                assert!(recovered.checkpoint.is_some(), "{kind}: {} has no checkpoint", path.display());
+            }
+            let node = start(plan, "embedded").await.unwrap();
+            for dc in [DcId(0), DcId(1)] {
+                let mut client = Client::connect(node.client_addr(dc).unwrap()).await.unwrap();
+                read_until(&mut client, &keys, &want).await;
+            }
+            let mut client = Client::connect(node.client_addr(DcId(0)).unwrap()).await.unwrap();
+            overwrite(&mut client, &keys, ROUNDS..ROUNDS + 1).await;
+            let after: Vec<Option<Bytes>> = keys.iter().map(|k| Some(Bytes::from(format!("{k}={ROUNDS}")))).collect();
+            read_until(&mut client, &keys, &after).await;
+        }
+        let (without, with) = (sizes[0], sizes[1]);
+        // Four replicas on the node, each within its threshold, its last
+        // checkpoint and a segment header or two of it.
+        assert!(with < 4 * (32 << 10), "{kind}: {with} bytes of logs with checkpoints ({without} without)");
+        assert!(with * 2 < without, "{kind}: {with} bytes of logs with checkpoints, {without} without");
+    }
+}

@@ -48,11 +48,24 @@ impl Default for TransportFaults {
 }
 
 /// How long a replica's disk takes to make appended records durable, drawn
-/// uniformly per sync. Zero: records are durable at the end of the step that
-/// persisted them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// uniformly per sync (zero: records are durable at the end of the step that
+/// persisted them), and how often a replica's log is replaced by a
+/// checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DiskModel {
     pub sync_us: (u64, u64),
+    /// A replica checkpoints once this many records were appended since its
+    /// last checkpoint, plus an offset of its own below this (so replicas
+    /// do not checkpoint in step); 0: never. Small by default so that
+    /// crashes often restart a replica from a checkpoint and its tail —
+    /// the runtime checkpoints by bytes, rarely.
+    pub checkpoint_every: usize,
+}
+
+impl Default for DiskModel {
+    fn default() -> Self {
+        DiskModel { sync_us: (0, 0), checkpoint_every: 64 }
+    }
 }
 
 /// Every fault beyond the network's latency and cuts; none by default.

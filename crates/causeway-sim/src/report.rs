@@ -41,6 +41,11 @@ pub struct FaultReport {
     pub restarts: u64,
     /// Records appended but not synced when their replica crashed.
     pub records_lost: u64,
+    /// Checkpoints taken: a replica's log up to then replaced by its
+    /// compacted state, made durable at once.
+    pub checkpoints: u64,
+    /// Restarts that recovered from a checkpoint and the records after it.
+    pub restarts_from_checkpoint: u64,
     /// Messages that waited for those records, never sent.
     pub messages_lost: u64,
     /// Messages on their way to a replica when it crashed, or sent to it
@@ -198,8 +203,15 @@ impl fmt::Display for SimReport {
         if x.crashes > 0 {
             write!(
                 f,
-                "\n  crashes        {} crashes, {} restarts; {} unsynced records, {} held messages and {} messages to a downed replica lost; {} commits given up by their clients",
-                x.crashes, x.restarts, x.records_lost, x.messages_lost, x.messages_to_down, x.transactions_abandoned
+                "\n  crashes        {} crashes, {} restarts ({} from a checkpoint); {} unsynced records, {} held messages and {} messages to a downed replica lost; {} commits given up by their clients; {} checkpoints",
+                x.crashes,
+                x.restarts,
+                x.restarts_from_checkpoint,
+                x.records_lost,
+                x.messages_lost,
+                x.messages_to_down,
+                x.transactions_abandoned,
+                x.checkpoints
             )?;
         }
         if x.transport.packets > 0 {

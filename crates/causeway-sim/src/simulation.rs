@@ -431,6 +431,7 @@ impl<P: Protocol> Simulation<P> {
         self.lives[i].down = false;
         let id = self.replicas[i].id();
         let records = self.lives[i].log.durable();
+        self.fault_report.restarts_from_checkpoint += u64::from(self.lives[i].log.checkpoints() > 0);
         self.replicas[i] = P::recover(id, self.topology.clone(), &self.protocol_config, records);
         let local = self.clock_of(node);
         self.arm_faults();
@@ -452,6 +453,21 @@ impl<P: Protocol> Simulation<P> {
         life.log.sync_to(upto);
         self.send_released(node);
         self.sync_later(node);
+    }
+
+    /// Replaces `node`'s log by a checkpoint once enough records came since
+    /// the last one. Taken after the step's records are appended, so it
+    /// covers exactly them; it makes them durable at once (as the disk
+    /// log's checkpoint does), which may release messages.
+    fn checkpoint_if_due(&mut self, node: NodeIx) {
+        let every = self.cfg.faults.disk.checkpoint_every;
+        let life = &mut self.lives[node as usize];
+        if every == 0 || life.log.since_checkpoint() < every + (node as usize * 7) % every {
+            return;
+        }
+        life.log.checkpoint(self.replicas[node as usize].checkpoint());
+        self.fault_report.checkpoints += 1;
+        self.send_released(node);
     }
 
     /// The messages of `node` whose records are now durable leave, in order.
@@ -727,6 +743,7 @@ impl<P: Protocol> Simulation<P> {
         }
         self.released = released;
         self.sync_later(node);
+        self.checkpoint_if_due(node);
         let incarnation = self.lives[node as usize].incarnation;
         for (timer, after) in outbox.timers.drain(..) {
             self.schedule(self.now + after.max(1), Event::Timer(node, incarnation, timer));

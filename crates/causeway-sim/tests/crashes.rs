@@ -34,7 +34,8 @@ const SETTLE_LIMIT_US: u64 = 10_000_000;
 
 /// A small cluster (1–3 DCs × 1–4 partitions), 1–4 crashes in the first
 /// 400 ms (a fifth of them of a whole DC), a disk that takes 0–3 ms to
-/// sync, skew up to 50 ms, and on a third of the seeds a DC cut.
+/// sync and checkpoints every 8–64 records (so most restarts replay a
+/// checkpoint and the records after it), skew up to 50 ms, and on a third of the seeds a DC cut.
 fn crash_config(seed: u64) -> SimConfig {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0c4a_54e5);
     let dcs = rng.random_range(1..=3u16);
@@ -55,7 +56,7 @@ fn crash_config(seed: u64) -> SimConfig {
         think_time_us: rng.random_range(2_000..20_000),
         ..WorkloadConfig::default()
     };
-    SimConfig {
+    let mut config = SimConfig {
         seed,
         dcs,
         partitions,
@@ -68,7 +69,7 @@ fn crash_config(seed: u64) -> SimConfig {
         settle_limit_us: SETTLE_LIMIT_US,
         faults: Faults {
             crashes,
-            disk: DiskModel { sync_us: (sync_max / 4, sync_max) },
+            disk: DiskModel { sync_us: (sync_max / 4, sync_max), ..DiskModel::default() },
             // Longer than the coordinator's commit timeout (1 s): a live
             // coordinator's abort reaches the client first.
             client_timeout_us: 1_500_000,
@@ -76,7 +77,10 @@ fn crash_config(seed: u64) -> SimConfig {
         },
         workload: WorkloadKind::Random(workload),
         ..SimConfig::default()
-    }
+    };
+    // Drawn last, so the rest of a seed's run is what it was before.
+    config.faults.disk.checkpoint_every = rng.random_range(8..=64);
+    config
 }
 
 /// For each key, the value of the last-writer-wins winner among the
@@ -179,14 +183,17 @@ fn survives_crashes<P: Protocol>(n: u64) {
 fn summarize(name: &str, reports: &[SimReport]) {
     let sum = |f: fn(&SimReport) -> u64| reports.iter().map(f).sum::<u64>();
     println!(
-        "{name}: {} seeds, {} crashes, {} unsynced records lost, {} committed, {} unknown outcome",
+        "{name}: {} seeds, {} crashes ({} restarts from a checkpoint, {} checkpoints), {} unsynced records lost, {} committed, {} unknown outcome",
         reports.len(),
         sum(|r| r.faults.crashes),
+        sum(|r| r.faults.restarts_from_checkpoint),
+        sum(|r| r.faults.checkpoints),
         sum(|r| r.faults.records_lost),
         sum(|r| r.committed as u64),
         sum(|r| r.unknown as u64),
     );
     assert!(sum(|r| r.faults.records_lost) > 0, "{name}: no crash caught a record before its sync");
+    assert!(sum(|r| r.faults.restarts_from_checkpoint) > 0, "{name}: no restart from a checkpoint");
 }
 
 #[test]

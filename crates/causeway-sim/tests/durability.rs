@@ -97,6 +97,11 @@ impl Replica for LedgerReplica {
 
     fn on_timer(&mut self, _now: PhysicalMicros, _timer: (), _out: &mut ReplicaEffects<Self>) {}
 
+    /// The ledger's state is its history: nothing to compact.
+    fn checkpoint(&self) -> Vec<(Key, Value)> {
+        self.writes.clone()
+    }
+
     fn is_quiescent(&self) -> bool {
         true
     }
@@ -258,7 +263,7 @@ fn ledger(seed: u64, sync_us: (u64, u64), crashes: Vec<Crash>) -> SimReport {
         txns: None,
         duration_us: Some(400_000),
         workload: WorkloadKind::Random(workload),
-        faults: Faults { crashes, disk: DiskModel { sync_us }, ..Faults::default() },
+        faults: Faults { crashes, disk: DiskModel { sync_us, ..DiskModel::default() }, ..Faults::default() },
         ..SimConfig::default()
     };
     Simulation::<Ledger>::new(config, &()).expect("a valid configuration").run()

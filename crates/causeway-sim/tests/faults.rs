@@ -90,7 +90,7 @@ fn a_run_with_every_fault_replays_from_its_seed() {
             crashes: random_crashes(seed, 3, 4, 3, 300_000),
             transport: Some(TransportFaults::default()),
             buggify: true,
-            disk: DiskModel { sync_us: (100, 2_000) },
+            disk: DiskModel { sync_us: (100, 2_000), ..DiskModel::default() },
             ..Faults::default()
         };
         let config = || SimConfig { seed, txns: Some(800), faults: faults(), ..SimConfig::default() };

@@ -127,7 +127,12 @@ fn judge_final_value(ix: &Index, unknowns: &Unknowns, dc: u16, key: &str, value:
             ix.txid(w.txn),
             ix.describe_writer(later),
         );
-        found.global(ViolationKind::FinalNotLww, Some(ix.txid(w.txn)), Some(key), message);
+        // The winner is newer only by the causal order (the unknown
+        // transaction's commit_ts is bounded by its causal future's): a
+        // store whose commit_ts need not follow causality (eventual
+        // consistency) breaks nothing here, so this is a breach of causal
+        // arbitration, not of convergence.
+        found.global(ViolationKind::CausalArbitration, Some(ix.txid(w.txn)), Some(key), message);
         return;
     }
     // A writer without a rank has no commit_ts (reported as malformed).

@@ -31,16 +31,24 @@ impl<R: Clone> RecordLog<R> for MemoryLog<R> {
 }
 
 /// A replica's records, in the order it persisted them: those up to
-/// [`MemoryLog::synced`] are durable, the rest would be lost by a crash.
+/// [`MemoryLog::synced`] are durable, the rest would be lost by a crash. A
+/// checkpoint replaces every record appended before it (and makes them
+/// durable), as the runtime's disk log does; positions count from the
+/// log's beginning across checkpoints, so the send gate's waits stay valid.
 #[derive(Debug)]
 pub struct MemoryLog<R> {
+    /// The last checkpoint: records that rebuild positions `..base`.
+    checkpoint: Vec<R>,
+    base: usize,
+    /// The records after the checkpoint, at positions `base..`.
     records: Vec<R>,
     synced: usize,
+    checkpoints: u64,
 }
 
 impl<R> Default for MemoryLog<R> {
     fn default() -> Self {
-        MemoryLog { records: Vec::new(), synced: 0 }
+        MemoryLog { checkpoint: Vec::new(), base: 0, records: Vec::new(), synced: 0, checkpoints: 0 }
     }
 }
 
@@ -48,17 +56,38 @@ impl<R: Clone> MemoryLog<R> {
     /// Appends records (not durable yet); returns the log's new length.
     pub fn append(&mut self, records: impl IntoIterator<Item = R>) -> usize {
         self.records.extend(records);
-        self.records.len()
+        self.len()
     }
 
     /// Everything before position `upto` is durable now.
     pub fn sync_to(&mut self, upto: usize) {
-        self.synced = self.synced.max(upto.min(self.records.len()));
+        self.synced = self.synced.max(upto.min(self.len()));
     }
 
     /// Everything appended so far is durable now.
     pub fn sync_all(&mut self) {
-        self.synced = self.records.len();
+        self.synced = self.len();
+    }
+
+    /// Replaces everything appended so far with `state` (the replica's
+    /// [`checkpoint`](super::Replica::checkpoint), taken after its last
+    /// append), at once and durably: the records it covers count as synced.
+    pub fn checkpoint(&mut self, state: Vec<R>) {
+        self.base = self.len();
+        self.checkpoint = state;
+        self.records.clear();
+        self.synced = self.base;
+        self.checkpoints += 1;
+    }
+
+    /// How many records were appended since the last checkpoint.
+    pub fn since_checkpoint(&self) -> usize {
+        self.records.len()
+    }
+
+    /// How many checkpoints were taken.
+    pub fn checkpoints(&self) -> u64 {
+        self.checkpoints
     }
 
     /// How many records are durable.
@@ -66,23 +95,26 @@ impl<R: Clone> MemoryLog<R> {
         self.synced
     }
 
-    /// How many records were appended.
+    /// How many records were appended, checkpointed ones included.
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.base + self.records.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.len() == 0
     }
 
     /// A crash: what was not synced is gone.
     pub fn crash(&mut self) {
-        self.records.truncate(self.synced);
+        self.records.truncate(self.synced - self.base);
     }
 
-    /// The durable records, to rebuild the replica from.
+    /// What a recovery replays: the checkpoint, then the durable records
+    /// after it.
     pub fn durable(&self) -> Vec<R> {
-        self.records[..self.synced].to_vec()
+        let mut out = self.checkpoint.clone();
+        out.extend_from_slice(&self.records[..self.synced - self.base]);
+        out
     }
 }
 
@@ -215,5 +247,28 @@ mod tests {
         gate.crash();
         assert_eq!(log.durable(), vec![1]);
         gate.release(usize::MAX, |_, _| panic!("what waited for lost records never leaves"));
+    }
+
+    #[test]
+    fn a_checkpoint_replaces_what_came_before_and_makes_it_durable() {
+        let to = Addr::Replica(ReplicaId::new(0, 1));
+        let (mut log, mut gate) = (MemoryLog::<u32>::default(), SendGate::<&str>::default());
+        let mut out = Effects::<&str, (), u32>::default();
+        out.persist(1);
+        out.persist(2);
+        out.send_after_durable(to, "after 2");
+        gate.take(&mut out, &mut log, |_, _| panic!("not durable yet"));
+        log.checkpoint(vec![3]);
+        assert_eq!((log.len(), log.synced(), log.since_checkpoint()), (2, 2, 0));
+        let mut sent = Vec::new();
+        gate.release(log.synced(), |_, m| sent.push(m));
+        assert_eq!(sent, vec!["after 2"], "the checkpoint made the records durable");
+        out.persist(4);
+        out.persist(5);
+        gate.take(&mut out, &mut log, |_, _| {});
+        log.sync_to(3);
+        log.crash();
+        assert_eq!(log.durable(), vec![3, 4], "the checkpoint, then the synced records after it");
+        assert_eq!(log.len(), 3, "positions count from the log's beginning");
     }
 }

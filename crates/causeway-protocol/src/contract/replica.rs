@@ -62,6 +62,26 @@ pub trait Replica {
 
     fn on_timer(&mut self, now: PhysicalMicros, timer: Self::Timer, out: &mut ReplicaEffects<Self>);
 
+    /// A checkpoint: records whose replay by [`Protocol::recover`] rebuilds
+    /// what replaying every record this replica persisted so far would —
+    /// less what is no longer needed (versions the collector dropped,
+    /// groups every peer acknowledged) — and nothing those records did not
+    /// make durable. A driver takes it between steps, once every record of
+    /// the steps before is appended, and replaces its log up to there with
+    /// it (which makes those records durable); a recovery then replays the
+    /// checkpoint and the records after it, so restart time follows the
+    /// state held, not the history. A replica that persists nothing returns
+    /// nothing.
+    ///
+    /// A checkpoint is records rather than a snapshot type of its own so
+    /// that `recover` stays the one way back, every protocol (future ones
+    /// too) checkpoints with the record type it already has — adding, at
+    /// most, variants for state no ordinary record says — and the log on
+    /// disk holds one format.
+    ///
+    /// [`Protocol::recover`]: super::protocol::Protocol::recover
+    fn checkpoint(&self) -> Vec<Self::Record>;
+
     /// True when no transaction is between prepare and apply here.
     fn is_quiescent(&self) -> bool;
 

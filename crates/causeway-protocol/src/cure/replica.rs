@@ -303,6 +303,14 @@ impl FamilyReplica for CureReplica {
         self.vv.raise(source, ct);
     }
 
+    fn stored_writes(txid: TxId, commit_vector: &VectorTs, writes: Vec<(Key, Option<Value>)>) -> TxWrites {
+        TxWrites { txid, commit_vector: commit_vector.clone(), writes }
+    }
+
+    fn reinstall(&mut self, source: DcId, ct: Timestamp, txs: &[TxWrites]) {
+        self.install(ct, source, txs);
+    }
+
     fn heartbeat(&mut self, from: Addr, t: Timestamp) {
         match self.core.replication.streams.source_of(from) {
             Some(source) => self.vv.raise(source, t),

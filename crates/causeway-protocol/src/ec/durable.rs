@@ -13,6 +13,11 @@
 //! coordinator waited on die with the process (their clients hear nothing
 //! and give up: the outcome is unknown).
 //!
+//! A checkpoint ([`super::replica::checkpoint`]) is records too: the
+//! versions held (`Stored`), the writes of this DC not yet acknowledged by
+//! every peer (as the `Local` records they were), and where the streams
+//! and the newest writes stand (`Positions`), with the reservations.
+//!
 //! Which messages wait for the records before them to be durable, and why:
 //!
 //! * `Applied` and `CommitResp` — a commit is acknowledged only when every
@@ -23,6 +28,7 @@
 //! * `Ack` — the peer forgets what it acknowledged.
 
 use super::messages::EcWrites;
+use crate::hlc::Timestamp;
 use crate::ids::DcId;
 use crate::recovery::{Reserved, Reserving};
 use serde::{Deserialize, Serialize};
@@ -38,6 +44,13 @@ pub enum EcRecord {
     /// Transactions of DC `source` applied here, at position `upto` of its
     /// replica's stream.
     Replicated { source: DcId, upto: u64, txs: Vec<EcWrites> },
+    /// In a checkpoint: the versions held of transactions of DC `source`,
+    /// applied again and nothing else.
+    Stored { source: DcId, txs: Vec<EcWrites> },
+    /// In a checkpoint: the position of the last write of this DC in the
+    /// stream to the peers, the newest commit time applied from each DC,
+    /// and per peer's DC the position of the last group taken from it.
+    Positions { seq: u64, newest_from: Vec<Timestamp>, taken: Vec<(DcId, u64)> },
 }
 
 impl From<Reserved> for EcRecord {

@@ -230,9 +230,58 @@ pub fn recover(mut replica: EcReplica, records: Vec<EcRecord>) -> EcReplica {
                     replica.apply(0, source, tx);
                 }
             }
+            EcRecord::Stored { source, txs } => {
+                for tx in &txs {
+                    replica.apply(0, source, tx);
+                }
+            }
+            EcRecord::Positions { seq, newest_from, taken } => {
+                replica.seq = replica.seq.max(seq);
+                for (newest, t) in replica.newest_from.iter_mut().zip(newest_from) {
+                    *newest = (*newest).max(t);
+                    replica.hlc.observe(0, t);
+                }
+                for (source, upto) in taken {
+                    replica.streams.restore_received(source, upto);
+                }
+            }
         }
     }
     replica
+}
+
+/// A checkpoint of `r` (see [`Replica::checkpoint`]): the reservations,
+/// the one version of each key, the writes of this DC that a peer may still
+/// lack as the `Local` records they were (those already sent and kept, then
+/// those not sent yet, at their positions), and the positions. Left out:
+/// what the records would rebuild but no peer needs again (writes every
+/// peer acknowledged), and how far a peer's stream went by what no record
+/// holds.
+pub fn checkpoint(r: &EcReplica) -> Vec<EcRecord> {
+    let mut records: Vec<EcRecord> = r.reserved.records().into();
+    let mut by_tx: BTreeMap<(DcId, TxId), EcWrites> = BTreeMap::new();
+    for (key, chain) in r.store.chains() {
+        for v in chain.iter() {
+            let tx = by_tx.entry((v.stamp.dc, v.stamp.txid));
+            let tx = tx.or_insert_with(|| EcWrites { txid: v.stamp.txid, ct: v.stamp.ts, writes: Vec::new() });
+            tx.writes.push((key.clone(), v.value.clone()));
+        }
+    }
+    let mut by_source: BTreeMap<DcId, Vec<EcWrites>> = BTreeMap::new();
+    for ((source, _), tx) in by_tx {
+        by_source.entry(source).or_default().push(tx);
+    }
+    records.extend(by_source.into_iter().map(|(source, txs)| EcRecord::Stored { source, txs }));
+    // A kept group holds the writes at the positions up to its own, one
+    // each: the `Local` records that put them there.
+    for (&upto, txs) in r.streams.kept() {
+        let first = upto + 1 - txs.len() as u64;
+        records.extend(txs.iter().zip(first..).map(|(tx, seq)| EcRecord::Local { seq, tx: tx.clone() }));
+    }
+    let first = r.seq + 1 - r.outgoing.len() as u64;
+    records.extend(r.outgoing.iter().zip(first..).map(|(tx, seq)| EcRecord::Local { seq, tx: tx.clone() }));
+    records.push(EcRecord::Positions { seq: r.seq, newest_from: r.newest_from.clone(), taken: r.streams.taken() });
+    records
 }
 
 impl Replica for EcReplica {
@@ -319,6 +368,10 @@ impl Replica for EcReplica {
             }
         }
         self.reserve(out);
+    }
+
+    fn checkpoint(&self) -> Vec<EcRecord> {
+        checkpoint(self)
     }
 
     /// Nothing waits to be replicated, acknowledged by a peer, or answered

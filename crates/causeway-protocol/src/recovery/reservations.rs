@@ -46,6 +46,12 @@ impl Reservations {
         }
     }
 
+    /// The reservations as records, for a checkpoint: replayed, they
+    /// restore exactly these.
+    pub fn records<R: From<Reserved>>(&self) -> [R; 2] {
+        [Reserved::Clock(self.clock).into(), Reserved::TxIds(self.txids).into()]
+    }
+
     /// Where a restarted replica's clock and transaction counter resume:
     /// above everything the previous incarnation may have handed out.
     pub fn resume_points(&self) -> (Timestamp, u64) {

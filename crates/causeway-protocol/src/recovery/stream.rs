@@ -65,6 +65,11 @@ pub struct PeerStreams<K, W> {
     /// Per DC: the newest position received from its replica (a group's,
     /// or one it says it has passed).
     received: Vec<K>,
+    /// Per DC: the newest position of a group received from its replica —
+    /// what the records say is held ([`received`](Self::received) may be
+    /// ahead by a position the peer only said it passed, which no record
+    /// keeps).
+    taken: Vec<K>,
     /// What we last acknowledged to each DC's replica.
     ack_sent: Vec<K>,
     /// Per DC: after a (re)start, that replica's stream is ignored until it
@@ -81,6 +86,7 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
             newest: K::default(),
             acked: vec![K::default(); dcs],
             received: vec![K::default(); dcs],
+            taken: vec![K::default(); dcs],
             ack_sent: vec![K::default(); dcs],
             awaiting: vec![false; dcs],
         }
@@ -149,6 +155,9 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
             return Incoming::Drop;
         }
         self.received[i] = self.received[i].max(at);
+        if group {
+            self.taken[i] = self.taken[i].max(at);
+        }
         Incoming::Take(dc)
     }
 
@@ -156,6 +165,25 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
     pub fn restore_received(&mut self, dc: DcId, at: K) {
         let i = usize::from(dc.0);
         self.received[i] = self.received[i].max(at);
+        self.taken[i] = self.taken[i].max(at);
+    }
+
+    /// For a checkpoint: per peer's DC, the newest position of a group
+    /// taken from it (where its records put the stream), if any.
+    pub fn taken(&self) -> Vec<(DcId, K)> {
+        self.peers
+            .iter()
+            .filter_map(|&p| self.source_of(p))
+            .map(|dc| (dc, self.taken[usize::from(dc.0)]))
+            .filter(|&(_, at)| at > K::default())
+            .collect()
+    }
+
+    /// For a checkpoint: the groups kept for the peers, oldest first. A
+    /// group every peer acknowledged is durable at every peer, so none
+    /// needs it again.
+    pub fn kept(&self) -> impl Iterator<Item = (&K, &Vec<W>)> {
+        self.kept.iter()
     }
 
     /// At every start, a restart after a crash included: ask each peer for

@@ -62,6 +62,11 @@ impl<S: Snapshot> Coordinator<S> {
         self.decided_order.insert((ct, tx));
     }
 
+    /// For a checkpoint: the decisions kept, by commit time.
+    pub fn decisions(&self) -> impl Iterator<Item = (TxId, Timestamp)> + '_ {
+        self.decided_order.iter().map(|&(ct, tx)| (tx, ct))
+    }
+
     /// Forgets the decisions at or below `stable`, the DC's local stable
     /// time: every cohort of this DC has made them durable.
     pub fn forget_decided(&mut self, stable: Timestamp) {

@@ -11,6 +11,15 @@
 //! loop, the second learned again from the DC, and the third dies with the
 //! process (its clients hear that the outcome is unknown).
 //!
+//! A checkpoint ([`crate::twopc::replica::checkpoint`]) is records too: what
+//! replaying every record so far would rebuild, compacted — the versions
+//! the store still holds (`Installed`), the commits waiting for the apply
+//! loop (`Queued`), the groups of the stream to the peers not yet
+//! acknowledged by all (`Kept`), each peer's stream position (an `Applied`
+//! of no transaction), and the prepared transactions, kept decisions and
+//! reservations as their own records say them. The last three variants
+//! appear only in checkpoints.
+//!
 //! Which messages wait for the records before them to be durable, and why:
 //!
 //! * `PrepareResp` — a proposal must survive a crash of the cohort, or a
@@ -45,6 +54,15 @@ pub enum FamilyRecord<P, W> {
     Decided { tx: TxId, ct: Timestamp },
     /// A group of transactions committed at `ct` in DC `source`, installed.
     Applied { source: DcId, ct: Timestamp, txs: Vec<W> },
+    /// In a checkpoint: versions the store holds, of transactions committed
+    /// at `ct` in DC `source` — installed again, and nothing else.
+    Installed { source: DcId, ct: Timestamp, txs: Vec<W> },
+    /// In a checkpoint: `tx` committed here at `ct` and waits for the apply
+    /// loop to install (Wren) and replicate it.
+    Queued { tx: TxId, ct: Timestamp, writes: W },
+    /// In a checkpoint: a group of this replica's stream, at `ct`, that a
+    /// peer has not acknowledged yet — kept to be resent.
+    Kept { ct: Timestamp, txs: Vec<W> },
 }
 
 impl<P, W> From<Reserved> for FamilyRecord<P, W> {

@@ -103,6 +103,15 @@ impl<P> PreparedSet<P> {
         self.insert(tx, Entry { pt, prepared, coordinator, since: 0 });
     }
 
+    /// For a checkpoint: every prepared transaction with its proposal,
+    /// coordinator and what was prepared, by proposal.
+    pub fn entries(&self) -> impl Iterator<Item = (TxId, Timestamp, Addr, &P)> {
+        self.by_proposal.iter().map(|&(pt, tx)| {
+            let e = &self.by_tx[&tx];
+            (tx, pt, e.coordinator, &e.prepared)
+        })
+    }
+
     /// The coordinator that prepared `tx` here, if it waits for a decision.
     pub fn coordinator_of(&self, tx: TxId) -> Option<Addr> {
         self.by_tx.get(&tx).map(|e| e.coordinator)

@@ -12,6 +12,7 @@ use crate::contract::{Effects, Key, Replica, ReplicaCounters, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::recovery::Incoming;
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 
 type Snap<F> = <F as Family>::Snapshot;
@@ -88,6 +89,19 @@ pub trait FamilyReplica: Send + 'static {
 
     /// A peer in another DC replicates transactions committed at `ct`.
     fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[<Self::Family as Family>::Writes]);
+
+    /// The writes of `txid` whose versions carry `meta`, as the family
+    /// replicates them: how a checkpoint says what the store holds.
+    fn stored_writes(
+        txid: TxId,
+        meta: &Self::Meta,
+        writes: Vec<(Key, Option<Value>)>,
+    ) -> <Self::Family as Family>::Writes;
+
+    /// Versions from a checkpoint, of `txs` committed at `ct` in DC
+    /// `source`, installed again: the store alone changes (the checkpoint's
+    /// other records restore the rest).
+    fn reinstall(&mut self, source: DcId, ct: Timestamp, txs: &[<Self::Family as Family>::Writes]);
 
     /// A peer in another DC has nothing older than `t` still coming.
     fn heartbeat(&mut self, from: Addr, t: Timestamp);
@@ -254,6 +268,9 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
                 core.replication.streams.restore_received(source, ct);
                 replica.replicated(peer_in(source), ct, &txs);
             }
+            FamilyRecord::Installed { source, ct, txs } => replica.reinstall(source, ct, &txs),
+            FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(ct, tx, writes),
+            FamilyRecord::Kept { ct, txs } => core.replication.streams.keep(ct, txs),
         }
     }
     // Install now what was installed before the crash — every commit below
@@ -265,6 +282,48 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
     core.hlc.observe(0, clock);
     replica.apply(0, &mut FamilyEffects::<R>::default());
     replica
+}
+
+/// A checkpoint of `r`: records whose replay rebuilds what replaying every
+/// record it persisted so far would (see [`Replica::checkpoint`]). Taken
+/// from the replica's state, which holds nothing a record did not make
+/// durable, except where said: the stream positions are those of the
+/// groups taken (a heartbeat's is not recorded), and what the records
+/// would rebuild but is no longer needed is left out — versions the
+/// collector dropped, decisions every cohort holds, groups every peer
+/// acknowledged.
+pub fn checkpoint<R: FamilyReplica>(r: &R) -> Vec<RecordOf<R>> {
+    let core = r.core();
+    let mut records: Vec<RecordOf<R>> = core.reserved.records().into();
+    // The versions, by the group and the transaction that installed them.
+    type Txs<'a, M> = BTreeMap<TxId, (&'a M, Vec<(Key, Option<Value>)>)>;
+    let mut groups: BTreeMap<(DcId, Timestamp), Txs<'_, R::Meta>> = BTreeMap::new();
+    for (key, chain) in core.store.chains() {
+        for v in chain.iter() {
+            let tx = groups.entry((v.stamp.dc, v.stamp.ts)).or_default().entry(v.stamp.txid);
+            tx.or_insert_with(|| (&v.meta, Vec::new())).1.push((key.clone(), v.value.clone()));
+        }
+    }
+    for ((source, ct), txs) in groups {
+        let txs = txs.into_iter().map(|(txid, (meta, writes))| R::stored_writes(txid, meta, writes)).collect();
+        records.push(FamilyRecord::Installed { source, ct, txs });
+    }
+    let streams = &core.replication.streams;
+    records.extend(streams.taken().into_iter().map(|(source, ct)| FamilyRecord::Applied {
+        source,
+        ct,
+        txs: Vec::new(),
+    }));
+    records.extend(streams.kept().map(|(&ct, txs)| FamilyRecord::Kept { ct, txs: txs.clone() }));
+    records.extend(core.replication.queued().map(|(ct, tx, w)| FamilyRecord::Queued { tx, ct, writes: w.clone() }));
+    records.extend(core.prepared.entries().map(|(tx, pt, coordinator, prepared)| FamilyRecord::Prepared {
+        tx,
+        pt,
+        coordinator,
+        prepared: prepared.clone(),
+    }));
+    records.extend(core.coordinator.decisions().map(|(tx, ct)| FamilyRecord::Decided { tx, ct }));
+    records
 }
 
 impl<R: FamilyReplica> Replica for R {
@@ -308,6 +367,10 @@ impl<R: FamilyReplica> Replica for R {
         }
         self.core().rhythm.rearm(timer, out);
         reserve(self, out);
+    }
+
+    fn checkpoint(&self) -> Vec<Self::Record> {
+        checkpoint(self)
     }
 
     fn is_quiescent(&self) -> bool {

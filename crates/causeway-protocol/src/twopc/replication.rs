@@ -34,6 +34,11 @@ impl<W> Replicator<W> {
         self.committed.insert((ct, tx), writes);
     }
 
+    /// For a checkpoint: the commits waiting to go out, in commit order.
+    pub fn queued(&self) -> impl Iterator<Item = (Timestamp, TxId, &W)> {
+        self.committed.iter().map(|(&(ct, tx), w)| (ct, tx, w))
+    }
+
     /// Nothing committed waits to go out.
     pub fn is_idle(&self) -> bool {
         self.committed.is_empty()

@@ -186,6 +186,15 @@ impl FamilyReplica for WrenReplica {
         self.vv.raise(source, ct);
     }
 
+    fn stored_writes(txid: TxId, rdt: &Timestamp, writes: Vec<(Key, Option<Value>)>) -> TxWrites {
+        TxWrites { txid, rdt: *rdt, writes }
+    }
+
+    fn reinstall(&mut self, source: DcId, ct: Timestamp, txs: &[TxWrites]) {
+        let (here, s_old) = (self.dc(), self.bist.oldest_snapshot());
+        self.core.counters.transactions_applied += apply::install(&mut self.core.store, here, s_old, ct, source, txs);
+    }
+
     /// Alg. 4, lines 27–28.
     fn heartbeat(&mut self, from: Addr, t: Timestamp) {
         match self.core.replication.streams.source_of(from) {
