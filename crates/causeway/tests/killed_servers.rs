@@ -24,6 +24,7 @@ use causeway_load::{settle, LoadConfig};
 use causeway_protocol::{DcId, Topology};
 use causeway_workload::{WorkloadConfig, WorkloadKind};
 use common::free_ports;
+use common::metrics_text;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -165,15 +166,6 @@ impl Drop for Cluster {
             let _ = c.wait();
         }
     }
-}
-
-async fn metrics_text(addr: SocketAddr) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("metrics endpoint");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).await.unwrap();
-    body
 }
 
 fn now_us() -> u128 {

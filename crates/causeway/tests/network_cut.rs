@@ -18,6 +18,7 @@ use causeway_load::{settle, LoadConfig};
 use causeway_protocol::{DcId, Topology};
 use causeway_workload::{WorkloadConfig, WorkloadKind};
 use common::Servers;
+use common::{metric, metrics_text};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -146,19 +147,6 @@ fn write_config(net: &Network, dir: &std::path::Path) -> (PathBuf, Vec<Node>) {
     let config = dir.join("cluster.toml");
     std::fs::write(&config, text).unwrap();
     (config, nodes)
-}
-
-async fn metrics_text(addr: SocketAddr) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("metrics endpoint");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).await.unwrap();
-    body
-}
-
-fn metric(text: &str, name: &str) -> f64 {
-    text.lines().filter(|l| l.starts_with(name)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
 }
 
 /// Transactions committed by the coordinators of DC `dc`.

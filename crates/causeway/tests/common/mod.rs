@@ -61,3 +61,18 @@ pub fn running_cluster(config: &Path, ports: &[u16]) -> Servers {
     }
     servers
 }
+
+/// The text of a server's metrics endpoint.
+pub async fn metrics_text(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("metrics endpoint");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.unwrap();
+    body
+}
+
+/// The sum of the samples of metric `name` (every label set).
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines().filter(|l| l.starts_with(name)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
+}
