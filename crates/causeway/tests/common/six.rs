@@ -1,0 +1,96 @@
+//! The six-process cluster of the process tests: 3 DCs (Virginia, Oregon,
+//! Ireland) × 2 partitions of Wren, one `causeway server` per partition
+//! replica, WAN latency emulated — its configuration, waiting for it to
+//! serve, and its history once the load is over.
+
+use super::free_ports;
+use causeway_client::Client;
+use causeway_history::{History, TxnRecord};
+use causeway_load::settle;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub const REGIONS: [&str; 3] = ["virginia", "oregon", "ireland"];
+
+/// A node as the tests reach it.
+pub struct Node {
+    pub name: String,
+    pub dc: usize,
+    pub client: SocketAddr,
+    pub metrics: SocketAddr,
+}
+
+/// Where a node listens: peer, client and metrics addresses.
+pub type Addrs = (SocketAddr, SocketAddr, SocketAddr);
+
+/// Addresses on 127.0.0.1, on free ports, for the node of DC `d` and
+/// partition `p`.
+pub fn loopback() -> impl Fn(usize, usize) -> Addrs {
+    let ports = free_ports(18);
+    move |d, p| {
+        let i = 3 * (2 * d + p);
+        let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        (at(ports[i]), at(ports[i + 1]), at(ports[i + 2]))
+    }
+}
+
+/// Writes `dir/cluster.toml`: cluster `name`, then `extra` (more top-level
+/// keys and tables), then the DCs and the nodes at `addrs`; with
+/// `data_dirs`, each node keeps its data under `dir/data/NAME`.
+pub fn write_config(
+    dir: &Path,
+    name: &str,
+    extra: &str,
+    addrs: impl Fn(usize, usize) -> Addrs,
+    data_dirs: bool,
+) -> (PathBuf, Vec<Node>) {
+    let mut text = format!(
+        "name = \"{name}\"\nprotocol = \"wren\"\npartitions = 2\ntoken_key = \"a shared secret for tests\"\n\n\
+         {extra}\n[wan]\nemulate = true\n\n"
+    );
+    for r in REGIONS {
+        text += &format!("[[dc]]\nname = \"{r}\"\n\n");
+    }
+    let mut nodes = Vec::new();
+    for (d, r) in REGIONS.iter().enumerate() {
+        for p in 0..2 {
+            let name = format!("{r}-{p}");
+            let (peer, client, metrics) = addrs(d, p);
+            text += &format!(
+                "[[node]]\nname = \"{name}\"\ndc = \"{r}\"\npartitions = [{p}]\npeer = \"{peer}\"\n\
+                 client = \"{client}\"\nmetrics = \"{metrics}\"\n"
+            );
+            if data_dirs {
+                text += &format!("data_dir = \"data/{name}\"\n");
+            }
+            text += "\n";
+            nodes.push(Node { name, dc: d, client, metrics });
+        }
+    }
+    let config = dir.join("cluster.toml");
+    std::fs::write(&config, text).unwrap();
+    (config, nodes)
+}
+
+/// Waits until `node` accepts clients, for at most `within`; `alive` panics
+/// if a server it watches has exited.
+pub async fn wait_serving(node: &Node, within: Duration, mut alive: impl FnMut()) {
+    let deadline = Instant::now() + within;
+    while Client::connect(node.client).await.is_err() {
+        alive();
+        assert!(Instant::now() < deadline, "node {} did not come up", node.name);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The history of a run: its transactions, and the final state of every
+/// DC once two rounds of dumps agree (or `limit` has passed) — one line
+/// per DC, each covering both partitions.
+pub async fn history(txns: Vec<TxnRecord>, nodes: &[Node], prefix: &str, limit: Duration) -> History {
+    let finals_at: Vec<_> = nodes.iter().map(|n| (n.dc as u16, n.client)).collect();
+    let finals = settle::final_states(&finals_at, prefix, limit).await.expect("dumps");
+    assert_eq!(finals.len(), REGIONS.len(), "one final line per DC");
+    assert!(finals.iter().all(|f| !f.partial), "the two nodes of each DC cover both partitions");
+    History { txns, finals }
+}
