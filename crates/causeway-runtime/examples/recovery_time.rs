@@ -90,7 +90,7 @@ fn run<P: Protocol>(versions: u64, runs: usize, rounds: u64) {
 }
 
 fn identity(id: ReplicaId) -> Identity {
-    Identity::new(CLUSTER, format!("{NODE}/dc{}-p{}", id.dc.0, id.partition.0))
+    causeway_runtime::disk::identity(CLUSTER, NODE, id)
 }
 
 /// Commits `versions` fresh keys through a session and the replica,

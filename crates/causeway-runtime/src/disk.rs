@@ -28,10 +28,9 @@
 use crate::error::StartError;
 use causeway_protocol::contract::RecordLog;
 use causeway_protocol::ReplicaId;
-use causeway_storage::{Identity, Log, StorageError, MAX_CHECKPOINT_BYTES};
+use causeway_storage::{Identity, Log, StorageError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::mpsc as std_mpsc;
@@ -83,7 +82,7 @@ pub const CHECKPOINT_MIN_BYTES: u64 = 64 << 20;
 
 /// The directory of replica `id` under a node's data directory.
 pub fn replica_dir(data_dir: &Path, id: ReplicaId) -> PathBuf {
-    data_dir.join(format!("dc{}-p{}", id.dc.0, id.partition.0))
+    data_dir.join(replica_name(id))
 }
 
 /// What a replica's log held when its node started.
@@ -98,12 +97,28 @@ pub struct Opened<R> {
 }
 
 /// What the disk thread is asked to do, in the order the replica task asks.
-enum Request {
-    /// Append these records (serialized).
-    Records(Vec<Vec<u8>>),
-    /// Replace everything appended so far with this checkpoint (a
-    /// serialized `Vec` of records).
-    Checkpoint(Vec<u8>),
+/// Records travel as they are and are serialized on the disk thread: the
+/// replica task, which every message of the replica waits for, does not pay
+/// for it.
+enum Request<R> {
+    /// Append these records.
+    Records(Vec<R>),
+    /// Replace everything appended so far with these records: the
+    /// replica's checkpoint, taken after its last append.
+    Checkpoint(Vec<R>),
+}
+
+/// What the disk thread reports after a round.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Progress {
+    /// Records durable.
+    durable: usize,
+    /// Bytes of record frames since the last checkpoint.
+    since_checkpoint: u64,
+    /// The size of the last checkpoint asked for (taken, or too large).
+    checkpoint_bytes: u64,
+    /// Checkpoints asked for and done with (taken or skipped).
+    checkpoints: u64,
 }
 
 /// Opens (or creates) the log of replica `id` of node `node` in cluster
@@ -112,7 +127,7 @@ enum Request {
 /// record this version cannot read stops the start with a message naming
 /// the file.
 #[allow(clippy::too_many_arguments)]
-pub fn open<R: Serialize + DeserializeOwned>(
+pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
     data_dir: &Path,
     cluster: &str,
     node: &str,
@@ -121,14 +136,13 @@ pub fn open<R: Serialize + DeserializeOwned>(
     checkpoint_min_bytes: u64,
 ) -> Result<Opened<R>, StartError> {
     let dir = replica_dir(data_dir, id);
-    let replica = format!("{node}/dc{}-p{}", id.dc.0, id.partition.0);
-    let identity = Identity::new(cluster, replica);
+    let identity = identity(cluster, node, id);
     let storage = |e: StorageError| StartError::Storage(format!("{}: {e}", dir.display()));
     std::fs::create_dir_all(data_dir)
         .map_err(|e| StartError::Storage(format!("cannot create the data directory {}: {e}", data_dir.display())))?;
     let (log, recovered) = Log::open(&dir, &identity).map_err(storage)?;
     if let Some(torn) = &recovered.torn_tail {
-        tracing::warn!("replica dc{}-p{}: cut a torn log tail: {torn:?}", id.dc.0, id.partition.0);
+        tracing::warn!("replica {}: cut a torn log tail: {torn:?}", replica_name(id));
     }
     let unreadable = |what: String, e: postcard::Error| {
         StartError::Storage(format!(
@@ -150,54 +164,41 @@ pub fn open<R: Serialize + DeserializeOwned>(
         records.push(record);
     }
     let len = recovered.len() as usize;
-    let bytes_since_checkpoint = log.bytes_since_checkpoint();
+    let progress =
+        Progress { durable: len, since_checkpoint: log.bytes_since_checkpoint(), checkpoint_bytes, checkpoints: 0 };
     let (requests, thread_rx) = std_mpsc::channel();
-    let (durable_tx, durable_rx) = mpsc::unbounded_channel();
-    let name = format!("disk dc{}-p{}", id.dc.0, id.partition.0);
+    let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+    let name = format!("disk {}", replica_name(id));
     std::thread::Builder::new()
         .name(name)
-        .spawn(move || disk_thread(log, fsync, thread_rx, durable_tx, id))
+        .spawn(move || disk_thread(log, fsync, thread_rx, progress_tx, progress, id))
         .map_err(|e| StartError::Storage(format!("cannot start the disk thread of {}: {e}", dir.display())))?;
-    let log = DiskLog {
-        requests,
-        durable: durable_rx,
-        appended: len,
-        synced: len,
-        bytes_since_checkpoint,
-        checkpoint_bytes,
-        checkpoint_min_bytes,
-        id,
-        _records: PhantomData,
-    };
+    let log = DiskLog { requests, reports: progress_rx, appended: len, progress, checkpoints: 0, checkpoint_min_bytes };
     Ok(Opened { log, records, from_checkpoint })
 }
 
 /// The replica task's side of its log: records go to the disk thread, and
 /// word of what is durable comes back.
 pub struct DiskLog<R> {
-    requests: std_mpsc::Sender<Request>,
-    durable: mpsc::UnboundedReceiver<usize>,
+    requests: std_mpsc::Sender<Request<R>>,
+    reports: mpsc::UnboundedReceiver<Progress>,
     appended: usize,
-    synced: usize,
-    /// Bytes of records appended since the last checkpoint (frames not
-    /// counted).
-    bytes_since_checkpoint: u64,
-    /// The size of the last checkpoint.
-    checkpoint_bytes: u64,
+    /// The disk thread's last report.
+    progress: Progress,
+    /// Checkpoints asked for.
+    checkpoints: u64,
     checkpoint_min_bytes: u64,
-    id: ReplicaId,
-    _records: PhantomData<fn(R)>,
 }
 
 impl<R> DiskLog<R> {
     /// Waits for the disk thread to report more records durable; returns
     /// whether it did (`false`: the thread is gone).
     pub async fn wait_durable(&mut self) -> bool {
-        match self.durable.recv().await {
-            Some(n) => {
-                self.synced = self.synced.max(n);
-                while let Ok(n) = self.durable.try_recv() {
-                    self.synced = self.synced.max(n);
+        match self.reports.recv().await {
+            Some(p) => {
+                self.progress = p;
+                while let Ok(p) = self.reports.try_recv() {
+                    self.progress = p;
                 }
                 true
             }
@@ -207,37 +208,26 @@ impl<R> DiskLog<R> {
 
     /// Whether records wait to be durable.
     pub fn is_behind(&self) -> bool {
-        self.synced < self.appended
+        self.progress.durable < self.appended
     }
 
     /// Whether the records since the last checkpoint call for a new one
-    /// (see [`CHECKPOINT_MIN_BYTES`]).
+    /// (see [`CHECKPOINT_MIN_BYTES`]), none being under way. The disk
+    /// thread counts the bytes, so the answer trails the last appends by
+    /// a round of the thread.
     pub fn checkpoint_due(&self) -> bool {
-        self.bytes_since_checkpoint >= self.checkpoint_min_bytes.max(self.checkpoint_bytes)
+        let p = &self.progress;
+        p.checkpoints == self.checkpoints && p.since_checkpoint >= self.checkpoint_min_bytes.max(p.checkpoint_bytes)
     }
 
-    /// Bytes of records appended since the last checkpoint.
-    pub fn bytes_since_checkpoint(&self) -> u64 {
-        self.bytes_since_checkpoint
-    }
-}
-
-impl<R: Serialize> DiskLog<R> {
     /// Replaces everything appended so far with `state`, the replica's
     /// checkpoint taken after its last append. Durable once the disk thread
     /// reports the log's length. A checkpoint too large for the log is not
     /// taken (the log grows on), and said so.
-    pub fn checkpoint(&mut self, state: &[R]) {
-        let bytes = postcard::to_allocvec(state).expect("protocol records serialize");
-        self.bytes_since_checkpoint = 0;
-        self.checkpoint_bytes = bytes.len() as u64;
-        if bytes.len() > MAX_CHECKPOINT_BYTES {
-            let (dc, p) = (self.id.dc.0, self.id.partition.0);
-            tracing::warn!("replica dc{dc}-p{p}: a checkpoint of {} bytes is too large to take", bytes.len());
-            return;
-        }
+    pub fn checkpoint(&mut self, state: Vec<R>) {
+        self.checkpoints += 1;
         // A closed channel means the disk thread stopped the process.
-        let _ = self.requests.send(Request::Checkpoint(bytes));
+        let _ = self.requests.send(Request::Checkpoint(state));
     }
 }
 
@@ -269,7 +259,7 @@ impl<R> ReplicaLog<R> {
     }
 }
 
-impl<R: Serialize> RecordLog<R> for ReplicaLog<R> {
+impl<R> RecordLog<R> for ReplicaLog<R> {
     fn append_all(&mut self, records: &mut Vec<R>) -> usize {
         match self {
             ReplicaLog::Disk(log) => log.append_all(records),
@@ -289,42 +279,65 @@ impl<R: Serialize> RecordLog<R> for ReplicaLog<R> {
     }
 }
 
-impl<R: Serialize> RecordLog<R> for DiskLog<R> {
+impl<R> RecordLog<R> for DiskLog<R> {
     fn append_all(&mut self, records: &mut Vec<R>) -> usize {
         if records.is_empty() {
             return self.appended;
         }
-        let bytes: Vec<Vec<u8>> =
-            records.drain(..).map(|r| postcard::to_allocvec(&r).expect("protocol records serialize")).collect();
-        self.appended += bytes.len();
-        self.bytes_since_checkpoint += bytes.iter().map(|b| b.len() as u64).sum::<u64>();
+        self.appended += records.len();
         // A closed channel means the disk thread stopped the process.
-        let _ = self.requests.send(Request::Records(bytes));
+        let _ = self.requests.send(Request::Records(std::mem::take(records)));
         self.appended
     }
 
     fn durable(&self) -> usize {
-        self.synced
+        self.progress.durable
     }
+}
+
+/// `value` serialized into `buf` (emptied first).
+fn encode<'b, T: Serialize + ?Sized>(buf: &'b mut Vec<u8>, value: &T) -> &'b [u8] {
+    buf.clear();
+    *buf = postcard::to_extend(value, std::mem::take(buf)).expect("protocol records serialize");
+    buf
+}
+
+/// A replica's name in messages and file names: `dc0-p1`.
+pub fn replica_name(id: ReplicaId) -> String {
+    format!("dc{}-p{}", id.dc.0, id.partition.0)
+}
+
+/// The identity a replica's log carries: its cluster, and its node and
+/// replica (`node-a/dc0-p1`); another's log is refused.
+pub fn identity(cluster: &str, node: &str, id: ReplicaId) -> Identity {
+    Identity::new(cluster, format!("{node}/{}", replica_name(id)))
+}
+
+/// A replica that cannot keep its promises stops the process at once
+/// (crash-stop), saying why on the log and on stderr.
+pub fn crash_stop(id: ReplicaId, why: &dyn std::fmt::Display) -> ! {
+    let name = replica_name(id);
+    tracing::error!("replica {name}: {why}; stopping the process");
+    eprintln!("causeway: replica {name}: {why}; stopping the process");
+    std::process::abort();
 }
 
 /// The disk thread: writes what arrives, makes it durable as the mode says,
 /// reports how far. A failed write or sync leaves the replica unable to
 /// keep its promises: the process stops (crash-stop), naming the error.
-fn disk_thread(
+fn disk_thread<R: Serialize>(
     mut log: Log,
     fsync: Fsync,
-    requests: std_mpsc::Receiver<Request>,
-    durable: mpsc::UnboundedSender<usize>,
+    requests: std_mpsc::Receiver<Request<R>>,
+    reports: mpsc::UnboundedSender<Progress>,
+    mut progress: Progress,
     id: ReplicaId,
 ) {
-    let fail = |e: StorageError| -> ! {
-        tracing::error!("replica dc{}-p{}: {e}; stopping the process", id.dc.0, id.partition.0);
-        eprintln!("causeway: replica dc{}-p{}: {e}; stopping the process", id.dc.0, id.partition.0);
-        std::process::abort();
-    };
+    let fail = |e: StorageError| -> ! { crash_stop(id, &e) };
     let mut last_sync = Instant::now();
-    let mut reported = log.len();
+    let mut reported = progress;
+    // One buffer serializes every record and checkpoint in turn.
+    let mut buf = Vec::new();
     loop {
         // Under `batch`, a sync is due BATCH_INTERVAL after the last one
         // while something is unsynced; otherwise the thread sleeps until
@@ -347,12 +360,27 @@ fn disk_thread(
         for request in &mut batches {
             match request {
                 Request::Records(batch) => {
-                    for record in batch {
-                        log.append(&record).unwrap_or_else(|e| fail(e));
+                    for record in &batch {
+                        log.append(encode(&mut buf, record)).unwrap_or_else(|e| fail(e));
                     }
                 }
                 // Everything appended so far, durable at once.
-                Request::Checkpoint(state) => log.checkpoint(&state).unwrap_or_else(|e| fail(e)),
+                Request::Checkpoint(state) => {
+                    let bytes = encode(&mut buf, &state);
+                    progress.checkpoint_bytes = bytes.len() as u64;
+                    progress.checkpoints += 1;
+                    match log.checkpoint(bytes) {
+                        Ok(()) => {}
+                        // Refused before anything is written: the log grows on.
+                        Err(StorageError::TooLarge { len, .. }) => {
+                            tracing::warn!(
+                                "replica {}: a checkpoint of {len} bytes is too large to take",
+                                replica_name(id)
+                            )
+                        }
+                        Err(e) => fail(e),
+                    }
+                }
             }
         }
         let written = match fsync {
@@ -364,9 +392,11 @@ fn disk_thread(
             Fsync::Batch | Fsync::Never => log.write_through(),
         }
         .unwrap_or_else(|e| fail(e));
-        if written != reported {
-            reported = written;
-            if durable.send(written as usize).is_err() {
+        progress.durable = written as usize;
+        progress.since_checkpoint = log.bytes_since_checkpoint();
+        if progress != reported {
+            reported = progress;
+            if reports.send(progress).is_err() {
                 break;
             }
         }

@@ -222,9 +222,7 @@ async fn crash_stop(id: ReplicaId, task: tokio::task::JoinHandle<()>) {
                 .map(String::as_str)
                 .or_else(|| why.downcast_ref::<&str>().copied())
                 .unwrap_or("(no message)");
-            tracing::error!("replica dc{}-p{} failed: {why}; stopping the process", id.dc.0, id.partition.0);
-            eprintln!("causeway: replica dc{}-p{} failed: {why}; stopping the process", id.dc.0, id.partition.0);
-            std::process::abort();
+            disk::crash_stop(id, &format_args!("failed: {why}"));
         }
     }
 }
@@ -239,7 +237,7 @@ fn scrape_refresh(
         let now = crate::clock::now_micros();
         let lag = |ts: u64| now.saturating_sub(Timestamp(ts).physical()) as f64 / 1e6;
         for (id, g) in &replicas {
-            let name = format!("dc{}-p{}", id.dc.0, id.partition.0);
+            let name = disk::replica_name(*id);
             let local = g.visible_upto(id.dc);
             metrics
                 .stable_lag

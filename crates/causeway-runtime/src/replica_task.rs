@@ -102,7 +102,7 @@ pub async fn run<P: Protocol>(
         // now covers exactly them.
         if log.checkpoint_due() {
             if let ReplicaLog::Disk(disk) = &mut log {
-                disk.checkpoint(&replica.checkpoint());
+                disk.checkpoint(replica.checkpoint());
             }
         }
         publish::<P>(&replica, &gauges, &inbox);
