@@ -117,6 +117,11 @@ impl<M: Message> Router<M> {
         (host != self.node && peers.is_down(host)).then(|| peers.name(host))
     }
 
+    /// Whether another node hosts `replica`.
+    pub fn hosted_elsewhere(&self, replica: ReplicaId) -> bool {
+        self.replica_host.get(&replica).is_some_and(|&host| host != self.node)
+    }
+
     /// Whether other nodes host some of the cluster's replicas.
     pub fn has_peers(&self) -> bool {
         self.peers.is_some()

@@ -5,7 +5,7 @@
 //! to wait (hot path: one syscall per round trip).
 
 use super::admin::{self, DumpParts};
-use super::driver::{Served, SessionDriver, LINK_CHECK_INTERVAL};
+use super::driver::{Served, SessionDriver};
 use super::host::{ClientHost, Mailbox};
 use bytes::Bytes;
 use causeway_protocol::{DcId, Protocol};
@@ -191,13 +191,6 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
             }
             _ = sleep_until_due(driver.next_timer()) => {
                 let answer = driver.on_timers();
-                driver.flush();
-                if let Some((id, r)) = answer {
-                    if send(&mut framed, id, r).await.is_err() { return; }
-                }
-            }
-            _ = tokio::time::sleep(LINK_CHECK_INTERVAL), if driver.watches_links() => {
-                let answer = driver.check_links();
                 driver.flush();
                 if let Some((id, r)) = answer {
                     if send(&mut framed, id, r).await.is_err() { return; }

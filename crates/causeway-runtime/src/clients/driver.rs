@@ -51,16 +51,17 @@ impl Operation {
 /// How often an operation that waits for other nodes' partitions looks at
 /// their links: one whose partition's node has gone is answered
 /// [`WireError::PartitionUnavailable`] rather than left to hang.
-pub const LINK_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+const LINK_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The operation in flight: the request it answers, and since when.
 struct Waiting {
     id: u64,
     op: Operation,
     since: Instant,
-    /// The partitions a read waits for (empty for other operations, and on
-    /// a node without peers).
+    /// The partitions on other nodes a read waits for (empty for other
+    /// operations), and when to look next whether their links are down.
     needs: Vec<PartitionId>,
+    check_at: Option<Instant>,
 }
 
 /// What a transaction's later operations hear once one of them was refused
@@ -140,14 +141,25 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     }
 
     /// When the session's next timer is due.
+    /// When the next session timer, or the next look at the links of a
+    /// waiting read, is due.
     pub fn next_timer(&self) -> Option<tokio::time::Instant> {
-        self.timers.keys().next().map(|&(at, _)| tokio::time::Instant::from_std(at))
+        let session = self.timers.keys().next().map(|&(at, _)| at);
+        let links = self.waiting.as_ref().and_then(|w| w.check_at);
+        session.into_iter().chain(links).min().map(tokio::time::Instant::from_std)
     }
 
-    /// Fires the session's due timers; the answer to the waiting request if
-    /// one completes it.
+    /// Fires the session's due timers, and looks at the links of a waiting
+    /// read when that is due; the answer to the waiting request if one
+    /// completes it.
     pub fn on_timers(&mut self) -> Option<(u64, Response)> {
         let now = Instant::now();
+        if let Some(w) = self.waiting.as_mut().filter(|w| w.check_at.is_some_and(|at| at <= now)) {
+            w.check_at = Some(now + LINK_CHECK_INTERVAL);
+            if let Some(answer) = self.check_links() {
+                return Some(answer);
+            }
+        }
         while let Some(entry) = self.timers.first_entry() {
             if entry.key().0 > now {
                 break;
@@ -179,14 +191,15 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
                 self.ended = None;
                 self.call(id, Operation::Begin, |s, now, out| s.begin(now, out))
             }
-            Request::Read { keys } => match self.refuse_in_txn(&keys) {
-                Some(e) => Err(e),
-                None => {
-                    let needs = self.partitions(&keys);
-                    self.call(id, Operation::Read, |s, now, out| s.read(now, &keys, out))
-                        .map(|served| self.needing(served, needs))
+            Request::Read { keys } => {
+                let needs = self.partitions(&keys);
+                match self.refuse_in_txn(&needs) {
+                    Some(e) => Err(e),
+                    None => self
+                        .call(id, Operation::Read, |s, now, out| s.read(now, &keys, out))
+                        .map(|served| self.needing(served, needs)),
                 }
-            },
+            }
             Request::Write { key, value } => self.write(key, Some(value)),
             Request::Delete { key } => self.write(key, None),
             Request::Commit => self.commit(id),
@@ -220,7 +233,8 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             Request::Stats { waited_txns } => Ok(Served::Reply(admin::stats(self.host, waited_txns))),
             Request::Dump { after } => {
                 admin::start_dump(self.host, self.dc, after, dumps.clone());
-                self.waiting = Some(Waiting { id, op: Operation::Dump, since: Instant::now(), needs: Vec::new() });
+                self.waiting =
+                    Some(Waiting { id, op: Operation::Dump, since: Instant::now(), needs: Vec::new(), check_at: None });
                 Ok(Served::Wait)
             }
         };
@@ -262,24 +276,28 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     /// A read of `keys` inside a transaction the driver must refuse: the
     /// transaction was ended here, or a partition it reads is down (which
     /// leaves the transaction unable to commit).
-    fn refuse_in_txn(&mut self, keys: &[bytes::Bytes]) -> Option<WireError> {
+    fn refuse_in_txn(&mut self, needs: &[PartitionId]) -> Option<WireError> {
         if let Some(e) = &self.ended {
             return Some(refused_earlier(e));
         }
-        let e = self.unavailable(&self.partitions(keys))?;
+        let e = self.unavailable(needs)?;
         self.refused.get_or_insert_with(|| e.clone());
         Some(e)
     }
 
-    /// The partitions of this DC that `keys` live in, in order; none on a
-    /// node without peers (every partition is here).
+    /// The partitions that `keys` live in whose replica in this DC another
+    /// node hosts, in order: those whose links can be down. None on a node
+    /// without peers.
     fn partitions(&self, keys: &[bytes::Bytes]) -> Vec<PartitionId> {
         if !self.host.router.has_peers() {
             return Vec::new();
         }
-        let topology = &self.host.topology;
-        let set: BTreeSet<PartitionId> = keys.iter().map(|k| topology.partition_of(k)).collect();
-        set.into_iter().filter(|&p| topology.holds(self.dc, p)).collect()
+        let (topology, router) = (&self.host.topology, &self.host.router);
+        let mut parts: Vec<PartitionId> = keys.iter().map(|k| topology.partition_of(k)).collect();
+        parts.sort_unstable();
+        parts.dedup();
+        parts.retain(|&p| topology.holds(self.dc, p) && router.hosted_elsewhere(ReplicaId::at(self.dc, p)));
+        parts
     }
 
     /// The error for the first of `partitions` whose node in this DC
@@ -294,22 +312,17 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     /// A waiting operation waits for `needs` too.
     fn needing(&mut self, served: Served, needs: Vec<PartitionId>) -> Served {
         if let (Served::Wait, Some(w)) = (&served, self.waiting.as_mut()) {
+            w.check_at = (!needs.is_empty()).then(|| Instant::now() + LINK_CHECK_INTERVAL);
             w.needs = needs;
         }
         served
-    }
-
-    /// Whether the waiting operation waits for partitions whose links
-    /// [`check_links`](Self::check_links) should watch.
-    pub fn watches_links(&self) -> bool {
-        self.waiting.as_ref().is_some_and(|w| !w.needs.is_empty())
     }
 
     /// The waiting read, if a partition it needs has gone down since it
     /// was sent: given up (its transaction is over), and answered with
     /// [`WireError::PartitionUnavailable`]. A commit is never given up
     /// here: its coordinator decides it, or gives it up itself.
-    pub fn check_links(&mut self) -> Option<(u64, Response)> {
+    fn check_links(&mut self) -> Option<(u64, Response)> {
         let w = self.waiting.as_ref()?;
         if !matches!(w.op, Operation::Read | Operation::ReadOnly) {
             return None;
@@ -332,7 +345,7 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         f: impl FnOnce(&mut P::Session, PhysicalMicros, &mut SessionEffects<P::Session>) -> CallResult,
     ) -> Result<Served, WireError> {
         let event = f(&mut self.session, now_micros(), &mut self.out)?;
-        self.waiting = Some(Waiting { id, op, since: Instant::now(), needs: Vec::new() });
+        self.waiting = Some(Waiting { id, op, since: Instant::now(), needs: Vec::new(), check_at: None });
         match event.map(|ev| self.complete(ev)) {
             // Answered without the cluster (a read of the client's own
             // writes, a commit without writes).
