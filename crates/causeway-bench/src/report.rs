@@ -233,6 +233,12 @@ fn mb(b: u64) -> f64 {
 }
 
 impl BenchReport {
+    /// Whether clients met outages: unknown outcomes, unavailable
+    /// partitions or servers, broken connections.
+    pub fn had_outages(&self) -> bool {
+        self.unknown + self.unavailable + self.reconnects > 0
+    }
+
     /// The summary `causeway bench` prints.
     pub fn summary(&self) -> String {
         let mut s = String::new();
@@ -247,7 +253,7 @@ impl BenchReport {
                 self.throughput_tps, self.committed, self.duration_s, self.aborted, self.errors
             ),
         );
-        if self.unknown + self.unavailable + self.reconnects > 0 {
+        if self.had_outages() {
             line(
                 &mut s,
                 format!(

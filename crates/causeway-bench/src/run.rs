@@ -10,12 +10,11 @@ use crate::report::{
 use crate::spec::BenchSpec;
 use anyhow::{Context, Result};
 use causeway_client::wire::NodeStats;
-use causeway_client::Client;
 use causeway_history::History;
+use causeway_load::probe::Probe;
 use causeway_load::{settle, visibility, LoadConfig, Phase, Progress};
 use causeway_workload::WorkloadKind;
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 /// A run's report, and its history when the spec asked to record one.
@@ -33,29 +32,14 @@ struct Snapshot {
     clients: Option<CpuTime>,
 }
 
-/// Every node's counters. A node whose probe connection broke is
-/// connected again once (it may have restarted: its counters start over,
-/// hence the saturating differences below); one that cannot be reached
-/// counts nothing, so a run goes on while a node is down.
-async fn snapshot(probes: &mut [Client], addrs: &[SocketAddr], servers: &Servers, waited: bool) -> Result<Snapshot> {
+/// Every node's counters; a node that cannot be reached (it is down)
+/// counts nothing, and one that restarted starts over (hence the
+/// saturating differences below).
+async fn snapshot(probes: &mut [Probe], servers: &Servers, waited: bool) -> Result<Snapshot> {
     let mut nodes = Vec::new();
-    for (p, addr) in probes.iter_mut().zip(addrs) {
-        let stats = match p.stats(waited).await {
-            Ok(stats) => Ok(stats),
-            Err(e) if e.is_fatal() => match Client::connect(*addr).await {
-                Ok(again) => {
-                    *p = again;
-                    p.stats(waited).await
-                }
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        };
-        match stats {
-            Ok(stats) => nodes.push(stats),
-            Err(e) if e.is_fatal() => nodes.push(NodeStats::default()),
-            Err(e) => return Err(e).context("cannot read a node's counters"),
-        }
+    for p in probes.iter_mut() {
+        let stats = p.stats(waited).await.context("cannot read a node's counters")?;
+        nodes.push(stats.unwrap_or_default());
     }
     let (servers, clients) = match servers {
         Servers::ThisProcess => (cpu::this_process(), None),
@@ -107,8 +91,8 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             .await
             .context("preloading the keys failed")?;
     }
-    let mut probes = visibility::connect(nodes).await.context("cannot connect to the cluster")?;
-    let tracker_probes = visibility::connect(nodes).await.context("cannot connect to the cluster")?;
+    let mut probes = Probe::connect_all(nodes).await.context("cannot connect to the cluster")?;
+    let tracker_probes = Probe::connect_all(nodes).await.context("cannot connect to the cluster")?;
     let (commit_tx, commit_rx) = tokio::sync::mpsc::unbounded_channel();
     let (phase_tx, mut phase_rx) = tokio::sync::mpsc::unbounded_channel();
     let tracker = tokio::spawn(visibility::track(
@@ -139,9 +123,9 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
         let mut first = None;
         while let Some(phase) = phase_rx.recv().await {
             match phase {
-                Phase::Measuring => first = Some(snapshot(&mut probes, nodes, servers, true).await?),
+                Phase::Measuring => first = Some(snapshot(&mut probes, servers, true).await?),
                 Phase::Stopped => {
-                    let last = snapshot(&mut probes, nodes, servers, true).await?;
+                    let last = snapshot(&mut probes, servers, true).await?;
                     return Ok(first.map(|f| (f, last)));
                 }
             }

@@ -6,12 +6,15 @@
 //!   transaction, drawn from the simulator's workload generator.
 //! * [`visibility`] — how long a commit takes to become visible in its own DC
 //!   and in the others, from the replicas' published stable times.
+//! * [`probe`] — a connection that reads a node's counters through its
+//!   death and restart.
 //! * [`preload`] — writes every key once before a benchmark.
 //! * [`settle`] — waits until every DC holds the same data, for the
 //!   history's final states.
 
 pub mod driver;
 pub mod preload;
+pub mod probe;
 pub mod settle;
 pub mod visibility;
 

@@ -9,11 +9,11 @@
 //! measures an embedded cluster and separate server processes alike. The
 //! interval bounds its resolution (a sample lands up to one interval late).
 
-use causeway_client::{Client, Error};
+use crate::probe::Probe;
+use causeway_client::Error;
 use causeway_protocol::DcId;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -45,23 +45,13 @@ pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
-/// Connects to each node (one client address per node) for
-/// [`track`]; connecting first keeps errors out of the run.
-pub async fn connect(nodes: &[SocketAddr]) -> Result<Vec<Client>, Error> {
-    let mut probes = Vec::new();
-    for &addr in nodes {
-        probes.push(Client::connect(addr).await?);
-    }
-    Ok(probes)
-}
-
 /// Follows commits from `commits` until the channel closes and every commit
 /// is visible everywhere (or `drain` has passed since the close), asking
-/// `probes` (one client per node, from [`connect`]) for stable times every
+/// `probes` (one per node) for stable times every
 /// `interval` (the resolution of the measurement, and its cost: a request
 /// to every node each time).
 pub async fn track(
-    mut probes: Vec<Client>,
+    mut probes: Vec<Probe>,
     dcs: u16,
     mut commits: mpsc::UnboundedReceiver<Commit>,
     interval: Duration,
@@ -93,10 +83,9 @@ pub async fn track(
         if !pending.is_empty() {
             let polls = probes.iter_mut().map(|c| c.stats(false));
             for stats in futures_util::future::join_all(polls).await {
-                // A node that died (or whose probe connection broke) stops
-                // reporting: its replicas keep their last stable times, and
-                // commits that wait for them end up unfinished.
-                let Ok(stats) = stats else { continue };
+                // A node that is down reports nothing until it is back: its
+                // replicas keep their last stable times meanwhile.
+                let Some(stats) = stats? else { continue };
                 for r in stats.replicas {
                     gauges.insert((DcId(r.dc), r.partition), r.visible_upto);
                 }

@@ -42,8 +42,8 @@ async fn a_server_killed_and_restarted_mid_run_leaves_the_driver_running_and_the
     // Mid-run the server dies, and comes back half a second later.
     tokio::time::sleep(Duration::from_millis(800)).await;
     server.kill();
-    let killed_us = 800_000;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (killed_us, down_us) = (800_000, 500_000);
+    tokio::time::sleep(Duration::from_micros(down_us)).await;
     server.restart().await.unwrap();
     let report = run.await.unwrap().expect("the load runs through the outage");
 
@@ -53,9 +53,18 @@ async fn a_server_killed_and_restarted_mid_run_leaves_the_driver_running_and_the
     assert!(unknown > 0, "commits cut off by the server were recorded unknown");
     assert_eq!(unknown, report.unknown);
     assert!(report.records.iter().filter(|t| t.status == Status::Unknown).all(|t| t.commit_ts.is_none()));
+    // The server was down (every client loses its connection now and then
+    // anyway, so reconnects alone do not show it): nothing committed while
+    // it was. Times are from the driver's start, a little after the
+    // test's, so the window keeps a margin on both sides.
+    let committed = |t: &&causeway_history::TxnRecord| t.status == Status::Committed;
+    let during = killed_us + 100_000..killed_us + down_us - 50_000;
+    assert!(report.records.iter().filter(committed).any(|t| t.end_us < killed_us), "nothing committed before the kill");
+    let while_down = report.records.iter().filter(committed).filter(|t| during.contains(&t.end_us)).count();
+    assert_eq!(while_down, 0, "transactions committed while the server was down");
     // The clients went on committing after the restart, as new sessions.
     let after: Vec<_> =
-        report.records.iter().filter(|t| t.status == Status::Committed && t.start_us > killed_us + 500_000).collect();
+        report.records.iter().filter(|t| t.status == Status::Committed && t.start_us > killed_us + down_us).collect();
     assert!(!after.is_empty(), "nothing committed after the restart");
     assert!(after.iter().all(|t| t.session.contains("/r")), "a reconnected client is a new session");
     // The history is well formed: ids and (session, seq) unique.

@@ -109,8 +109,11 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     if let Some(out) = out {
         verdict::write_history(&history, out)?;
     }
+    // The demo's cluster is healthy: an outage is a failure here, as an
+    // error is.
     let ok = verdict::judge(&history, spec.protocol.guarantee())
         && outcome.errors.is_empty()
+        && !outcome.report.had_outages()
         && outcome.report.visibility.unfinished == 0;
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
