@@ -104,6 +104,15 @@ impl EcReplica {
         self.counters.transactions_applied += 1;
     }
 
+    /// Whether every write of `tx`, of this DC, is held here or beaten by a
+    /// newer write (EC keeps the newest version of a key only).
+    fn holds(&self, tx: &EcWrites) -> bool {
+        let stamp = CommitStamp { ts: tx.ct, dc: self.id.dc, txid: tx.txid };
+        tx.writes
+            .iter()
+            .all(|(key, _)| self.store.chain(key).and_then(|c| c.newest()).is_some_and(|v| v.stamp >= stamp))
+    }
+
     /// A transaction of this DC: applied, made durable at the next position
     /// of the stream to the peers, and sent with the next round.
     fn apply_local(&mut self, now: PhysicalMicros, tx: EcWrites, out: &mut Out) {
@@ -313,7 +322,14 @@ impl Replica for EcReplica {
             EcMsg::CommitReq { hwt, writes } => self.on_commit_req(now, from, hwt, writes, out),
             EcMsg::Apply(w) if own_dc => {
                 let tx = w.txid;
-                self.apply_local(now, w, out);
+                // An Apply sent again (the answer was late, or lost) whose
+                // writes this partition holds, or has seen beaten, is
+                // answered again but not applied twice: a second `Local`
+                // record and a second place in the stream to the peers would
+                // only grow the log and what the peers are sent.
+                if !self.holds(&w) {
+                    self.apply_local(now, w, out);
+                }
                 out.send_after_durable(from, EcMsg::Applied { tx });
             }
             EcMsg::Applied { tx } => match from {

@@ -64,6 +64,13 @@ fn a_commit_is_acknowledged_once_every_partition_written_holds_it_durably() {
     assert!(out.messages.is_empty(), "the answer waits for the record");
     assert_eq!(out.after_durable, vec![(Addr::Replica(p0), EcMsg::Applied { tx: apply.txid })]);
 
+    // The same writes again (the coordinator heard nothing in time): the
+    // answer again, not a second record nor a second place in the stream.
+    let mut out = Out::default();
+    other.on_message(2_150, Addr::Replica(p0), EcMsg::Apply(apply.clone()), &mut out);
+    assert!(out.records.iter().all(|r| !matches!(r, EcRecord::Local { .. })), "{:?}", out.records);
+    assert_eq!(out.after_durable, vec![(Addr::Replica(p0), EcMsg::Applied { tx: apply.txid })]);
+
     let mut out = Out::default();
     coordinator.on_message(2_200, Addr::Replica(p1), EcMsg::Applied { tx: apply.txid }, &mut out);
     assert_eq!(out.after_durable, vec![(client(), EcMsg::CommitResp { tx: apply.txid, ct: apply.ct })]);
