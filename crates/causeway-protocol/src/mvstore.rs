@@ -16,8 +16,13 @@
 
 use crate::contract::{CommitStamp, Key, Value};
 use crate::hlc::Timestamp;
+use crate::ids::{DcId, TxId};
 use rustc_hash::FxHashMap;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A transaction's versions as [`MvStore::by_transaction`] gathers them:
+/// their metadata, and the keys with what was written.
+pub type TxVersions<'a, M> = (&'a M, Vec<(Key, Option<Value>)>);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Version<M> {
@@ -224,10 +229,24 @@ impl<M> MvStore<M> {
         self.collected
     }
 
-    /// Every key's chain, in no particular order (a checkpoint sorts what
-    /// it takes).
+    /// Every key's chain, in no particular order.
     pub fn chains(&self) -> impl Iterator<Item = (&Key, &VersionChain<M>)> {
         self.chains.iter()
+    }
+
+    /// Every version held, gathered by the transaction that wrote it, in
+    /// stamp order (DC, then time, then transaction): what a checkpoint
+    /// writes back. The metadata is the first version's (a transaction's
+    /// versions share it).
+    pub fn by_transaction(&self) -> BTreeMap<(DcId, Timestamp, TxId), TxVersions<'_, M>> {
+        let mut txs: BTreeMap<_, (&M, Vec<_>)> = BTreeMap::new();
+        for (key, chain) in &self.chains {
+            for v in chain.iter() {
+                let tx = txs.entry((v.stamp.dc, v.stamp.ts, v.stamp.txid)).or_insert_with(|| (&v.meta, Vec::new()));
+                tx.1.push((key.clone(), v.value.clone()));
+            }
+        }
+        txs
     }
 
     /// The newest value of every key that has one (a deleted key has

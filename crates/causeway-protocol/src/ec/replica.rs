@@ -268,17 +268,9 @@ pub fn recover(mut replica: EcReplica, records: Vec<EcRecord>) -> EcReplica {
 /// holds.
 pub fn checkpoint(r: &EcReplica) -> Vec<EcRecord> {
     let mut records: Vec<EcRecord> = r.reserved.records().into();
-    let mut by_tx: BTreeMap<(DcId, TxId), EcWrites> = BTreeMap::new();
-    for (key, chain) in r.store.chains() {
-        for v in chain.iter() {
-            let tx = by_tx.entry((v.stamp.dc, v.stamp.txid));
-            let tx = tx.or_insert_with(|| EcWrites { txid: v.stamp.txid, ct: v.stamp.ts, writes: Vec::new() });
-            tx.writes.push((key.clone(), v.value.clone()));
-        }
-    }
     let mut by_source: BTreeMap<DcId, Vec<EcWrites>> = BTreeMap::new();
-    for ((source, _), tx) in by_tx {
-        by_source.entry(source).or_default().push(tx);
+    for ((source, ct, txid), ((), writes)) in r.store.by_transaction() {
+        by_source.entry(source).or_default().push(EcWrites { txid, ct, writes });
     }
     records.extend(by_source.into_iter().map(|(source, txs)| EcRecord::Stored { source, txs }));
     // A kept group holds the writes at the positions up to its own, one

@@ -29,6 +29,9 @@ pub struct Coordinator<S> {
     /// Commit decisions cohorts may still ask about (a cohort that crashed
     /// before its decision was durable asks again): kept until the DC's
     /// stable time passes them, when every cohort has made its own durable.
+    /// By id for the questions (a restarted cohort asks about many at once,
+    /// while stable time is held and decisions pile up), and by commit time
+    /// for forgetting them as it passes.
     decided: FxHashMap<TxId, Timestamp>,
     decided_order: BTreeSet<(Timestamp, TxId)>,
 }
@@ -56,8 +59,9 @@ impl<S: Snapshot> Coordinator<S> {
         self.next_tx = self.next_tx.max(next);
     }
 
-    /// A decision taken before a crash, from its record.
-    pub fn restore_decision(&mut self, tx: TxId, ct: Timestamp) {
+    /// Keeps a decision for the cohorts' questions: one just taken, or one
+    /// taken before a crash, from its record.
+    pub fn keep_decision(&mut self, tx: TxId, ct: Timestamp) {
         self.decided.insert(tx, ct);
         self.decided_order.insert((ct, tx));
     }
@@ -199,7 +203,7 @@ impl<S: Snapshot> Coordinator<S> {
         let Some(decided) = self.table.proposal_arrived(tx, pt) else { return };
         let ct = decided.ct;
         out.persist(FamilyRecord::Decided { tx, ct });
-        self.restore_decision(tx, ct);
+        self.keep_decision(tx, ct);
         for partition in decided.cohorts {
             out.send_after_durable(self.cohort(partition), TxnMsg::Commit { tx, ct });
         }

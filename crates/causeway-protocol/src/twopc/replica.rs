@@ -263,7 +263,7 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
             FamilyRecord::Aborted { tx } => {
                 core.prepared.abort(tx);
             }
-            FamilyRecord::Decided { tx, ct } => core.coordinator.restore_decision(tx, ct),
+            FamilyRecord::Decided { tx, ct } => core.coordinator.keep_decision(tx, ct),
             FamilyRecord::Applied { source, ct, txs } => {
                 core.replication.streams.restore_received(source, ct);
                 replica.replicated(peer_in(source), ct, &txs);
@@ -272,6 +272,9 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
             FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(ct, tx, writes),
             FamilyRecord::Kept { ct, txs } => core.replication.streams.keep(ct, txs),
         }
+        // Taking a record again makes none: what recovery does is durable
+        // already, or would be lost with the scratch effects.
+        debug_assert!(scratch.records.is_empty(), "replaying a record persisted {:?}", scratch.records.len());
     }
     // Install now what was installed before the crash — every commit below
     // the smallest restored proposal — so that no read is served from less
@@ -280,7 +283,9 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
     let core = replica.core_mut();
     let (clock, _) = core.reserved.resume_points();
     core.hlc.observe(0, clock);
-    replica.apply(0, &mut FamilyEffects::<R>::default());
+    let mut scratch = FamilyEffects::<R>::default();
+    replica.apply(0, &mut scratch);
+    debug_assert!(scratch.records.is_empty(), "the recovery's apply round persisted {}", scratch.records.len());
     replica
 }
 
@@ -295,19 +300,12 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
 pub fn checkpoint<R: FamilyReplica>(r: &R) -> Vec<RecordOf<R>> {
     let core = r.core();
     let mut records: Vec<RecordOf<R>> = core.reserved.records().into();
-    // The versions, by the group and the transaction that installed them.
-    type Txs<'a, M> = BTreeMap<TxId, (&'a M, Vec<(Key, Option<Value>)>)>;
-    let mut groups: BTreeMap<(DcId, Timestamp), Txs<'_, R::Meta>> = BTreeMap::new();
-    for (key, chain) in core.store.chains() {
-        for v in chain.iter() {
-            let tx = groups.entry((v.stamp.dc, v.stamp.ts)).or_default().entry(v.stamp.txid);
-            tx.or_insert_with(|| (&v.meta, Vec::new())).1.push((key.clone(), v.value.clone()));
-        }
+    // The versions, by the group (DC and commit time) that installed them.
+    let mut groups: BTreeMap<(DcId, Timestamp), Vec<_>> = BTreeMap::new();
+    for ((source, ct, txid), (meta, writes)) in core.store.by_transaction() {
+        groups.entry((source, ct)).or_default().push(R::stored_writes(txid, meta, writes));
     }
-    for ((source, ct), txs) in groups {
-        let txs = txs.into_iter().map(|(txid, (meta, writes))| R::stored_writes(txid, meta, writes)).collect();
-        records.push(FamilyRecord::Installed { source, ct, txs });
-    }
+    records.extend(groups.into_iter().map(|((source, ct), txs)| FamilyRecord::Installed { source, ct, txs }));
     let streams = &core.replication.streams;
     records.extend(streams.taken().into_iter().map(|(source, ct)| FamilyRecord::Applied {
         source,
