@@ -56,9 +56,11 @@ pub struct DiskModel {
     pub sync_us: (u64, u64),
     /// A replica checkpoints once this many records were appended since its
     /// last checkpoint, plus an offset of its own below this (so replicas
-    /// do not checkpoint in step); 0: never. Small by default so that
-    /// crashes often restart a replica from a checkpoint and its tail —
-    /// the runtime checkpoints by bytes, rarely.
+    /// do not checkpoint in step); 0: never. Only a run with crashes
+    /// checkpoints (nothing else reads a checkpoint, and taking one copies
+    /// the replica's store). Small by default so that crashes often restart
+    /// a replica from a checkpoint and its tail — the runtime checkpoints
+    /// by bytes, rarely.
     pub checkpoint_every: usize,
 }
 

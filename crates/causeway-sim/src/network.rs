@@ -90,7 +90,8 @@ pub struct Network<M> {
     index: FxHashMap<(NodeIx, NodeIx), u32>,
     /// How many cuts hold each DC right now.
     cut_depth: Vec<u32>,
-    /// Nodes that are down: what is sent to them waits.
+    /// Nodes that are down: what was on its way to them is lost, and the
+    /// simulation drops what is sent to them until they are up.
     down: BTreeSet<NodeIx>,
     transport: Option<TransportFaults>,
     pub counts: TransportCounts,
@@ -279,12 +280,12 @@ impl<M> Network<M> {
         &mut self.links[id as usize]
     }
 
-    /// True if the link's messages are held: by a cut, or because the node
-    /// they go to is down.
+    /// True if the link's messages are held by a cut. (A link to a node
+    /// that is down holds nothing: its messages were lost, and new ones are
+    /// dropped.)
     pub fn is_held(&self, id: u32) -> bool {
         let l = &self.links[id as usize];
-        let cut = l.crosses_dcs() && (self.cut_depth[l.from_dc as usize] > 0 || self.cut_depth[l.to_dc as usize] > 0);
-        cut || self.down.contains(&l.to)
+        l.crosses_dcs() && (self.cut_depth[l.from_dc as usize] > 0 || self.cut_depth[l.to_dc as usize] > 0)
     }
 
     /// `node` is down. What was on its way to it dies with its connections
@@ -310,10 +311,9 @@ impl<M> Network<M> {
         self.down.contains(&node)
     }
 
-    /// `node` is up again; returns its held inbound links to wake and when.
-    pub fn node_up(&mut self, now: u64, node: NodeIx) -> Vec<(u32, u64)> {
+    /// `node` is up again: messages to it are carried again.
+    pub fn node_up(&mut self, node: NodeIx) {
         self.down.remove(&node);
-        self.wake_held(now, |l| l.to == node)
     }
 
     /// Wakes the links `pick` selects that hold messages and are no longer

@@ -440,9 +440,7 @@ impl<P: Protocol> Simulation<P> {
             *after += self.fault_rng.random_range(0..=*after);
         }
         self.flush_outbox(node);
-        for (id, at) in self.network.node_up(self.now, node) {
-            self.schedule(at, Event::Link(id));
-        }
+        self.network.node_up(node);
     }
 
     /// The disk of `node` has synced its first `upto` records: the messages
@@ -462,7 +460,10 @@ impl<P: Protocol> Simulation<P> {
     fn checkpoint_if_due(&mut self, node: NodeIx) {
         let every = self.cfg.faults.disk.checkpoint_every;
         let life = &mut self.lives[node as usize];
-        if every == 0 || life.log.since_checkpoint() < every + (node as usize * 7) % every {
+        if every == 0
+            || self.cfg.faults.crashes.is_empty()
+            || life.log.since_checkpoint() < every + (node as usize * 7) % every
+        {
             return;
         }
         life.log.checkpoint(self.replicas[node as usize].checkpoint());
