@@ -295,7 +295,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         }
         let data_dir = match &node.data_dir {
             Some(dir) if dir.as_os_str().is_empty() => return Err(format!("{at}: data_dir is empty")),
-            Some(dir) => Some(path.parent().map_or(dir.clone(), |base| base.join(dir))),
+            Some(dir) => Some(relative_to(path, dir)),
             None => None,
         };
         if let Some(dir) = &data_dir {
@@ -350,7 +350,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         let model = match &file.wan.file {
             None => WanModel::default_model(),
             Some(f) => {
-                let f = path.parent().map_or(f.clone(), |dir| dir.join(f));
+                let f = relative_to(path, f);
                 let text = std::fs::read_to_string(&f).map_err(|e| format!("[wan] file {}: {e}", f.display()))?;
                 WanModel::parse(&text).map_err(|e| format!("[wan] file {}: {e}", f.display()))?
             }
@@ -393,3 +393,9 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
 
 #[cfg(test)]
 mod tests;
+
+/// `p` as written in the config file at `config`: a relative path is taken
+/// from the file's directory.
+fn relative_to(config: &Path, p: &Path) -> PathBuf {
+    config.parent().map_or_else(|| p.to_path_buf(), |dir| dir.join(p))
+}

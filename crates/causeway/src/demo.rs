@@ -6,7 +6,7 @@
 use crate::args::{count, shape, ClientArgs, ClusterArgs};
 use crate::bench::run_and_summarize;
 use crate::output::OutputFile;
-use crate::serve::{embedded_data_dir, init_logging};
+use crate::serve::{init_logging, EmbeddedDataDir};
 use crate::verdict;
 use anyhow::Result;
 use causeway_bench::{BenchSpec, Deployment};
@@ -88,8 +88,8 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     // Checked before the run: a path that cannot be written fails now.
     let out = args.history.as_deref().map(|p| OutputFile::open(p, "--history")).transpose()?;
     // The temporary directory lives until the demo ends.
-    let (data_dir, temporary) = embedded_data_dir(args.data_dir)?;
-    let spec = BenchSpec { data_dir: Some(data_dir.clone()), ..spec };
+    let data_dir = EmbeddedDataDir::new(args.data_dir)?;
+    let spec = BenchSpec { data_dir: Some(data_dir.path.clone()), ..spec };
     println!(
         "causeway demo: {} on {} in this process, WAN emulation {}, {} per DC ({} per partition), {} s",
         spec.protocol,
@@ -99,11 +99,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         spec.clients_per_partition,
         args.duration
     );
-    println!(
-        "  data: {}{}",
-        data_dir.display(),
-        if temporary.is_some() { " (temporary: give --data-dir to keep it)" } else { "" }
-    );
+    println!("  data: {data_dir}");
     let outcome = run_and_summarize(&spec)?;
     let history = outcome.history.expect("the demo records its history");
     if let Some(out) = out {

@@ -50,17 +50,35 @@ pub struct DevArgs {
 }
 
 /// Where an embedded cluster keeps its logs: `--data-dir`, or a temporary
-/// directory that lives as long as the returned guard.
-pub(crate) fn embedded_data_dir(given: Option<PathBuf>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
-    match given {
-        Some(dir) => Ok((dir, None)),
-        None => {
-            let temp = tempfile::Builder::new()
-                .prefix("causeway-")
-                .tempdir()
-                .context("cannot create a temporary data directory (give one with --data-dir)")?;
-            Ok((temp.path().to_path_buf(), Some(temp)))
+/// directory that lives as long as this does.
+pub(crate) struct EmbeddedDataDir {
+    pub path: PathBuf,
+    temporary: Option<tempfile::TempDir>,
+}
+
+impl EmbeddedDataDir {
+    pub fn new(given: Option<PathBuf>) -> Result<EmbeddedDataDir> {
+        match given {
+            Some(path) => Ok(EmbeddedDataDir { path, temporary: None }),
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("causeway-")
+                    .tempdir()
+                    .context("cannot create a temporary data directory (give one with --data-dir)")?;
+                Ok(EmbeddedDataDir { path: temp.path().to_path_buf(), temporary: Some(temp) })
+            }
         }
+    }
+}
+
+/// The directory, and whether it goes when the command ends.
+impl std::fmt::Display for EmbeddedDataDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if self.temporary.is_some() {
+            f.write_str(" (temporary: give --data-dir to keep it)")?;
+        }
+        Ok(())
     }
 }
 
@@ -171,8 +189,8 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
     }
     let mut plan = c.plan(args.port)?;
     plan.nodes[0].metrics = args.metrics.map(Into::into);
-    let (data_dir, temporary) = embedded_data_dir(args.data_dir)?;
-    plan.nodes[0].data_dir = Some(data_dir.clone());
+    let data_dir = EmbeddedDataDir::new(args.data_dir)?;
+    plan.nodes[0].data_dir = Some(data_dir.path.clone());
     let rt = runtime()?;
     rt.block_on(async {
         let (protocol, dcs, partitions) = (plan.protocol, plan.topology.dc_count(), plan.topology.partition_count());
@@ -186,11 +204,7 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
         for (dc, addr) in &node.clients {
             println!("  DC {}  clients: {addr}", dc.0);
         }
-        println!(
-            "  data:    {}{}",
-            data_dir.display(),
-            if temporary.is_some() { " (temporary: give --data-dir to keep it)" } else { "" }
-        );
+        println!("  data:    {data_dir}");
         if let Some(addr) = node.metrics_addr {
             println!("  metrics: http://{addr}/metrics");
         }
