@@ -72,10 +72,8 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                 refused = None;
                 backoff = shared.cfg.reconnect_min;
                 retained.trim(next);
-                peer.counters.connected.store(true, Relaxed);
                 peer.set_link(true);
                 let why = stream(&shared, &peer, &mut retained, &mut high_water, acks, wr, next, &mut epoch).await;
-                peer.counters.connected.store(false, Relaxed);
                 peer.set_link(false);
                 debug!(node = shared.cfg.node, peer = peer.node, "outbound connection closed: {why}");
             }

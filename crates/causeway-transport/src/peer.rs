@@ -31,8 +31,10 @@ impl PeerShared {
         }
     }
 
-    /// The outbound link went up or down.
+    /// The outbound link went up or down: for [`crate::Transport::link`]
+    /// and the `connected` counter of its stats alike.
     pub fn set_link(&self, connected: bool) {
+        self.counters.connected.store(connected, std::sync::atomic::Ordering::Relaxed);
         let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
         link.ever_connected |= connected;
         link.connected = connected;
