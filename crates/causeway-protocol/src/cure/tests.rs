@@ -3,6 +3,7 @@
 
 use super::messages::{CureMsg, Gossip, TxWrites};
 use super::replica::{CureReplica, CureTimer, WakeReads};
+use crate::recovery::Control;
 
 use super::vector::VectorTs;
 use super::{ClockMode, CureConfig};
@@ -31,7 +32,12 @@ fn resume_peers(r: &mut CureReplica, now: u64) {
     for dc in 0..r.core().topology.dc_count() {
         if dc != me.dc.0 {
             let from = Addr::Replica(ReplicaId { dc: DcId(dc), ..me });
-            r.on_message(now, from, CureMsg::ResumeFrom { from: Timestamp::ZERO }, &mut Out::default());
+            r.on_message(
+                now,
+                from,
+                CureMsg::Stream(Control::ResumeFrom { from: Timestamp::ZERO }),
+                &mut Out::default(),
+            );
         }
     }
 }

@@ -3,7 +3,7 @@
 use crate::contract::{Key, Message, MsgClass, ReadTag, SessionError, Value};
 use crate::hlc::Timestamp;
 use crate::ids::TxId;
-use crate::recovery::StreamMsg;
+use crate::recovery::{Control, StreamMsg};
 use serde::{Deserialize, Serialize};
 
 /// The writes of one transaction to one partition, as replicated.
@@ -61,16 +61,7 @@ pub enum EcMsg {
         upto: u64,
         txs: Vec<EcWrites>,
     },
-    Resume {
-        have: u64,
-        restarted: bool,
-    },
-    ResumeFrom {
-        from: u64,
-    },
-    Ack {
-        upto: u64,
-    },
+    Stream(Control<u64>),
 }
 
 /// EC's replication streams: positions count the writes of the sender's DC
@@ -80,16 +71,8 @@ impl StreamMsg<u64, EcWrites> for EcMsg {
         EcMsg::Replicate { upto, txs }
     }
 
-    fn resume(have: u64, restarted: bool) -> Self {
-        EcMsg::Resume { have, restarted }
-    }
-
-    fn resume_from(from: u64) -> Self {
-        EcMsg::ResumeFrom { from }
-    }
-
-    fn ack(upto: u64) -> Self {
-        EcMsg::Ack { upto }
+    fn control(c: Control<u64>) -> Self {
+        EcMsg::Stream(c)
     }
 }
 
@@ -105,14 +88,12 @@ impl Message for EcMsg {
             | EcMsg::CommitUnknown { .. }
             | EcMsg::TxError { .. } => MsgClass::CLIENT,
             EcMsg::Apply(_) | EcMsg::Applied { .. } => MsgClass::TRANSACTION,
-            EcMsg::Replicate { .. } | EcMsg::Resume { .. } | EcMsg::ResumeFrom { .. } | EcMsg::Ack { .. } => {
-                MsgClass::REPLICATION
-            }
+            EcMsg::Replicate { .. } | EcMsg::Stream(_) => MsgClass::REPLICATION,
         }
     }
 
     fn is_background(&self) -> bool {
-        matches!(self, EcMsg::Ack { .. })
+        matches!(self, EcMsg::Stream(Control::Ack { .. }))
     }
 
     fn read_request(&self) -> Option<ReadTag> {

@@ -333,18 +333,8 @@ impl Replica for EcReplica {
                 _ => self.counters.inputs_refused += 1,
             },
             EcMsg::Replicate { upto, txs } => self.on_replicate(now, from, upto, txs, out),
-            EcMsg::Resume { have, restarted } => {
-                if !self.streams.on_resume(from, have, restarted, out) {
-                    self.counters.inputs_refused += 1;
-                }
-            }
-            EcMsg::ResumeFrom { .. } => {
-                if !self.streams.on_resume_from(from) {
-                    self.counters.inputs_refused += 1;
-                }
-            }
-            EcMsg::Ack { upto } => {
-                if !self.streams.on_ack(from, upto) {
+            EcMsg::Stream(c) => {
+                if !self.streams.on_control(from, c, out) {
                     self.counters.inputs_refused += 1;
                 }
             }

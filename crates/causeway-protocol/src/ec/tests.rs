@@ -9,6 +9,7 @@ use crate::contract::replica::ReplicaEffects;
 use crate::contract::{Key, Limits, Protocol, Replica, Session, SessionError, SessionEvent, SessionSetup, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, DcId, PartitionId, ReplicaId, TxId};
+use crate::recovery::Control;
 use crate::topology::Topology;
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ fn replica(topology: &Arc<Topology>, id: ReplicaId) -> EcReplica {
     let mut r = EcReplica::new(id, topology.clone(), EcConfig::default());
     r.start(1_000, &mut Out::default());
     for peer in topology.peers_of(id) {
-        r.on_message(1_000, Addr::Replica(peer), EcMsg::ResumeFrom { from: 0 }, &mut Out::default());
+        r.on_message(1_000, Addr::Replica(peer), EcMsg::Stream(Control::ResumeFrom { from: 0 }), &mut Out::default());
     }
     r
 }
@@ -141,7 +142,9 @@ fn a_restarted_replica_comes_back_from_its_records_and_resends_what_its_peer_lac
         out
     };
     step(&mut r, &mut |r, out| r.start(1_000, out));
-    step(&mut r, &mut |r, out| r.on_message(1_000, Addr::Replica(peer), EcMsg::ResumeFrom { from: 0 }, out));
+    step(&mut r, &mut |r, out| {
+        r.on_message(1_000, Addr::Replica(peer), EcMsg::Stream(Control::ResumeFrom { from: 0 }), out)
+    });
     step(&mut r, &mut |r, out| r.on_message(2_000, client(), commit_req(vec![write(&k, "mine")]), out));
     let remote = EcWrites { txid: TxId(77), ct: Timestamp::from_physical(1_500), writes: vec![write(&k, "old")] };
     step(&mut r, &mut |r, out| {
@@ -155,14 +158,17 @@ fn a_restarted_replica_comes_back_from_its_records_and_resends_what_its_peer_lac
     let mut out = Out::default();
     back.start(1_000, &mut out);
     out.sync_at_once();
-    assert_eq!(out.messages, vec![(Addr::Replica(peer), EcMsg::Resume { have: 4, restarted: true })]);
+    assert_eq!(out.messages, vec![(Addr::Replica(peer), EcMsg::Stream(Control::Resume { have: 4, restarted: true }))]);
     assert!(!back.is_quiescent(), "its own write is not known to be at the peer");
 
     // The peer holds nothing of ours: the write goes again, at its place.
     let mut out = Out::default();
-    back.on_message(3_000, Addr::Replica(peer), EcMsg::Resume { have: 0, restarted: false }, &mut out);
+    back.on_message(3_000, Addr::Replica(peer), EcMsg::Stream(Control::Resume { have: 0, restarted: false }), &mut out);
     let resent: Vec<_> = out.after_durable.iter().map(|(_, m)| m).collect();
-    assert!(matches!(resent[..], [EcMsg::ResumeFrom { from: 0 }, EcMsg::Replicate { upto: 1, .. }]), "{resent:?}");
+    assert!(
+        matches!(resent[..], [EcMsg::Stream(Control::ResumeFrom { from: 0 }), EcMsg::Replicate { upto: 1, .. }]),
+        "{resent:?}"
+    );
 
     // A commit after the restart: a later time, a new id.
     let mut out = Out::default();
@@ -170,10 +176,10 @@ fn a_restarted_replica_comes_back_from_its_records_and_resends_what_its_peer_lac
     out.sync_at_once();
     let Some((_, EcMsg::CommitResp { tx, ct })) = out.messages.last() else { panic!("{:?}", out.messages) };
     assert!(*ct > before.1 && tx.0 >= crate::recovery::reservations::TXID_BLOCK, "{ct} {tx:?}");
-    back.on_message(3_000, Addr::Replica(peer), EcMsg::Ack { upto: 1 }, &mut Out::default());
-    back.on_message(3_000, Addr::Replica(peer), EcMsg::ResumeFrom { from: 4 }, &mut Out::default());
+    back.on_message(3_000, Addr::Replica(peer), EcMsg::Stream(Control::Ack { upto: 1 }), &mut Out::default());
+    back.on_message(3_000, Addr::Replica(peer), EcMsg::Stream(Control::ResumeFrom { from: 4 }), &mut Out::default());
     back.on_timer(10_000, EcTimer::Replicate, &mut Out::default());
-    back.on_message(3_000, Addr::Replica(peer), EcMsg::Ack { upto: 2 }, &mut Out::default());
+    back.on_message(3_000, Addr::Replica(peer), EcMsg::Stream(Control::Ack { upto: 2 }), &mut Out::default());
     assert!(back.is_quiescent(), "everything held by the peer");
 }
 

@@ -13,4 +13,4 @@ pub mod reservations;
 pub mod stream;
 
 pub use reservations::{Reservations, Reserved, Reserving};
-pub use stream::{Incoming, PeerStreams, StreamMsg};
+pub use stream::{Control, Incoming, PeerStreams, StreamMsg};

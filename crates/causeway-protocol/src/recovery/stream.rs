@@ -22,22 +22,34 @@
 use crate::contract::Effects;
 use crate::ids::{Addr, DcId, ReplicaId};
 use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::ops::Bound;
+
+/// The messages that keep a stream going through crashes, the same for
+/// every protocol (each carries them in a variant of its own messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Control<K> {
+    /// "I hold your stream up to `have`: send me what follows" — sent by a
+    /// replica that (re)started, which ignores the peer's stream until the
+    /// answer's `ResumeFrom`. `restarted`: the sender lost what was on its
+    /// links too, so the peer asks it the same in return.
+    Resume { have: K, restarted: bool },
+    /// The stream starts again: the groups above `from` follow, in order,
+    /// then the live stream.
+    ResumeFrom { from: K },
+    /// "I durably hold your stream up to `upto`": the sender may forget it.
+    Ack { upto: K },
+}
 
 /// The messages of a stream at positions `K` carrying transactions `W`, as
 /// a protocol spells them.
 pub trait StreamMsg<K, W> {
     /// A group of transactions at position `at` of the sender's stream.
     fn group(at: K, txs: Vec<W>) -> Self;
-    /// "I hold your stream up to `have`: send me what follows";
-    /// `restarted`: the sender lost what was on its links.
-    fn resume(have: K, restarted: bool) -> Self;
-    /// The stream starts again: the groups above `from` follow, in order.
-    fn resume_from(from: K) -> Self;
-    /// "I durably hold your stream up to `upto`": the sender may forget it.
-    fn ack(upto: K) -> Self;
+    /// A message of the stream's [`Control`].
+    fn control(c: Control<K>) -> Self;
 }
 
 /// What to do with a group (or, for the family, a heartbeat) from a peer.
@@ -193,7 +205,24 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
             let Addr::Replica(r) = peer else { continue };
             let i = usize::from(r.dc.0);
             self.awaiting[i] = true;
-            out.send_after_durable(peer, M::resume(self.received[i], true));
+            out.send_after_durable(peer, M::control(Control::Resume { have: self.received[i], restarted: true }));
+        }
+    }
+
+    /// A control message from `from`; false if `from` is not a peer.
+    pub fn on_control<M: StreamMsg<K, W>, T, R>(
+        &mut self,
+        from: Addr,
+        c: Control<K>,
+        out: &mut Effects<M, T, R>,
+    ) -> bool
+    where
+        W: Clone,
+    {
+        match c {
+            Control::Resume { have, restarted } => self.on_resume(from, have, restarted, out),
+            Control::ResumeFrom { .. } => self.on_resume_from(from),
+            Control::Ack { upto } => self.on_ack(from, upto),
         }
     }
 
@@ -215,10 +244,10 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
         let i = usize::from(dc.0);
         if restarted {
             self.awaiting[i] = true;
-            out.send_after_durable(from, M::resume(self.received[i], false));
+            out.send_after_durable(from, M::control(Control::Resume { have: self.received[i], restarted: false }));
         }
         self.acked[i] = self.acked[i].max(have);
-        out.send_after_durable(from, M::resume_from(have));
+        out.send_after_durable(from, M::control(Control::ResumeFrom { from: have }));
         for (&at, txs) in self.kept.range((Bound::Excluded(have), Bound::Unbounded)) {
             out.send_after_durable(from, M::group(at, txs.clone()));
         }
@@ -262,10 +291,10 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
             let Addr::Replica(r) = peer else { continue };
             let i = usize::from(r.dc.0);
             if self.awaiting[i] {
-                out.send_after_durable(peer, M::resume(self.received[i], false));
+                out.send_after_durable(peer, M::control(Control::Resume { have: self.received[i], restarted: false }));
             } else if self.received[i] > self.ack_sent[i] {
                 self.ack_sent[i] = self.received[i];
-                out.send_after_durable(peer, M::ack(self.received[i]));
+                out.send_after_durable(peer, M::control(Control::Ack { upto: self.received[i] }));
             }
         }
     }
@@ -278,24 +307,26 @@ mod tests {
     #[derive(Clone, Debug, PartialEq, Eq)]
     enum Msg {
         Group(u64, Vec<&'static str>),
-        Resume(u64, bool),
-        ResumeFrom(u64),
-        Ack(u64),
+        Control(Control<u64>),
     }
 
     impl StreamMsg<u64, &'static str> for Msg {
         fn group(at: u64, txs: Vec<&'static str>) -> Self {
             Msg::Group(at, txs)
         }
-        fn resume(have: u64, restarted: bool) -> Self {
-            Msg::Resume(have, restarted)
+        fn control(c: Control<u64>) -> Self {
+            Msg::Control(c)
         }
-        fn resume_from(from: u64) -> Self {
-            Msg::ResumeFrom(from)
-        }
-        fn ack(upto: u64) -> Self {
-            Msg::Ack(upto)
-        }
+    }
+
+    fn resume(have: u64, restarted: bool) -> Msg {
+        Msg::Control(Control::Resume { have, restarted })
+    }
+    fn resume_from(from: u64) -> Msg {
+        Msg::Control(Control::ResumeFrom { from })
+    }
+    fn ack(upto: u64) -> Msg {
+        Msg::Control(Control::Ack { upto })
     }
 
     type Out = Effects<Msg, (), ()>;
@@ -322,7 +353,7 @@ mod tests {
         let resent: Vec<_> = out.after_durable.iter().map(|(_, m)| m.clone()).collect();
         assert_eq!(
             resent,
-            vec![Msg::Resume(0, false), Msg::ResumeFrom(3), Msg::Group(5, vec!["b"]), Msg::Group(8, vec!["c"])],
+            vec![resume(0, false), resume_from(3), Msg::Group(5, vec!["b"]), Msg::Group(8, vec!["c"])],
             "asked in return — `have` is an acknowledgement, so only once durable — then the stream resent"
         );
         assert!(!s.settled());
@@ -344,7 +375,7 @@ mod tests {
         assert_eq!(s.incoming(Addr::Replica(ReplicaId::new(0, 0)), 9, true), Incoming::Refuse);
         let mut out = Out::default();
         s.refresh(&mut out);
-        assert_eq!(out.after_durable, vec![(peer(), Msg::Ack(5))], "acknowledged once durable");
+        assert_eq!(out.after_durable, vec![(peer(), ack(5))], "acknowledged once durable");
         s.refresh(&mut out);
         assert_eq!(out.after_durable.len(), 1, "and only once");
     }

@@ -4,7 +4,7 @@ use super::Family;
 use crate::contract::{AbortReason, Key, Message, MsgClass, ReadTag, SessionError, Value};
 use crate::hlc::Timestamp;
 use crate::ids::TxId;
-use crate::recovery::StreamMsg;
+use crate::recovery::{Control, StreamMsg};
 use serde::{Deserialize, Serialize};
 
 /// The messages of a protocol of the family: `S` its snapshot, `Q` what a
@@ -103,24 +103,9 @@ pub enum TxnMsg<S, Q, W, G> {
     Heartbeat {
         t: Timestamp,
     },
-    /// "I hold your commits up to `have`: send me what follows" — sent by a
-    /// replica that (re)started, which ignores the peer's stream until the
-    /// answer's [`TxnMsg::ResumeFrom`]. `restarted`: the sender lost what
-    /// was on its links too, so the peer asks it the same in return.
-    Resume {
-        have: Timestamp,
-        restarted: bool,
-    },
-    /// The stream starts again: the groups committed above `from` follow,
-    /// in commit order, then the live stream.
-    ResumeFrom {
-        from: Timestamp,
-    },
-    /// "I durably hold your commits up to `upto`": the sender may forget
-    /// them.
-    Ack {
-        upto: Timestamp,
-    },
+    /// The resume and acknowledgement of the stream of `Replicate`s
+    /// ([`crate::recovery::stream`]); positions are commit times.
+    Stream(Control<Timestamp>),
 
     // Inside a DC.
     Stabilization(G),
@@ -132,16 +117,8 @@ impl<S, Q, W, G> StreamMsg<Timestamp, W> for TxnMsg<S, Q, W, G> {
         TxnMsg::Replicate { ct, txs }
     }
 
-    fn resume(have: Timestamp, restarted: bool) -> Self {
-        TxnMsg::Resume { have, restarted }
-    }
-
-    fn resume_from(from: Timestamp) -> Self {
-        TxnMsg::ResumeFrom { from }
-    }
-
-    fn ack(upto: Timestamp) -> Self {
-        TxnMsg::Ack { upto }
+    fn control(c: Control<Timestamp>) -> Self {
+        TxnMsg::Stream(c)
     }
 }
 
@@ -178,9 +155,7 @@ where
             | Commit { .. }
             | Resolve { .. }
             | Abort { .. } => MsgClass::TRANSACTION,
-            Replicate { .. } | Heartbeat { .. } | Resume { .. } | ResumeFrom { .. } | Ack { .. } => {
-                MsgClass::REPLICATION
-            }
+            Replicate { .. } | Heartbeat { .. } | Stream(_) => MsgClass::REPLICATION,
             Stabilization(_) => MsgClass::STABILIZATION,
         }
     }
@@ -188,7 +163,10 @@ where
     fn is_background(&self) -> bool {
         matches!(
             self,
-            TxnMsg::Heartbeat { .. } | TxnMsg::Ack { .. } | TxnMsg::Resolve { .. } | TxnMsg::Stabilization(_)
+            TxnMsg::Heartbeat { .. }
+                | TxnMsg::Stream(Control::Ack { .. })
+                | TxnMsg::Resolve { .. }
+                | TxnMsg::Stabilization(_)
         )
     }
 

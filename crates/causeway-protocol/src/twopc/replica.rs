@@ -197,18 +197,8 @@ fn dispatch<R: FamilyReplica>(
             Incoming::Drop => {}
             Incoming::Refuse => r.core_mut().refuse(),
         },
-        Resume { have, restarted } => {
-            if !r.core_mut().replication.streams.on_resume(from, have, restarted, out) {
-                r.core_mut().refuse();
-            }
-        }
-        ResumeFrom { .. } => {
-            if !r.core_mut().replication.streams.on_resume_from(from) {
-                r.core_mut().refuse();
-            }
-        }
-        Ack { upto } => {
-            if !r.core_mut().replication.streams.on_ack(from, upto) {
+        Stream(c) => {
+            if !r.core_mut().replication.streams.on_control(from, c, out) {
                 r.core_mut().refuse();
             }
         }

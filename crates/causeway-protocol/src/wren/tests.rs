@@ -2,6 +2,7 @@
 
 use super::messages::{StartFrom, WrenMsg};
 use super::replica::{WrenReplica, WrenTimer};
+use crate::recovery::Control;
 
 use super::snapshot::Snapshot;
 use super::WrenConfig;
@@ -21,7 +22,7 @@ fn replica(dcs: u16, partitions: u32) -> WrenReplica {
     let me = r.id();
     for dc in (0..dcs).filter(|&dc| dc != me.dc.0) {
         let from = Addr::Replica(ReplicaId { dc: DcId(dc), ..me });
-        r.on_message(1_000, from, WrenMsg::ResumeFrom { from: Timestamp::ZERO }, &mut Out::default());
+        r.on_message(1_000, from, WrenMsg::Stream(Control::ResumeFrom { from: Timestamp::ZERO }), &mut Out::default());
     }
     r
 }
