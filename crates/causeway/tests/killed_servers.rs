@@ -19,16 +19,12 @@
 mod common;
 
 use causeway_history::check;
-use causeway_load::LoadConfig;
-use causeway_protocol::{DcId, Topology};
-use causeway_workload::{WorkloadConfig, WorkloadKind};
 use common::metrics_text;
 use common::six::{self, REGIONS};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Every node's stable times must be this close to its clock again...
@@ -147,28 +143,8 @@ async fn servers_killed_under_load_come_back_with_everything_they_acknowledged()
         cluster.wait_serving(i).await;
     }
 
-    let load = LoadConfig {
-        endpoints: cluster.nodes.iter().map(|n| (DcId(n.dc as u16), n.client)).collect(),
-        clients_per_dc: 4,
-        warmup: Duration::ZERO,
-        duration: Duration::from_secs(40),
-        workload: WorkloadKind::Random(WorkloadConfig {
-            reads_per_txn: 4,
-            writes_per_txn: 3,
-            partitions_per_txn: 2,
-            keys_per_partition: 200,
-            ..WorkloadConfig::default()
-        }),
-        seed,
-        run_id: String::new(),
-        key_prefix: "load-".into(),
-        record: true,
-        value_size: None,
-        phases: None,
-    };
-    let topology = Arc::new(Topology::full(3, 2).unwrap());
     let started = Instant::now();
-    let run = tokio::spawn(causeway_load::run(load, topology, None, |_| {}));
+    let run = six::start_load(&cluster.nodes, Duration::from_secs(40), 3, seed);
 
     // What is killed: single nodes at random (each a coordinator of some of
     // the load's clients, most of them in the middle of a commit at any

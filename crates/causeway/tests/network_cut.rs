@@ -14,14 +14,10 @@ mod common;
 
 use causeway_client::Client;
 use causeway_history::check;
-use causeway_load::LoadConfig;
-use causeway_protocol::{DcId, Topology};
-use causeway_workload::{WorkloadConfig, WorkloadKind};
 use common::six::{self, REGIONS};
 use common::{metric, metrics_text, Servers};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The DC that is cut off.
@@ -157,29 +153,8 @@ async fn a_dc_cut_off_at_the_network_keeps_committing_and_converges_after_the_he
         .await;
     }
 
-    let endpoints: Vec<_> = nodes.iter().map(|n| (DcId(n.dc as u16), n.client)).collect();
-    let load = LoadConfig {
-        endpoints,
-        clients_per_dc: 4,
-        warmup: Duration::ZERO,
-        duration: CUT_AFTER + CUT_FOR + Duration::from_secs(5),
-        workload: WorkloadKind::Random(WorkloadConfig {
-            reads_per_txn: 4,
-            writes_per_txn: 2,
-            partitions_per_txn: 2,
-            keys_per_partition: 200,
-            ..WorkloadConfig::default()
-        }),
-        seed: 5,
-        run_id: String::new(),
-        key_prefix: "load-".into(),
-        record: true,
-        value_size: None,
-        phases: None,
-    };
-    let topology = Arc::new(Topology::full(3, 2).unwrap());
     let started = Instant::now();
-    let run = tokio::spawn(causeway_load::run(load, topology, None, |_| {}));
+    let run = six::start_load(&nodes, CUT_AFTER + CUT_FOR + Duration::from_secs(5), 2, 5);
 
     tokio::time::sleep(CUT_AFTER).await;
     let cut_at = Instant::now();

@@ -38,6 +38,15 @@ fn write(k: &Key, v: &str) -> (Key, Option<Value>) {
     (k.clone(), Some(Value::from(v.to_string())))
 }
 
+/// A session of a one-partition cluster, and its coordinator.
+fn session() -> (<Ec as Protocol>::Session, ReplicaId) {
+    let topology = Arc::new(Topology::full(1, 1).unwrap());
+    let coordinator = ReplicaId::new(0, 0);
+    let setup =
+        SessionSetup { id: ClientId { dc: DcId(0), index: 0 }, coordinator, topology, limits: Limits::default() };
+    (Ec::session(setup, &EcConfig::default()), coordinator)
+}
+
 fn commit_req(writes: Vec<(Key, Option<Value>)>) -> EcMsg {
     EcMsg::CommitReq { hwt: Timestamp::ZERO, writes }
 }
@@ -113,11 +122,7 @@ fn a_partition_that_does_not_answer_gets_the_writes_again_then_the_outcome_is_un
 
 #[test]
 fn a_session_told_the_outcome_is_unknown_fails_and_commits_later_next_time() {
-    let topology = Arc::new(Topology::full(1, 1).unwrap());
-    let id = ClientId { dc: DcId(0), index: 0 };
-    let coordinator = ReplicaId::new(0, 0);
-    let setup = SessionSetup { id, coordinator, topology, limits: Limits::default() };
-    let mut s = Ec::session(setup, &EcConfig::default());
+    let (mut s, coordinator) = session();
     let mut out = Default::default();
     s.begin(1_000, &mut out).unwrap();
     s.write(Key::from("k"), Some(Value::from("v"))).unwrap();
@@ -185,11 +190,7 @@ fn a_restarted_replica_comes_back_from_its_records_and_resends_what_its_peer_lac
 
 #[test]
 fn a_session_abandons_a_read_in_flight_but_never_a_commit() {
-    let topology = Arc::new(Topology::full(1, 1).unwrap());
-    let id = ClientId { dc: DcId(0), index: 0 };
-    let coordinator = ReplicaId::new(0, 0);
-    let setup = SessionSetup { id, coordinator, topology, limits: Limits::default() };
-    let mut s = Ec::session(setup, &EcConfig::default());
+    let (mut s, _) = session();
     let mut out = Default::default();
     s.begin(1_000, &mut out).unwrap();
     assert_eq!(s.read(1_000, &[Key::from("k")], &mut out).unwrap(), None, "the read waits for the partition");

@@ -6,9 +6,12 @@
 use super::free_ports;
 use causeway_client::Client;
 use causeway_history::{History, TxnRecord};
-use causeway_load::settle;
+use causeway_load::{settle, LoadConfig, LoadReport};
+use causeway_protocol::{DcId, Topology};
+use causeway_workload::{WorkloadConfig, WorkloadKind};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const REGIONS: [&str; 3] = ["virginia", "oregon", "ireland"];
@@ -71,6 +74,38 @@ pub fn write_config(
     let config = dir.join("cluster.toml");
     std::fs::write(&config, text).unwrap();
     (config, nodes)
+}
+
+/// Starts the load the process tests put on the cluster: 4 clients per
+/// DC for `duration`, transactions of 4 reads and `writes` writes over both
+/// partitions of 200 keys each (under `load-`), every one recorded.
+pub fn start_load(
+    nodes: &[Node],
+    duration: Duration,
+    writes: u32,
+    seed: u64,
+) -> tokio::task::JoinHandle<Result<LoadReport, causeway_client::Error>> {
+    let load = LoadConfig {
+        endpoints: nodes.iter().map(|n| (DcId(n.dc as u16), n.client)).collect(),
+        clients_per_dc: 4,
+        warmup: Duration::ZERO,
+        duration,
+        workload: WorkloadKind::Random(WorkloadConfig {
+            reads_per_txn: 4,
+            writes_per_txn: writes,
+            partitions_per_txn: 2,
+            keys_per_partition: 200,
+            ..WorkloadConfig::default()
+        }),
+        seed,
+        run_id: String::new(),
+        key_prefix: "load-".into(),
+        record: true,
+        value_size: None,
+        phases: None,
+    };
+    let topology = Arc::new(Topology::full(REGIONS.len() as u16, 2).unwrap());
+    tokio::spawn(causeway_load::run(load, topology, None, |_| {}))
 }
 
 /// Waits until `node` accepts clients, for at most `within`; `alive` panics
