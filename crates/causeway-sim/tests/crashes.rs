@@ -261,4 +261,14 @@ fn replay_a_seed() {
         _ => Simulation::<Wren>::new(config, &Default::default()).unwrap().run(),
     };
     println!("{report}\n{:#?}\nlost: {:?}", check(&report.history), lost_writes(&report));
+    // CAUSEWAY_SESSION=dc1-c1 prints that session's transactions, the first
+    // thing to read when a violation names one of them.
+    if let Ok(session) = std::env::var("CAUSEWAY_SESSION") {
+        for txn in report.history.txns.iter().filter(|t| t.session.starts_with(&session)) {
+            println!(
+                "{} {:?} [{} .. {} us] ts {:?} {:?}",
+                txn.txid, txn.status, txn.start_us, txn.end_us, txn.commit_ts, txn.ops
+            );
+        }
+    }
 }

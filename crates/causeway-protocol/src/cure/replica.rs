@@ -359,6 +359,10 @@ impl FamilyReplica for CureReplica {
         }
     }
 
+    fn stable_times_known(&self) -> bool {
+        self.stable.agreed()
+    }
+
     fn dc_stable(&self) -> Timestamp {
         self.stable.gsv().get(self.dc())
     }

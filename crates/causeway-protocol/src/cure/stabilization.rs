@@ -31,6 +31,8 @@ pub struct StableVector {
     /// The oldest snapshot any running transaction in the DC may read;
     /// versions older than what it sees are collected.
     s_old: VectorTs,
+    /// Every partition of the DC has reported since this replica started.
+    agreed: bool,
 }
 
 impl StableVector {
@@ -42,12 +44,19 @@ impl StableVector {
             reports: vec![None; topology.partition_count() as usize],
             gsv: VectorTs::zero(dcs),
             s_old: VectorTs::zero(dcs),
+            agreed: false,
         }
     }
 
     /// The global stable vector.
     pub fn gsv(&self) -> &VectorTs {
         &self.gsv
+    }
+
+    /// Every partition of the DC has reported since this replica started,
+    /// so the GSV is the DC's again.
+    pub fn agreed(&self) -> bool {
+        self.agreed
     }
 
     /// The GC bound.
@@ -100,5 +109,6 @@ impl StableVector {
         }
         self.gsv.join(&gsv);
         self.s_old.join(&oldest);
+        self.agreed = true;
     }
 }

@@ -77,10 +77,11 @@ pub struct PeerStreams<K, W> {
     /// Per DC: the newest position received from its replica (a group's,
     /// or one it says it has passed).
     received: Vec<K>,
-    /// Per DC: the newest position of a group received from its replica —
-    /// what the records say is held ([`received`](Self::received) may be
-    /// ahead by a position the peer only said it passed, which no record
-    /// keeps).
+    /// Per DC: the newest position the records say is held — a group's,
+    /// or one the peer said it passed, once recorded
+    /// ([`unrecorded_positions`](Self::unrecorded_positions));
+    /// [`received`](Self::received) may be ahead by a position no record
+    /// keeps yet.
     taken: Vec<K>,
     /// What we last acknowledged to each DC's replica.
     ack_sent: Vec<K>,
@@ -178,6 +179,25 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
         let i = usize::from(dc.0);
         self.received[i] = self.received[i].max(at);
         self.taken[i] = self.taken[i].max(at);
+    }
+
+    /// Positions peers said they passed that no record keeps yet, each
+    /// returned once and counted as recorded from then on. A protocol
+    /// records them before it tells its DC how far it has received (its
+    /// stabilization reports): a restart must not take back what a report
+    /// said, or the DC's stable time could go back below a snapshot that
+    /// versions were already collected for.
+    pub fn unrecorded_positions(&mut self) -> Vec<(DcId, K)> {
+        let mut out = Vec::new();
+        for peer in &self.peers {
+            let Some(dc) = self.source_of(*peer) else { continue };
+            let i = usize::from(dc.0);
+            if self.received[i] > self.taken[i] {
+                self.taken[i] = self.received[i];
+                out.push((dc, self.received[i]));
+            }
+        }
+        out
     }
 
     /// For a checkpoint: per peer's DC, the newest position of a group

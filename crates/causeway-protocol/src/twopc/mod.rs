@@ -23,6 +23,8 @@
 //! * [`prepared`] — a cohort's prepared transactions and their proposals.
 //! * [`replication`] — commits in commit order to the other DCs, heartbeats.
 //! * [`rhythm`] — Δ_R, Δ_G, the expiry of silent clients, and their timers.
+//! * [`rejoin`] — a restarted replica holds back new transactions until its
+//!   DC's stabilization has told it the stable times again.
 //! * [`client`] — the session's side ([`CoordinatedClient`]).
 
 pub mod client;
@@ -30,6 +32,7 @@ pub mod coordinator;
 pub mod durable;
 pub mod messages;
 pub mod prepared;
+pub mod rejoin;
 pub mod replica;
 pub mod replica_core;
 pub mod replication;

@@ -4,11 +4,12 @@
 
 use super::durable::FamilyRecord;
 use super::messages::{FamilyMsg, TxnMsg};
+use super::rejoin::{self, Admit};
 use super::replica_core::FamilyCore;
 use super::rhythm::FamilyTimer;
 use super::{Family, Payload};
 use crate::contract::replica::ReplicaEffects;
-use crate::contract::{Effects, Key, Replica, ReplicaCounters, Value};
+use crate::contract::{Effects, Key, Replica, ReplicaCounters, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::recovery::Incoming;
@@ -132,6 +133,11 @@ pub trait FamilyReplica: Send + 'static {
     /// ([`Replica::visible_upto`]).
     fn visible_from(&self, origin: DcId) -> Timestamp;
 
+    /// The DC's stabilization has given this replica stable times since it
+    /// (re)started: what it learned from clients alone does not count
+    /// ([`super::rejoin`]).
+    fn stable_times_known(&self) -> bool;
+
     /// The DC's local stable time as this replica knows it: every partition
     /// of the DC has durably resolved every transaction up to it (Wren's
     /// LST, Cure's local entry of the GSV).
@@ -154,7 +160,18 @@ fn dispatch<R: FamilyReplica>(
     use TxnMsg::*;
     let own_dc = matches!(from, Addr::Replica(p) if p.dc == r.core().id.dc);
     match msg {
-        StartTxReq(seen) => r.start_transaction(now, from, seen, out),
+        StartTxReq(seen) => match r.core_mut().starts.admit(from, seen) {
+            Admit::Now(seen) => r.start_transaction(now, from, seen, out),
+            Admit::Held => {}
+            Admit::Full => {
+                let error = SessionError::TooLarge {
+                    what: "transactions waiting for a restarted replica to rejoin its DC".into(),
+                    size: rejoin::MAX_WAITING_STARTS as u64 + 1,
+                    limit: rejoin::MAX_WAITING_STARTS as u64,
+                };
+                out.send(from, TxnMsg::TxError { tx: None, error });
+            }
+        },
         TxReadReq { tx, keys } => {
             let core = r.core_mut();
             core.coordinator.on_read(now, from, tx, keys, &core.topology, out);
@@ -202,7 +219,11 @@ fn dispatch<R: FamilyReplica>(
                 r.core_mut().refuse();
             }
         }
-        Stabilization(msg) => r.stabilization(now, from, msg, out),
+        Stabilization(msg) => {
+            record_heard(r, out);
+            r.stabilization(now, from, msg, out);
+            open_gate(r, now, out);
+        }
         // Replies meant for clients, or a question from outside the DC: a
         // peer speaking out of turn.
         StartTxResp { .. }
@@ -224,6 +245,26 @@ fn heal<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, out: &mut FamilyEffect
         out.send(coordinator, TxnMsg::Resolve { tx });
     }
     core.replication.streams.refresh(out);
+}
+
+/// Before a step of stabilization: make durable how far the peers said
+/// they have passed, which the reports about to leave build on
+/// ([`crate::recovery::stream::PeerStreams::unrecorded_positions`]).
+fn record_heard<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) {
+    for (source, ct) in r.core_mut().replication.streams.unrecorded_positions() {
+        out.persist(FamilyRecord::Applied { source, ct, txs: Vec::new() });
+    }
+}
+
+/// After a step of stabilization: once a restarted replica knows its DC's
+/// stable times, the transactions held back start ([`super::rejoin`]).
+fn open_gate<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, out: &mut FamilyEffects<R>) {
+    if r.core().starts.is_open() || !r.stable_times_known() {
+        return;
+    }
+    for (client, seen) in r.core_mut().starts.open() {
+        r.start_transaction(now, client, seen, out);
+    }
 }
 
 /// After every step: keep the reservations ahead of what was handed out.
@@ -276,6 +317,7 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
     let mut scratch = FamilyEffects::<R>::default();
     replica.apply(0, &mut scratch);
     debug_assert!(scratch.records.is_empty(), "the recovery's apply round persisted {}", scratch.records.len());
+    replica.core_mut().starts.close();
     replica
 }
 
@@ -348,7 +390,11 @@ impl<R: FamilyReplica> Replica for R {
                 let stable = self.dc_stable();
                 self.core_mut().coordinator.forget_decided(stable);
             }
-            FamilyTimer::Stabilize => self.stabilize(now, out),
+            FamilyTimer::Stabilize => {
+                record_heard(self, out);
+                self.stabilize(now, out);
+                open_gate(self, now, out);
+            }
             FamilyTimer::ExpireContexts => self.core_mut().coordinator.expire(now),
             FamilyTimer::Heal => heal(self, now, out),
             FamilyTimer::Own(timer) => self.on_own_timer(now, timer, out),

@@ -5,6 +5,7 @@
 
 use super::coordinator::Coordinator;
 use super::prepared::PreparedSet;
+use super::rejoin::StartGate;
 use super::replication::Replicator;
 use super::rhythm::Rhythm;
 use super::Family;
@@ -31,6 +32,8 @@ pub struct FamilyCore<F: Family, M, P> {
     pub replication: Replicator<F::Writes>,
     /// How far the clock and the transaction ids are reserved on disk.
     pub reserved: Reservations,
+    /// Closed after a restart until the DC's stable times are known again.
+    pub starts: StartGate<F::Start>,
     /// Transactions applied, inputs refused (the store and the coordinator
     /// count the rest).
     pub counters: ReplicaCounters,
@@ -46,6 +49,7 @@ impl<F: Family, M, P> FamilyCore<F, M, P> {
             prepared: PreparedSet::default(),
             replication: Replicator::new(id, &topology),
             reserved: Reservations::default(),
+            starts: StartGate::default(),
             counters: ReplicaCounters::default(),
             topology,
             rhythm,

@@ -248,6 +248,10 @@ impl FamilyReplica for WrenReplica {
         }
     }
 
+    fn stable_times_known(&self) -> bool {
+        self.bist.agreed()
+    }
+
     fn dc_stable(&self) -> Timestamp {
         self.bist.stable_times().0
     }

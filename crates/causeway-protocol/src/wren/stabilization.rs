@@ -33,6 +33,8 @@ pub struct Bist {
     /// The oldest snapshot any running transaction in the DC may read;
     /// versions older than what it sees are collected.
     s_old: Snapshot,
+    /// A round's stable times arrived since this replica started.
+    agreed: bool,
 }
 
 fn combine(a: StableReport, b: StableReport) -> StableReport {
@@ -55,6 +57,7 @@ impl Bist {
             lst: Timestamp::ZERO,
             rst: Timestamp::ZERO,
             s_old: Snapshot::default(),
+            agreed: false,
         }
     }
 
@@ -69,6 +72,12 @@ impl Bist {
     /// `(lst, rst)` as this replica knows them.
     pub fn stable_times(&self) -> (Timestamp, Timestamp) {
         (self.lst, self.rst)
+    }
+
+    /// The DC has agreed on stable times since this replica started
+    /// (learned from clients does not count).
+    pub fn agreed(&self) -> bool {
+        self.agreed
     }
 
     /// The GC bound `S_old`.
@@ -143,6 +152,7 @@ impl Bist {
         self.lst = self.lst.max(lst);
         self.rst = self.rst.max(rst);
         self.s_old = self.s_old.join(oldest);
+        self.agreed = true;
         for &child in &self.children {
             out.send_after_durable(Addr::Replica(child), TxnMsg::Stabilization(BistMsg::Down { lst, rst, oldest }));
         }

@@ -1,6 +1,6 @@
 //! Unit tests of single replica steps: the edges of the listings.
 
-use super::messages::{StartFrom, WrenMsg};
+use super::messages::{BistMsg, StartFrom, WrenMsg};
 use super::replica::{WrenReplica, WrenTimer};
 use crate::recovery::Control;
 
@@ -10,7 +10,7 @@ use crate::contract::{Key, Replica, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ClientId, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
-use crate::twopc::FamilyReplica;
+use crate::twopc::{FamilyRecord, FamilyReplica};
 use std::sync::Arc;
 
 type Out = crate::twopc::FamilyEffects<WrenReplica>;
@@ -181,4 +181,97 @@ fn commits_no_honest_coordinator_sends_move_no_clock_and_are_refused() {
     assert_eq!(r.counters().inputs_refused, 1);
     r.on_timer(3_000, WrenTimer::Apply, &mut Out::default());
     assert_eq!(r.core().chain_len(b"k"), 1, "installed, at the proposal");
+}
+
+fn started(out: &Out) -> Vec<Snapshot> {
+    out.messages
+        .iter()
+        .filter_map(|(_, m)| match m {
+            WrenMsg::StartTxResp { snapshot, .. } => Some(*snapshot),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Seed 6827 of the crash tests: a coordinator that restarted knew no
+/// stable times and handed a client its own last snapshot back, older than
+/// what the DC had collected versions for — the client then missed its own
+/// write. Restarted, a replica holds starts back until the DC's stable
+/// times reach it, then hands out snapshots from them.
+#[test]
+fn a_restarted_replica_holds_starts_until_its_dc_agrees_on_stable_times() {
+    let topology = Arc::new(Topology::full(1, 2).unwrap());
+    // A leaf of BiST: partition 0, the root, sends it the stable times.
+    let id = ReplicaId::new(0, 1);
+    let root = Addr::Replica(ReplicaId::new(0, 0));
+    let fresh = || WrenReplica::new(id, topology.clone(), WrenConfig::default());
+    let mut first = Out::default();
+    let mut r = fresh();
+    r.start(1_000, &mut first);
+    let mut r = crate::twopc::recover(fresh(), std::mem::take(&mut first.records));
+    r.start(2_000, &mut Out::default());
+
+    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
+    let seen = StartFrom { lst: Timestamp::from_physical(100), rst: Timestamp::from_physical(50) };
+    let mut out = Out::default();
+    r.on_message(2_000, client, WrenMsg::StartTxReq(seen), &mut out);
+    out.sync_at_once();
+    assert!(started(&out).is_empty(), "a start before the DC's stable times is held");
+
+    let (lst, rst) = (Timestamp::from_physical(1_500), Timestamp::from_physical(1_200));
+    let down = BistMsg::Down { lst, rst, oldest: Snapshot { lt: lst, rt: rst } };
+    let mut out = Out::default();
+    r.on_message(2_100, root, WrenMsg::Stabilization(down), &mut out);
+    out.sync_at_once();
+    assert_eq!(started(&out), vec![Snapshot { lt: lst, rt: rst }], "the held start gets the DC's snapshot");
+
+    let mut out = Out::default();
+    r.on_message(2_200, client, WrenMsg::StartTxReq(seen), &mut out);
+    assert_eq!(started(&out).len(), 1, "later starts are answered at once");
+}
+
+/// A replica that starts for the first time has nothing to rejoin.
+#[test]
+fn a_first_start_answers_starts_at_once() {
+    let mut r = replica(1, 2);
+    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
+    let mut out = Out::default();
+    r.on_message(
+        1_000,
+        client,
+        WrenMsg::StartTxReq(StartFrom { lst: Timestamp::ZERO, rst: Timestamp::ZERO }),
+        &mut out,
+    );
+    assert_eq!(started(&out).len(), 1);
+}
+
+/// A heartbeat raises the version vector without a record of its own; the
+/// next stabilization report builds on it, so the position is recorded
+/// first — and a restart brings the entry back.
+#[test]
+fn heartbeat_positions_are_recorded_before_a_report_and_survive_a_restart() {
+    let topology = Arc::new(Topology::full(2, 1).unwrap());
+    let id = ReplicaId::new(0, 0);
+    let peer = Addr::Replica(ReplicaId::new(1, 0));
+    let fresh = || WrenReplica::new(id, topology.clone(), WrenConfig::default());
+    let mut r = fresh();
+    let mut records = Vec::new();
+    let mut out = Out::default();
+    r.start(1_000, &mut out);
+    r.on_message(1_000, peer, WrenMsg::Stream(Control::ResumeFrom { from: Timestamp::ZERO }), &mut out);
+    let t = Timestamp::from_physical(900);
+    r.on_message(1_100, peer, WrenMsg::Heartbeat { t }, &mut out);
+    assert_eq!(r.version_vector()[1], t);
+    records.append(&mut out.records);
+    assert!(records.iter().all(|rec| !matches!(rec, FamilyRecord::Applied { .. })), "no record per heartbeat");
+
+    let mut out = Out::default();
+    r.on_timer(1_200, WrenTimer::Stabilize, &mut out);
+    records.append(&mut out.records);
+    let mut again = Out::default();
+    r.on_timer(1_300, WrenTimer::Stabilize, &mut again);
+    assert!(again.records.iter().all(|rec| !matches!(rec, FamilyRecord::Applied { .. })), "recorded once");
+
+    let r = crate::twopc::recover(fresh(), records);
+    assert_eq!(r.version_vector()[1], t, "the heartbeat's position came back");
 }
