@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::NodeId;
 
 /// Bumped on any incompatible change of the handshake, batch or ack frames.
-pub const TRANSPORT_VERSION: u32 = 2;
+pub const TRANSPORT_VERSION: u32 = 3;
 
 pub const MAGIC: [u8; 4] = *b"CWTP";
 
@@ -42,7 +42,9 @@ pub struct Hello {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Reply {
     /// Send from this sequence number on; everything below was delivered.
-    Accept { next: u64 },
+    /// `incarnation` is the acceptor's: a dialer that sees it change knows
+    /// the process it was sending to died.
+    Accept { next: u64, incarnation: u64 },
     /// The acceptor closes the connection after this.
     Refuse(Refusal),
 }

@@ -105,7 +105,13 @@ async fn serve_conn<M: WireMessage>(shared: &Shared, deliver: &Deliver<M>, strea
             return End::Bad(format!("refused: {why}"));
         }
     };
-    if let Err(e) = wr.write_all(&handshake::encode_frame(TRANSPORT_VERSION, &Reply::Accept { next })).await {
+    if let Err(e) = wr
+        .write_all(&handshake::encode_frame(
+            TRANSPORT_VERSION,
+            &Reply::Accept { next, incarnation: shared.incarnation },
+        ))
+        .await
+    {
         return End::Io(e);
     }
     peer.counters.inbound_connections.fetch_add(1, Relaxed);
@@ -152,6 +158,7 @@ fn accept(shared: &Shared, body: &[u8]) -> Result<(Arc<PeerShared>, u64, u64), R
         _ => {
             st.incarnation = Some(hello.incarnation);
             st.next = hello.base;
+            st.fresh = true;
         }
     }
     // Supersede any older connection from this sender before telling where to resume,
@@ -246,9 +253,15 @@ fn deliver_batch<M: WireMessage>(
     if st.generation != generation {
         return Ok(None);
     }
+    if first > st.next && st.fresh {
+        // The sender dropped what it held for our predecessor (we are a
+        // new process): its stream to us starts here.
+        st.next = first;
+    }
     if first > st.next {
         return Err(End::Bad(format!("gap: batch starts at {first}, expected {}", st.next)));
     }
+    st.fresh = false;
     let skip = (st.next - first).min(len);
     for (msg, size) in batch.drain(..).skip(skip as usize) {
         msgs += 1;

@@ -17,8 +17,8 @@
 //!   (its start time in nanoseconds) and `base`, the first sequence number it
 //!   has not seen acknowledged. Magic and version have a fixed layout so any
 //!   version can read them. The acceptor answers with the same head and a
-//!   [`handshake::Reply`]: `Accept { next }`, the next sequence number it
-//!   expects from that sender, or `Refuse(reason)` — another wire version, an
+//!   [`handshake::Reply`]: `Accept { next, incarnation }`, the next sequence
+//!   number it expects from that sender and its own incarnation, or `Refuse(reason)` — another wire version, an
 //!   unknown node, another cluster, a stale incarnation — and closes.
 //! * **Batch** (dialer → acceptor): varint sequence number of the first
 //!   message, then the messages, each postcard-encoded, back to back. The
@@ -51,9 +51,14 @@
 //! * **Peer restarts.** A restarted process has a new incarnation and has lost
 //!   its state: when a sender restarts, its receiver starts the link again at
 //!   whatever the new incarnation sends (from 0); when a receiver restarts,
-//!   messages it had acknowledged before are gone. Crash recovery belongs to
-//!   the layers above. An incarnation older than the one already seen is
-//!   refused as stale (a zombie or impostor must not rewind the link).
+//!   messages it had acknowledged before are gone, and so are those it had
+//!   not: the sender learns the new incarnation at the handshake and drops
+//!   what it held for the process that died (counted in
+//!   [`PeerStats::dropped_for_restart`]), so a message is never delivered to
+//!   a process it was not sent to — it may have been taken by the one before.
+//!   Crash recovery belongs to the layers above. An incarnation older than
+//!   the one already seen is refused as stale (a zombie or impostor must not
+//!   rewind the link).
 //! * **Bounded memory.** Send queues are unbounded: a peer that is down keeps
 //!   everything sent to it in memory until it comes back.
 //!

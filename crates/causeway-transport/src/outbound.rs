@@ -46,6 +46,9 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
     let mut high_water = 0;
     let mut backoff = shared.cfg.reconnect_min;
     let mut established = false;
+    // The peer's incarnation at our last connection: a new one means the
+    // process we were sending to died.
+    let mut peer_incarnation: Option<u64> = None;
     // Since when the peer cannot be reached, and when an operator was last told.
     let mut down: Option<(std::time::Instant, std::time::Instant)> = None;
     // The last refusal told to an operator, and when: a peer that refuses
@@ -55,7 +58,7 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
         // Connection drops requested before this attempt do not concern it.
         epoch.borrow_and_update();
         match connect(&shared, &peer, &retained).await {
-            Ok((acks, wr, next)) => {
+            Ok((acks, wr, next, incarnation)) => {
                 if let Some((since, _)) = down.take() {
                     tracing::info!(
                         node = shared.cfg.node,
@@ -71,9 +74,28 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                 established = true;
                 refused = None;
                 backoff = shared.cfg.reconnect_min;
-                retained.trim(next);
+                let restarted = peer_incarnation.is_some_and(|known| known != incarnation);
+                peer_incarnation = Some(incarnation);
+                let from = if restarted {
+                    // What the peer had not acknowledged was for the process
+                    // that died: lost with it, as a message to a crashed
+                    // process is (the protocols resend what matters — the
+                    // simulator loses it the same way). Handing it to the new
+                    // process would deliver, say, a prepare its predecessor
+                    // had already prepared and resolved.
+                    // Every message handed out so far, whether retained,
+                    // still in the outbox or in a WAN delay line.
+                    let skip_to = peer.counters.enqueued.load(Relaxed);
+                    peer.counters.acked.store(skip_to, Relaxed);
+                    peer.counters.dropped_for_restart.fetch_add(skip_to - next, Relaxed);
+                    retained.trim(skip_to);
+                    skip_to
+                } else {
+                    retained.trim(next);
+                    next
+                };
                 peer.set_link(true);
-                let why = stream(&shared, &peer, &mut retained, &mut high_water, acks, wr, next, &mut epoch).await;
+                let why = stream(&shared, &peer, &mut retained, &mut high_water, acks, wr, from, &mut epoch).await;
                 peer.set_link(false);
                 debug!(node = shared.cfg.node, peer = peer.node, "outbound connection closed: {why}");
             }
@@ -117,8 +139,13 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
     }
 }
 
-/// Dials and shakes hands; returns the sequence number to send from.
-async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io::Result<(Acks, OwnedWriteHalf, u64)> {
+/// Dials and shakes hands; returns the sequence number to send from and
+/// the peer's incarnation.
+async fn connect(
+    shared: &Shared,
+    peer: &PeerShared,
+    retained: &Retained,
+) -> io::Result<(Acks, OwnedWriteHalf, u64, u64)> {
     // A name is resolved anew at every attempt.
     let dial = async {
         match &peer.addr {
@@ -150,11 +177,11 @@ async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io:
     let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
     match handshake::decode::<Reply>(&body).map_err(|e| invalid(e.to_string()))? {
         // The peer cannot expect less than it acknowledged, nor more than we ever took.
-        Reply::Accept { next } if (base..=retained.end()).contains(&next) => {
+        Reply::Accept { next, incarnation } if (base..=retained.end()).contains(&next) => {
             peer.counters.acked.store(next, Relaxed);
-            Ok((acks, wr, next))
+            Ok((acks, wr, next, incarnation))
         }
-        Reply::Accept { next } => Err(invalid(format!("peer expects {next}, outside {base}..={}", retained.end()))),
+        Reply::Accept { next, .. } => Err(invalid(format!("peer expects {next}, outside {base}..={}", retained.end()))),
         Reply::Refuse(why) => Err(io::Error::new(io::ErrorKind::PermissionDenied, why)),
     }
 }
@@ -196,7 +223,9 @@ async fn stream(
             if let Some(chunk) = peer.outbox.take() {
                 retained.push(chunk);
             }
-            if from == retained.end() {
+            // Past the end after a skip, until the skipped messages have
+            // left the outbox (and the trim above dropped them).
+            if from >= retained.end() {
                 peer.outbox.ready.notified().await;
                 continue;
             }

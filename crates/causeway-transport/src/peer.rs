@@ -66,4 +66,8 @@ pub(crate) struct InboundState {
     /// Bumped by every accepted handshake: a connection whose generation is
     /// no longer current has been superseded and must stop delivering.
     pub generation: u64,
+    /// Nothing delivered since this incarnation of the sender was first
+    /// seen: its first batch may start past `next` — a sender whose
+    /// receiver restarted skips what it held for the receiver that died.
+    pub fresh: bool,
 }

@@ -15,6 +15,9 @@ pub struct PeerStats {
     pub bytes_sent: u64,
     /// Messages written again after a reconnect (not in `msgs_sent`).
     pub msgs_resent: u64,
+    /// Messages it had not acknowledged when it restarted: dropped, not
+    /// handed to its new process.
+    pub dropped_for_restart: u64,
     /// Batch frames written, and all bytes written including framing.
     pub frames_sent: u64,
     pub wire_bytes_sent: u64,
@@ -74,6 +77,7 @@ pub(crate) struct PeerCounters {
     pub msgs_sent: AtomicU64,
     pub bytes_sent: AtomicU64,
     pub msgs_resent: AtomicU64,
+    pub dropped_for_restart: AtomicU64,
     pub frames_sent: AtomicU64,
     pub wire_bytes_sent: AtomicU64,
     pub msgs_received: AtomicU64,
@@ -95,6 +99,7 @@ impl PeerCounters {
             msgs_sent: load(&self.msgs_sent),
             bytes_sent: load(&self.bytes_sent),
             msgs_resent: load(&self.msgs_resent),
+            dropped_for_restart: load(&self.dropped_for_restart),
             frames_sent: load(&self.frames_sent),
             wire_bytes_sent: load(&self.wire_bytes_sent),
             msgs_received: load(&self.msgs_received),

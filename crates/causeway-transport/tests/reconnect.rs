@@ -89,3 +89,50 @@ async fn a_peer_that_starts_late_gets_everything() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+/// A receiver that restarts is a new process: what was sent to the one
+/// that died — delivered or not, acknowledged or not — is not handed to it
+/// (it might be a request its predecessor already took). The sender drops it
+/// when the handshake shows the new incarnation, counts it, and the link
+/// goes on with what is sent from then on, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_receiver_gets_only_what_is_sent_to_it() {
+    let (la, aa) = listener();
+    let (lb, ab) = listener();
+    drop(lb);
+    let a = Transport::start_with_listener(config(1, vec![Peer::new(2, ab)]), la, Inbox::default().deliver())
+        .await
+        .unwrap();
+    let start_b = |inbox: &Inbox| {
+        let mut cfg = config(2, vec![Peer::new(1, aa)]);
+        cfg.listen = ab;
+        Transport::start(cfg, inbox.deliver())
+    };
+    let first = Inbox::default();
+    let b = start_b(&first).await.unwrap();
+    for seq in 0..100 {
+        a.send(2, Msg::new(seq)).unwrap();
+    }
+    first.wait_for(1, 100, Duration::from_secs(5)).await;
+    b.shutdown().await;
+    // Sent while B is down: meant for the process that died.
+    for seq in 100..150 {
+        a.send(2, Msg::new(seq)).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let second = Inbox::default();
+    let b = start_b(&second).await.unwrap();
+    eventually("connected to the new B", Duration::from_secs(5), || a.stats().peer(2).unwrap().connected).await;
+    for seq in 150..160 {
+        a.send(2, Msg::new(seq)).unwrap();
+    }
+    second.wait_for(1, 10, Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(second.from(1).seqs, (150..160).collect::<Vec<_>>());
+    let s = a.stats().peer(2).cloned().unwrap();
+    assert_eq!(s.dropped_for_restart, 50, "{s:?}");
+    assert_eq!(first.count(1), 100);
+    a.shutdown().await;
+    b.shutdown().await;
+}
