@@ -9,12 +9,7 @@
 //! endpoints).
 //!
 //! Victims come from a seed (printed; `CAUSEWAY_SEED` replays a choice).
-//!
-//! Ignored until the bug it finds is fixed: about half of its runs end
-//! with a few causal violations (out of ~50,000 transactions) — a read in
-//! the DC of a restarted node misses a newer write of another DC that
-//! precedes it causally. The failing history is saved beside the servers'
-//! logs.
+//! A failing history is saved beside the servers' logs.
 
 mod common;
 
@@ -129,8 +124,6 @@ impl Drop for Cluster {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "open bug (issue 11): about half the runs find causal violations (a read in the DC of a \
-            restarted node misses a newer write that precedes it causally); run with -- --ignored to reproduce"]
 async fn servers_killed_under_load_come_back_with_everything_they_acknowledged() {
     let seed = std::env::var("CAUSEWAY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
     eprintln!("killed servers: seed {seed} (CAUSEWAY_SEED={seed} replays the victims)");
