@@ -77,6 +77,7 @@ async fn embedded(spec: &BenchSpec) -> Result<Target> {
         plan.clock_offsets_us.insert(r, spec.clock_offset_us(r.dc.0, r.partition.0));
     }
     plan.nodes[0].data_dir = spec.data_dir.clone();
+    plan.fsync = spec.fsync;
     let topology = plan.topology.clone();
     let node = start(Arc::new(plan), "embedded").await?;
     let endpoints = node.clients.clone();
@@ -124,6 +125,9 @@ pub fn processes_config(spec: &BenchSpec, ports: &[u16]) -> String {
     let _ = writeln!(s, "# Written by causeway bench: one node per partition replica.");
     let _ = writeln!(s, "name = \"bench\"\nprotocol = \"{}\"\npartitions = {}", spec.protocol, spec.partitions);
     let _ = writeln!(s, "token_key = \"causeway bench cluster key\"");
+    if spec.data_dir.is_some() {
+        let _ = writeln!(s, "fsync = \"{}\"", spec.fsync.name());
+    }
     let _ = writeln!(
         s,
         "[tuning]\napply_interval_ms = {}\nstabilization_interval_ms = {}",
@@ -150,6 +154,9 @@ pub fn processes_config(spec: &BenchSpec, ports: &[u16]) -> String {
                 ports[i + 1],
                 spec.clock_offset_us(d, p) as f64 / 1000.0
             );
+            if let Some(dir) = &spec.data_dir {
+                let _ = writeln!(s, "data_dir = {:?}", dir.join(format!("dc{d}-p{p}")).display().to_string());
+            }
             i += 2;
         }
     }

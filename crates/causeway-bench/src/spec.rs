@@ -71,10 +71,13 @@ pub struct BenchSpec {
     /// cluster (which may hold other data, and other runs' keys) a prefix of
     /// this run's own, `RUN/`; in a cluster the run starts, none.
     pub key_prefix: Option<String>,
-    /// Where an embedded cluster keeps its logs (`causeway demo` gives a
-    /// temporary directory, or `--data-dir`); `None`: in memory only.
-    /// Other deployments ignore it.
+    /// Where a cluster the run starts keeps its logs (`causeway demo` gives
+    /// a temporary directory; `bench --data-dir`): an embedded cluster in
+    /// it, server processes in a directory each under it. `None`: in
+    /// memory only. A running cluster (`--config`) keeps its own.
     pub data_dir: Option<std::path::PathBuf>,
+    /// When the logs under `data_dir` count as durable.
+    pub fsync: causeway_runtime::disk::Fsync,
 }
 
 impl Default for BenchSpec {
@@ -106,6 +109,7 @@ impl Default for BenchSpec {
             run_id: new_run_id(),
             key_prefix: None,
             data_dir: None,
+            fsync: causeway_runtime::disk::Fsync::default(),
         }
     }
 }

@@ -47,6 +47,8 @@ impl Sweep {
                             s.protocol = protocol;
                             s.clients_per_partition = clients;
                             s.run_id = crate::spec::new_run_id();
+                            // Every run starts a cluster of its own: its logs too.
+                            s.data_dir = self.base.data_dir.as_ref().map(|d| d.join(&s.run_id));
                             out.push(s);
                         }
                     }

@@ -10,6 +10,7 @@ use causeway_bench::sweep::{self, Sweep};
 use causeway_bench::{figures, paper_workload, BenchReport, BenchSpec, Deployment};
 use causeway_load::Progress;
 use causeway_protocol::ProtocolKind;
+use causeway_runtime::disk::Fsync;
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -63,6 +64,19 @@ pub struct RunFlags {
     /// update visibility, in ms: the measurement's resolution and its cost.
     #[arg(long, default_value_t = 1.0)]
     visibility_interval_ms: f64,
+    /// Keep the started cluster's logs in this directory (server processes:
+    /// one directory each under it), as a server with a data_dir does; it
+    /// must be empty or new. Without it the cluster keeps nothing on disk.
+    #[arg(long, conflicts_with = "config")]
+    data_dir: Option<PathBuf>,
+    /// When the logs count as durable: always (a commit is acknowledged
+    /// once on disk), batch (synced every few ms) or never; needs --data-dir.
+    #[arg(long, requires = "data_dir", value_parser = parse_fsync)]
+    fsync: Option<Fsync>,
+}
+
+fn parse_fsync(s: &str) -> Result<Fsync, String> {
+    s.parse()
 }
 
 impl RunFlags {
@@ -81,6 +95,12 @@ impl RunFlags {
             },
             (None, false) => Deployment::Embedded,
         };
+        if let Some(dir) = &self.data_dir {
+            // A benchmark measures a fresh store: logs of an earlier run
+            // would be recovered (or refused as another cluster's).
+            let used = std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(false);
+            anyhow::ensure!(!used, "--data-dir {} is not empty: give a new or empty directory", dir.display());
+        }
         let (delta_r_ms, delta_g_ms) = net.intervals_ms()?;
         let mut workload = paper_workload(19, 1);
         workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
@@ -99,6 +119,8 @@ impl RunFlags {
             seed: self.seed,
             preload: self.preload,
             visibility_interval: secs(self.visibility_interval_ms / 1000.0, "--visibility-interval-ms")?,
+            data_dir: self.data_dir.clone(),
+            fsync: self.fsync.unwrap_or_default(),
             ..BenchSpec::default()
         })
     }
@@ -185,9 +207,13 @@ fn describe(spec: &BenchSpec) -> String {
         Deployment::Processes { .. } => format!("{cluster}, one server process per replica"),
         Deployment::Config(path) => format!("the running cluster of {} ({cluster})", path.display()),
     };
+    let disk = match &spec.data_dir {
+        Some(dir) => format!(", logs in {} (fsync = {})", dir.display(), spec.fsync.name()),
+        None => String::new(),
+    };
     format!(
         "{} on {place}, WAN emulation {}, {} per DC, {}+{} per txn over {}, {} keys per partition, zipf {}, \
-         {}-byte values, warm-up {} s, measured {} s",
+         {}-byte values, warm-up {} s, measured {} s{disk}",
         spec.protocol,
         if spec.wan.is_some() { "on" } else { "off" },
         count(spec.clients_per_dc(), "client"),

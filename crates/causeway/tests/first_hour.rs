@@ -460,3 +460,28 @@ fn plot_draws_the_figures_under_the_names_the_docs_use() {
         assert!(repo().join("docs/figures").join(f).exists(), "docs/figures/{f} is not committed");
     }
 }
+
+/// `bench --data-dir` keeps the started cluster's logs there, with the
+/// fsync mode asked for, and says so; it measures a fresh store only, and
+/// `--fsync` alone (nothing on disk to sync) is refused.
+#[test]
+fn bench_keeps_its_logs_where_asked_and_only_in_an_empty_directory() {
+    let dir = std::env::temp_dir().join(format!("causeway-bench-logs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let short =
+        ["--duration", "0.3", "--warmup", "0", "--wan", "off", "--clients", "1", "--dcs", "1", "--partitions", "2"];
+    let run = causeway(&[&["bench", "--data-dir", d, "--fsync", "batch"][..], &short].concat());
+    assert!(run.status.success(), "{}", text(&run));
+    let header = stdout(&run).lines().next().unwrap_or_default().to_string();
+    assert!(header.ends_with(&format!("logs in {d} (fsync = batch)")), "{header}");
+    assert!(std::fs::read_dir(&dir).unwrap().count() >= 2, "a log directory per replica");
+
+    let again = causeway(&[&["bench", "--data-dir", d][..], &short].concat());
+    assert!(!again.status.success());
+    assert!(text(&again).contains("is not empty"), "{}", text(&again));
+    let alone = causeway(&[&["bench", "--fsync", "never"][..], &short].concat());
+    assert!(!alone.status.success());
+    assert!(text(&alone).contains("--data-dir"), "{}", text(&alone));
+    let _ = std::fs::remove_dir_all(&dir);
+}
