@@ -140,17 +140,19 @@ fn replicate_and_heartbeat_advance_the_senders_entry_only_from_a_true_peer() {
     assert_eq!(r.version_vector(), &[Timestamp::ZERO, Timestamp::ZERO, t]);
 }
 
+/// A client's start of a transaction, having seen nothing.
+fn start_fresh(r: &mut WrenReplica, now: u64, client: Addr) -> Out {
+    let mut out = Out::default();
+    let seen = StartFrom { lst: Timestamp::ZERO, rst: Timestamp::ZERO };
+    r.on_message(now, client, WrenMsg::StartTxReq(seen), &mut out);
+    out
+}
+
 #[test]
 fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
     let mut r = replica(1, 1);
     let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
-    let mut out = Out::default();
-    r.on_message(
-        1_000,
-        client,
-        WrenMsg::StartTxReq(StartFrom { lst: Timestamp::ZERO, rst: Timestamp::ZERO }),
-        &mut out,
-    );
+    let mut out = start_fresh(&mut r, 1_000, client);
     let tx = match out.messages.pop() {
         Some((_, WrenMsg::StartTxResp { tx, .. })) => tx,
         other => panic!("{other:?}"),
@@ -234,14 +236,7 @@ fn a_restarted_replica_holds_starts_until_its_dc_agrees_on_stable_times() {
 #[test]
 fn a_first_start_answers_starts_at_once() {
     let mut r = replica(1, 2);
-    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
-    let mut out = Out::default();
-    r.on_message(
-        1_000,
-        client,
-        WrenMsg::StartTxReq(StartFrom { lst: Timestamp::ZERO, rst: Timestamp::ZERO }),
-        &mut out,
-    );
+    let out = start_fresh(&mut r, 1_000, Addr::Client(ClientId { dc: DcId(0), index: 0 }));
     assert_eq!(started(&out).len(), 1);
 }
 
