@@ -197,3 +197,92 @@ async fn a_dead_partition_fails_fast_with_a_typed_error_and_the_rest_keeps_servi
     assert!(matches!(client.commit().await, Err(Error::RefusedEarlier { .. })));
     assert_eq!(client.read_only(&[k0.as_str()]).await.unwrap()[0].as_deref(), Some(&b"again"[..]));
 }
+
+/// One DC, two partitions on two processes with data directories. Both die;
+/// the coordinator's node comes back while the other is still down. A
+/// restarted coordinator starts no transaction before its DC has agreed on
+/// stable times with it, which needs the other node: a `begin` is answered
+/// with that node's name rather than left to hang. Once the other node is
+/// back, the cluster serves again with what it had acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_coordinator_names_the_node_its_dc_waits_for() {
+    use causeway_client::Error;
+    let dir = tempfile::tempdir().unwrap();
+    let ports = free_ports(4);
+    let config = dir.path().join("cluster.toml");
+    let data = |node: &str| format!("data_dir = {:?}\n", dir.path().join(node).display().to_string());
+    let text =
+        common::cluster_config(&ports).replace("partitions = [0]\n", &format!("partitions = [0]\n{}", data("a0")));
+    let text = text.replace("partitions = [1]\n", &format!("partitions = [1]\n{}", data("a1")));
+    std::fs::write(&config, text).unwrap();
+    let start = |node: &str| {
+        Command::new(env!("CARGO_BIN_EXE_causeway"))
+            .args(["server", "--config", config.to_str().unwrap(), "--node", node])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut servers = Servers(vec![start("a0"), start("a1")]);
+    let a0 = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    let topology = Topology::full(1, 2).unwrap();
+    let (k0, k1) = (key_in(&topology, 0, "kept"), key_in(&topology, 1, "kept"));
+    let commit_both = |value: &'static str| {
+        let (k0, k1) = (k0.clone(), k1.clone());
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let wrote = async {
+                    let mut client = Client::connect(a0).await?;
+                    client.begin().await?;
+                    client.write(k0.clone(), value).await?;
+                    client.write(k1.clone(), value).await?;
+                    client.commit().await
+                };
+                match wrote.await {
+                    Ok(_) => return,
+                    Err(e) if Instant::now() < deadline => {
+                        eprintln!("not yet: {e}");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    Err(e) => panic!("the cluster does not serve: {e}"),
+                }
+            }
+        }
+    };
+    commit_both("before").await;
+
+    for server in &mut servers.0 {
+        server.kill().unwrap();
+        server.wait().unwrap();
+    }
+    servers.0[0] = start("a0");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut client = loop {
+        match Client::connect(a0).await {
+            Ok(c) => break c,
+            Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => panic!("a0 did not come back: {e}"),
+        }
+    };
+    let started = Instant::now();
+    let e = client.begin().await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
+    assert!(matches!(e, Error::PartitionUnavailable { dc: 0, partition: 1, ref node } if node == "a1"), "{e:?}");
+
+    servers.0[1] = start("a1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let kept = loop {
+        let read = async { Client::connect(a0).await?.read_only(&[k0.as_str(), k1.as_str()]).await };
+        match read.await {
+            Ok(values) => break values,
+            Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(e) => panic!("the cluster does not serve again: {e}"),
+        }
+    };
+    assert_eq!(kept, vec![Some(b"before"[..].into()), Some(b"before"[..].into())], "what both held survived");
+    commit_both("after").await;
+    let mut client = Client::connect(a0).await.unwrap();
+    let read = client.read_only(&[k0.as_str(), k1.as_str()]).await.unwrap();
+    assert_eq!(read, vec![Some(b"after"[..].into()), Some(b"after"[..].into())]);
+}

@@ -189,7 +189,12 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             Request::Begin => {
                 // A transaction ended here is over: the session is idle.
                 self.ended = None;
-                self.call(id, Operation::Begin, |s, now, out| s.begin(now, out))
+                // A coordinator that restarted holds new transactions until
+                // its DC has agreed on stable times with it, which waits for
+                // every node of the DC: a begin held while one is down is
+                // answered with the node's name rather than left to hang.
+                let dc = self.dc_partitions();
+                self.call(id, Operation::Begin, |s, now, out| s.begin(now, out)).map(|served| self.needing(served, dc))
             }
             Request::Read { keys } => {
                 let needs = self.partitions(&keys);
@@ -300,6 +305,15 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         parts
     }
 
+    /// Every partition of this DC that another node hosts.
+    fn dc_partitions(&self) -> Vec<PartitionId> {
+        if !self.host.router.has_peers() {
+            return Vec::new();
+        }
+        let (topology, router) = (&self.host.topology, &self.host.router);
+        topology.replicas_in(self.dc).into_iter().filter(|&r| router.hosted_elsewhere(r)).map(|r| r.partition).collect()
+    }
+
     /// The error for the first of `partitions` whose node in this DC
     /// cannot be reached now, if any.
     fn unavailable(&self, partitions: &[PartitionId]) -> Option<WireError> {
@@ -318,13 +332,13 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         served
     }
 
-    /// The waiting read, if a partition it needs has gone down since it
-    /// was sent: given up (its transaction is over), and answered with
-    /// [`WireError::PartitionUnavailable`]. A commit is never given up
-    /// here: its coordinator decides it, or gives it up itself.
+    /// The waiting read (or begin), if a partition it needs has gone down
+    /// since it was sent: given up (a read's transaction is over), and
+    /// answered with [`WireError::PartitionUnavailable`]. A commit is never
+    /// given up here: its coordinator decides it, or gives it up itself.
     fn check_links(&mut self) -> Option<(u64, Response)> {
         let w = self.waiting.as_ref()?;
-        if !matches!(w.op, Operation::Read | Operation::ReadOnly) {
+        if !matches!(w.op, Operation::Read | Operation::ReadOnly | Operation::Begin) {
             return None;
         }
         let e = self.unavailable(&w.needs)?;
