@@ -9,6 +9,7 @@
 //! endpoints).
 //!
 //! Victims come from a seed (printed; `CAUSEWAY_SEED` replays a choice).
+//! The protocol is Wren; `CAUSEWAY_PROTOCOL=cure` (or `h-cure`) runs another.
 //! A failing history is saved beside the servers' logs.
 
 mod common;
@@ -42,6 +43,11 @@ impl Cluster {
         std::fs::create_dir_all(&dir).unwrap();
         let tuning = "[tuning]\napply_interval_ms = 5\nstabilization_interval_ms = 5\n";
         let (config, nodes) = six::write_config(&dir, "killed", tuning, six::loopback(), true);
+        // CAUSEWAY_PROTOCOL runs another protocol than Wren through the same kills.
+        if let Ok(protocol) = std::env::var("CAUSEWAY_PROTOCOL") {
+            let text = std::fs::read_to_string(&config).unwrap();
+            std::fs::write(&config, text.replace("protocol = \"wren\"", &format!("protocol = {protocol:?}"))).unwrap();
+        }
         let children = nodes.iter().map(|_| None).collect();
         Cluster { config, nodes, children, logs: dir }
     }
