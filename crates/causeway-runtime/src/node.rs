@@ -34,6 +34,8 @@ pub struct NodeHandle {
     /// What each replica of this node publishes (stable times, sizes).
     pub replicas: Vec<(ReplicaId, Arc<ReplicaGauges>)>,
     tasks: Vec<AbortHandle>,
+    /// End when the replica tasks have ended.
+    replicas_ended: Vec<tokio::task::JoinHandle<()>>,
     /// Links to the other nodes, kept alive with the node.
     peers: Option<Arc<dyn PeerControl>>,
 }
@@ -43,6 +45,18 @@ impl NodeHandle {
     pub fn drop_peer_connections(&self) {
         if let Some(p) = &self.peers {
             p.drop_connections();
+        }
+    }
+
+    /// Stops every task, as dropping the handle does, and waits until the
+    /// replicas' tasks have ended and their logs are closed: another node
+    /// may then open the same data directory.
+    pub async fn stop(mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        for ended in std::mem::take(&mut self.replicas_ended) {
+            let _ = ended.await;
         }
     }
 
@@ -91,6 +105,7 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
     P::validate(&plan.topology, &config).map_err(|e| StartError::Invalid(format!("protocol {}: {e}", P::NAME)))?;
     let metrics = Arc::new(Metrics::new(<P::Message as Message>::CLASSES));
     let mut tasks = Vec::new();
+    let mut replicas_ended = Vec::new();
 
     // Bind everything first, so a taken port fails the start cleanly.
     let mut client_listeners = Vec::new();
@@ -146,7 +161,7 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
             metrics.clone(),
         ));
         tasks.push(task.abort_handle());
-        tokio::spawn(crash_stop(id, task));
+        replicas_ended.push(tokio::spawn(crash_stop(id, task)));
     }
 
     let host = Arc::new(ClientHost::<P>::new(HostSetup {
@@ -175,7 +190,17 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
         }
         None => None,
     };
-    Ok(NodeHandle { name: me.name.clone(), clients, peer, metrics_addr, metrics, replicas, tasks, peers })
+    Ok(NodeHandle {
+        name: me.name.clone(),
+        clients,
+        peer,
+        metrics_addr,
+        metrics,
+        replicas,
+        tasks,
+        replicas_ended,
+        peers,
+    })
 }
 
 /// Replica `id` of node `me` with its log: rebuilt from the records in its
@@ -207,7 +232,7 @@ fn restore<P: Protocol>(
         }
         replica
     };
-    Ok((replica, ReplicaLog::Disk(opened.log)))
+    Ok((replica, opened.log))
 }
 
 /// A replica whose task panicked has lost protocol state its peers rely on;

@@ -101,9 +101,7 @@ pub async fn run<P: Protocol>(
         // Every record of the steps so far is appended: a checkpoint taken
         // now covers exactly them.
         if log.checkpoint_due() {
-            if let ReplicaLog::Disk(disk) = &mut log {
-                disk.checkpoint(replica.checkpoint());
-            }
+            log.checkpoint(replica.checkpoint());
         }
         publish::<P>(&replica, &gauges, &inbox);
         let deadline = timers.next_deadline();

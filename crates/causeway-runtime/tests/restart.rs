@@ -5,6 +5,7 @@
 use bytes::Bytes;
 use causeway_client::Client;
 use causeway_protocol::{DcId, ProtocolKind};
+use causeway_runtime::disk::Fsync;
 use causeway_runtime::{start, ClusterPlan, StartError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,8 +32,15 @@ async fn read_until(client: &mut Client, keys: &[String], want: &[Option<Bytes>]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_a_restart_of_the_node() {
-    for kind in [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec] {
+    // `always` syncs on a disk thread; `batch` and `never` are written by
+    // the replica task itself.
+    let runs = [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec]
+        .into_iter()
+        .map(|kind| (kind, Fsync::Always))
+        .chain([(ProtocolKind::Wren, Fsync::Batch), (ProtocolKind::Ec, Fsync::Never)]);
+    for (kind, fsync) in runs {
         let dir = tempfile::tempdir().unwrap();
+        let plan = |kind, dir: &std::path::Path| ClusterPlan { fsync, ..plan(kind, dir) };
         let keys: Vec<String> = (0..8).map(|i| format!("key{i}")).collect();
         let want: Vec<Option<Bytes>> = keys.iter().map(|k| Some(Bytes::from(format!("{k}=2")))).collect();
         {
@@ -46,6 +54,7 @@ async fn acknowledged_writes_survive_a_restart_of_the_node() {
                 client.commit().await.unwrap();
             }
             // The node stops with its tasks; only the disk keeps anything.
+            node.stop().await;
         }
         let node = start(Arc::new(plan(kind, dir.path())), "embedded").await.unwrap();
         for dc in [DcId(0), DcId(1)] {
@@ -57,7 +66,8 @@ async fn acknowledged_writes_survive_a_restart_of_the_node() {
         client.begin().await.unwrap();
         client.write("key0", "after").await.unwrap();
         client.commit().await.unwrap();
-        assert_eq!(client.read_only(&["key0"]).await.unwrap(), vec![Some(Bytes::from("after"))], "{kind}");
+        assert_eq!(client.read_only(&["key0"]).await.unwrap(), vec![Some(Bytes::from("after"))], "{kind} {fsync:?}");
+        node.stop().await;
     }
 }
 
@@ -114,7 +124,13 @@ async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_log
     // for its peers at a checkpoint (up to a heal round of commits), however
     // fast the machine commits.
     const ROUNDS: u32 = 1000;
-    for kind in [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec] {
+    // Checkpoints are taken by the disk thread (`always`) or by a thread of
+    // their own while the replica task holds later records (`batch`).
+    let runs = [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec]
+        .into_iter()
+        .map(|kind| (kind, Fsync::Always))
+        .chain([(ProtocolKind::Wren, Fsync::Batch), (ProtocolKind::Ec, Fsync::Batch)]);
+    for (kind, fsync) in runs {
         let keys: Vec<String> = (0..8).map(|i| format!("key{i}")).collect();
         let want: Vec<Option<Bytes>> = keys.iter().map(|k| Some(Bytes::from(format!("{k}={}", ROUNDS - 1)))).collect();
         let mut sizes = Vec::new();
@@ -122,11 +138,13 @@ async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_log
             let dir = tempfile::tempdir().unwrap();
             let mut plan = plan(kind, dir.path());
             plan.checkpoint_min_bytes = checkpoint_min_bytes;
+            plan.fsync = fsync;
             let plan = Arc::new(plan);
             {
                 let node = start(plan.clone(), "embedded").await.unwrap();
                 let mut client = Client::connect(node.client_addr(DcId(0)).unwrap()).await.unwrap();
                 overwrite(&mut client, &keys, 0..ROUNDS).await;
+                node.stop().await;
             }
             sizes.push(bytes_under(dir.path()));
             if checkpoint_min_bytes == u64::MAX {
@@ -141,7 +159,7 @@ async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_log
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();
                 let identity = causeway_storage::Identity::new(&plan.name, format!("{}/{name}", plan.nodes[0].name));
                 let (_, recovered) = causeway_storage::Log::open(&path, &identity).unwrap();
-                assert!(recovered.checkpoint.is_some(), "{kind}: {} has no checkpoint", path.display());
+                assert!(recovered.checkpoint.is_some(), "{kind} {fsync:?}: {} has no checkpoint", path.display());
             }
             let node = start(plan, "embedded").await.unwrap();
             for dc in [DcId(0), DcId(1)] {
@@ -152,6 +170,8 @@ async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_log
             overwrite(&mut client, &keys, ROUNDS..ROUNDS + 1).await;
             let after: Vec<Option<Bytes>> = keys.iter().map(|k| Some(Bytes::from(format!("{k}={ROUNDS}")))).collect();
             read_until(&mut client, &keys, &after).await;
+            // Before its directory goes: a checkpoint may be under way.
+            node.stop().await;
         }
         let (without, with) = (sizes[0], sizes[1]);
         // Four replicas on the node, each within its threshold, its last

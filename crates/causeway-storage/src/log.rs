@@ -199,6 +199,20 @@ impl Log {
         self.synced
     }
 
+    /// Another handle on the tail segment, for a thread that syncs it while
+    /// this one appends (`fdatasync` on it covers what this handle wrote).
+    /// A new tail — after a rotation or a checkpoint, each of which syncs
+    /// the old one first — needs a new handle ([`Log::tail_path`] says
+    /// which file is the tail).
+    pub fn tail_handle(&self) -> Result<File, StorageError> {
+        self.tail.try_clone().map_err(StorageError::io("dup", self.tail_path().to_path_buf()))
+    }
+
+    /// The segment appends go to.
+    pub fn tail_path(&self) -> &Path {
+        &self.segments.last().expect("a log has a tail segment").1
+    }
+
     /// The segment files, oldest first.
     pub fn segments(&self) -> impl Iterator<Item = &Path> {
         self.segments.iter().map(|(_, p)| p.as_path())
@@ -227,10 +241,6 @@ impl Log {
         self.pending.clear();
         self.unsynced_writes = true;
         Ok(())
-    }
-
-    fn tail_path(&self) -> &Path {
-        &self.segments.last().expect("a log has a tail segment").1
     }
 
     fn check_poisoned(&self) -> Result<(), StorageError> {

@@ -1,12 +1,14 @@
 //! A replica's records on disk: its write-ahead log (`causeway-storage`) in
-//! a directory of its own under the node's data directory, a thread that
-//! writes and syncs it, and the record log the replica task's send gate
-//! appends to.
+//! a directory of its own under the node's data directory, and the record
+//! log the replica task's send gate appends to.
 //!
-//! Group commit: the thread takes every record the task sent since its last
-//! round, writes them, syncs once (under `fsync = "always"`), and tells the
-//! task how many records are durable; the messages that waited for them
-//! leave then. What "durable" means is the [`Fsync`] mode's:
+//! Under `fsync = "always"`, a thread writes and syncs the log. Group
+//! commit: it takes every record the task sent since its last round,
+//! writes them, syncs once, and tells the task how many records are
+//! durable; the messages that waited for them leave then. Under `batch` and
+//! `never` the replica task writes the log itself ([`inline`]): a record is
+//! durable once handed to the OS, and a thread round trip per step would
+//! cost more than the write. What "durable" means is the [`Fsync`] mode's:
 //!
 //! * `always` — synced to the disk: survives a crash of the machine;
 //! * `batch` — handed to the OS at once (survives a crash of the process)
@@ -20,10 +22,14 @@
 //! after appending a step's records and sends it down the same channel; the
 //! disk thread takes requests in order, so the checkpoint replaces exactly
 //! the records before it ([`Log::checkpoint`], crash-safe, durable at once).
+//! (Under `batch` and `never`, a thread of its own writes it, with the log,
+//! and later records wait for it.)
 //! A restart replays the checkpoint and the records after it, so restart
 //! time and disk use follow the state held, not the history.
 //!
 //! [`Replica::checkpoint`]: causeway_protocol::Replica::checkpoint
+
+pub mod inline;
 
 use crate::error::StartError;
 use causeway_protocol::contract::RecordLog;
@@ -34,7 +40,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::mpsc as std_mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// When records count as durable: see the module's documentation.
@@ -87,7 +93,7 @@ pub fn replica_dir(data_dir: &Path, id: ReplicaId) -> PathBuf {
 
 /// What a replica's log held when its node started.
 pub struct Opened<R> {
-    pub log: DiskLog<R>,
+    pub log: ReplicaLog<R>,
     /// The checkpoint's records, then those after it. Empty for a new log:
     /// the replica starts new rather than recovering.
     pub records: Vec<R>,
@@ -164,6 +170,10 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
         records.push(record);
     }
     let len = recovered.len() as usize;
+    if fsync != Fsync::Always {
+        let log = inline::InlineLog::new(id, log, fsync, checkpoint_bytes, checkpoint_min_bytes);
+        return Ok(Opened { log: ReplicaLog::Inline(Box::new(log)), records, from_checkpoint });
+    }
     let progress =
         Progress { durable: len, since_checkpoint: log.bytes_since_checkpoint(), checkpoint_bytes, checkpoints: 0 };
     let (requests, thread_rx) = std_mpsc::channel();
@@ -171,10 +181,10 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
     let name = format!("disk {}", replica_name(id));
     std::thread::Builder::new()
         .name(name)
-        .spawn(move || disk_thread(log, fsync, thread_rx, progress_tx, progress, id))
+        .spawn(move || disk_thread(log, thread_rx, progress_tx, progress, id))
         .map_err(|e| StartError::Storage(format!("cannot start the disk thread of {}: {e}", dir.display())))?;
     let log = DiskLog { requests, reports: progress_rx, appended: len, progress, checkpoints: 0, checkpoint_min_bytes };
-    Ok(Opened { log, records, from_checkpoint })
+    Ok(Opened { log: ReplicaLog::Disk(log), records, from_checkpoint })
 }
 
 /// The replica task's side of its log: records go to the disk thread, and
@@ -231,22 +241,39 @@ impl<R> DiskLog<R> {
     }
 }
 
-/// A replica's log: on disk, or — for a node without a data directory —
-/// nowhere, every record counting as durable at once and kept by nothing.
+/// A replica's log: on disk, written by a thread that syncs it (`always`)
+/// or by the replica task (`batch`, `never`), or — for a node without a
+/// data directory — nowhere, every record counting as durable at once and
+/// kept by nothing.
 pub enum ReplicaLog<R> {
     Disk(DiskLog<R>),
+    Inline(Box<inline::InlineLog<R>>),
     Nowhere { appended: usize },
 }
 
-impl<R> ReplicaLog<R> {
+impl<R: Serialize + Send + 'static> ReplicaLog<R> {
     /// Whether a checkpoint is due ([`DiskLog::checkpoint_due`]); never for
     /// a log that is nowhere.
     pub fn checkpoint_due(&self) -> bool {
-        matches!(self, ReplicaLog::Disk(log) if log.checkpoint_due())
+        match self {
+            ReplicaLog::Disk(log) => log.checkpoint_due(),
+            ReplicaLog::Inline(log) => log.checkpoint_due(),
+            ReplicaLog::Nowhere { .. } => false,
+        }
     }
 
-    /// Waits until the disk reports more records durable; never returns for
-    /// a log that is nowhere or has nothing pending.
+    /// Replaces everything appended so far with `state`, the replica's
+    /// checkpoint taken after its last append.
+    pub fn checkpoint(&mut self, state: Vec<R>) {
+        match self {
+            ReplicaLog::Disk(log) => log.checkpoint(state),
+            ReplicaLog::Inline(log) => log.checkpoint(state),
+            ReplicaLog::Nowhere { .. } => {}
+        }
+    }
+
+    /// Waits until more records are durable; never returns for a log that
+    /// is nowhere or has nothing pending.
     pub async fn wait_durable(&mut self) {
         match self {
             ReplicaLog::Disk(log) if log.is_behind() => {
@@ -254,15 +281,17 @@ impl<R> ReplicaLog<R> {
                     std::future::pending::<()>().await;
                 }
             }
+            ReplicaLog::Inline(log) => log.wait_durable().await,
             _ => std::future::pending().await,
         }
     }
 }
 
-impl<R> RecordLog<R> for ReplicaLog<R> {
+impl<R: Serialize + Send + 'static> RecordLog<R> for ReplicaLog<R> {
     fn append_all(&mut self, records: &mut Vec<R>) -> usize {
         match self {
             ReplicaLog::Disk(log) => log.append_all(records),
+            ReplicaLog::Inline(log) => log.append_all(records),
             ReplicaLog::Nowhere { appended } => {
                 *appended += records.len();
                 records.clear();
@@ -274,6 +303,7 @@ impl<R> RecordLog<R> for ReplicaLog<R> {
     fn durable(&self) -> usize {
         match self {
             ReplicaLog::Disk(log) => log.durable(),
+            ReplicaLog::Inline(log) => log.durable(),
             ReplicaLog::Nowhere { appended } => *appended,
         }
     }
@@ -322,41 +352,23 @@ pub fn crash_stop(id: ReplicaId, why: &dyn std::fmt::Display) -> ! {
     std::process::abort();
 }
 
-/// The disk thread: writes what arrives, makes it durable as the mode says,
-/// reports how far. A failed write or sync leaves the replica unable to
+/// The disk thread of an `always` log: writes what arrives, syncs it once
+/// per round, reports how far. A failed write or sync leaves the replica unable to
 /// keep its promises: the process stops (crash-stop), naming the error.
 fn disk_thread<R: Serialize>(
     mut log: Log,
-    fsync: Fsync,
     requests: std_mpsc::Receiver<Request<R>>,
     reports: mpsc::UnboundedSender<Progress>,
     mut progress: Progress,
     id: ReplicaId,
 ) {
     let fail = |e: StorageError| -> ! { crash_stop(id, &e) };
-    let mut last_sync = Instant::now();
     let mut reported = progress;
     // One buffer serializes every record and checkpoint in turn.
     let mut buf = Vec::new();
-    loop {
-        // Under `batch`, a sync is due BATCH_INTERVAL after the last one
-        // while something is unsynced; otherwise the thread sleeps until
-        // records come.
-        let unsynced = log.synced() < log.len();
-        let first = match fsync {
-            Fsync::Batch if unsynced => {
-                match requests.recv_timeout(BATCH_INTERVAL.saturating_sub(last_sync.elapsed())) {
-                    Ok(batch) => Some(batch),
-                    Err(std_mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
-                }
-            }
-            _ => match requests.recv() {
-                Ok(batch) => Some(batch),
-                Err(_) => break,
-            },
-        };
-        let mut batches = first.into_iter().chain(std::iter::from_fn(|| requests.try_recv().ok()));
+    // Sleeps until records come; then takes everything queued.
+    while let Ok(first) = requests.recv() {
+        let mut batches = std::iter::once(first).chain(std::iter::from_fn(|| requests.try_recv().ok()));
         for request in &mut batches {
             match request {
                 Request::Records(batch) => {
@@ -383,16 +395,8 @@ fn disk_thread<R: Serialize>(
                 }
             }
         }
-        let written = match fsync {
-            Fsync::Always => log.sync(),
-            Fsync::Batch if last_sync.elapsed() >= BATCH_INTERVAL => {
-                last_sync = Instant::now();
-                log.sync()
-            }
-            Fsync::Batch | Fsync::Never => log.write_through(),
-        }
-        .unwrap_or_else(|e| fail(e));
-        progress.durable = written as usize;
+        // Group commit: one sync for everything taken this round.
+        progress.durable = log.sync().unwrap_or_else(|e| fail(e)) as usize;
         progress.since_checkpoint = log.bytes_since_checkpoint();
         if progress != reported {
             reported = progress;
@@ -401,7 +405,4 @@ fn disk_thread<R: Serialize>(
             }
         }
     }
-    // The replica stopped: what it handed over is synced before the thread
-    // ends (`batch` and `never` may hold some).
-    let _ = log.sync();
 }
