@@ -149,8 +149,13 @@ fn accept(shared: &Shared, body: &[u8]) -> Result<(Arc<PeerShared>, u64, u64), R
             return Err(Rejection::Refuse(Refusal::Stale { node: hello.node, theirs: hello.incarnation, known }));
         }
         Some(known) if hello.incarnation == known => {
-            // It may have missed acks (base below next), never skipped past what we delivered.
-            if hello.base > st.next {
+            // It may have missed acks (base below next), never skipped past
+            // what we delivered — unless nothing was delivered yet: a sender
+            // that skipped what it held for our predecessor, and lost the
+            // connection before its first batch, starts where it skipped to.
+            if hello.base > st.next && st.fresh {
+                st.next = hello.base;
+            } else if hello.base > st.next {
                 return Err(Rejection::Refuse(Refusal::Sequence { base: hello.base, next: st.next }));
             }
         }

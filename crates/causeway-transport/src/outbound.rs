@@ -85,7 +85,8 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                     // had already prepared and resolved.
                     // Every message handed out so far, whether retained,
                     // still in the outbox or in a WAN delay line.
-                    let skip_to = peer.counters.enqueued.load(Relaxed);
+                    // (Counted after it is queued: never below `next`.)
+                    let skip_to = peer.counters.enqueued.load(Relaxed).max(next);
                     peer.counters.acked.store(skip_to, Relaxed);
                     peer.counters.dropped_for_restart.fetch_add(skip_to - next, Relaxed);
                     retained.trim(skip_to);
@@ -177,7 +178,9 @@ async fn connect(
     let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
     match handshake::decode::<Reply>(&body).map_err(|e| invalid(e.to_string()))? {
         // The peer cannot expect less than it acknowledged, nor more than we ever took.
-        Reply::Accept { next, incarnation } if (base..=retained.end()).contains(&next) => {
+        // (A base past what was taken — a skip over messages still in a WAN
+        // delay line — may be answered with itself.)
+        Reply::Accept { next, incarnation } if (base..=retained.end().max(base)).contains(&next) => {
             peer.counters.acked.store(next, Relaxed);
             Ok((acks, wr, next, incarnation))
         }

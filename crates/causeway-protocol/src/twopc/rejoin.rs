@@ -15,8 +15,10 @@
 //! so from then on the snapshots it hands out are safe again.
 //!
 //! Requests wait, in order, rather than fail: stabilization runs every Δ_G,
-//! so the wait is short while the DC is whole. The wait is bounded in
-//! length; past it a start is refused.
+//! so the wait is short while the DC is whole. One start per client is
+//! held (a client that gave up and asked again replaces its first), and at
+//! most [`MAX_WAITING_STARTS`]; past that a start is refused. (While a node
+//! of the DC is down the runtime answers a held begin itself, naming it.)
 
 use crate::ids::Addr;
 
@@ -60,15 +62,23 @@ impl<S> StartGate<S> {
         self.waiting.is_none()
     }
 
-    /// A client's start.
+    /// A client's start. A session has one start in flight: a newer one
+    /// from the same client (it gave the first up and asked again)
+    /// replaces the one held, so the gate holds one per session.
     pub fn admit(&mut self, client: Addr, start: S) -> Admit<S> {
         match &mut self.waiting {
             None => Admit::Now(start),
-            Some(waiting) if waiting.len() < MAX_WAITING_STARTS => {
-                waiting.push((client, start));
-                Admit::Held
+            Some(waiting) => {
+                if let Some(held) = waiting.iter_mut().find(|(c, _)| *c == client) {
+                    held.1 = start;
+                    Admit::Held
+                } else if waiting.len() < MAX_WAITING_STARTS {
+                    waiting.push((client, start));
+                    Admit::Held
+                } else {
+                    Admit::Full
+                }
             }
-            Some(_) => Admit::Full,
         }
     }
 
@@ -106,12 +116,24 @@ mod tests {
         for n in 0..MAX_WAITING_STARTS as u32 {
             assert_eq!(gate.admit(client(n), n), Admit::Held);
         }
-        assert_eq!(gate.admit(client(0), 0), Admit::Full);
+        let one_more = MAX_WAITING_STARTS as u32;
+        assert_eq!(gate.admit(client(one_more), one_more), Admit::Full);
         assert_eq!(gate.held(), MAX_WAITING_STARTS);
         let released = gate.open();
         assert_eq!(released.len(), MAX_WAITING_STARTS);
         assert_eq!(released[0], (client(0), 0));
         assert!(gate.is_open());
         assert_eq!(gate.admit(client(1), 1), Admit::Now(1));
+    }
+
+    #[test]
+    fn a_client_that_asks_again_replaces_its_held_start() {
+        let mut gate = StartGate::default();
+        gate.close();
+        assert_eq!(gate.admit(client(1), 1), Admit::Held);
+        assert_eq!(gate.admit(client(2), 2), Admit::Held);
+        assert_eq!(gate.admit(client(1), 3), Admit::Held);
+        assert_eq!(gate.held(), 2);
+        assert_eq!(gate.open(), vec![(client(1), 3), (client(2), 2)]);
     }
 }

@@ -324,8 +324,9 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
 /// A checkpoint of `r`: records whose replay rebuilds what replaying every
 /// record it persisted so far would (see [`Replica::checkpoint`]). Taken
 /// from the replica's state, which holds nothing a record did not make
-/// durable, except where said: the stream positions are those of the
-/// groups taken (a heartbeat's is not recorded), and what the records
+/// durable, except where said: the stream positions are those the records
+/// hold (groups taken, and heartbeat positions once recorded — not one
+/// heard since), and what the records
 /// would rebuild but is no longer needed is left out — versions the
 /// collector dropped, decisions every cohort holds, groups every peer
 /// acknowledged.

@@ -53,6 +53,10 @@ impl Operation {
 /// [`WireError::PartitionUnavailable`] rather than left to hang.
 const LINK_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
+/// A begin still unanswered after this long is held by its coordinator
+/// (restarted, waiting for its DC), and refused if a node of the DC is down.
+const BEGIN_HELD_AFTER: Duration = Duration::from_secs(1);
+
 /// The operation in flight: the request it answers, and since when.
 struct Waiting {
     id: u64,
@@ -194,7 +198,15 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
                 // every node of the DC: a begin held while one is down is
                 // answered with the node's name rather than left to hang.
                 let dc = self.dc_partitions();
-                self.call(id, Operation::Begin, |s, now, out| s.begin(now, out)).map(|served| self.needing(served, dc))
+                self.call(id, Operation::Begin, |s, now, out| s.begin(now, out)).map(|served| {
+                    let served = self.needing(served, dc);
+                    // A coordinator answers a begin at once unless it holds
+                    // it: a slow answer is not yet a held one.
+                    if let Some(w) = self.waiting.as_mut().filter(|w| w.check_at.is_some()) {
+                        w.check_at = Some(Instant::now() + BEGIN_HELD_AFTER);
+                    }
+                    served
+                })
             }
             Request::Read { keys } => {
                 let needs = self.partitions(&keys);

@@ -117,12 +117,15 @@ impl<R: Serialize + Send + 'static> InlineLog<R> {
     /// what waited for it; never returns when none is under way.
     pub async fn wait_durable(&mut self) {
         let Some((rx, _)) = self.checkpoint.as_mut() else { return std::future::pending().await };
-        // The thread crash-stops the process rather than drop the sender.
-        let Ok((log, size)) = rx.await else { return std::future::pending().await };
+        let Ok((log, size)) = rx.await else {
+            // The thread panicked: the log went with it.
+            crash_stop(self.id, &"the checkpoint's thread failed")
+        };
         self.checkpoint = None;
         self.checkpoint_bytes = size;
         if let Some(syncer) = &self.syncer {
-            syncer.new_tail(&log);
+            // Always a new file, even where it took the old tail's name.
+            syncer.replace_tail(&log);
         }
         self.log = Some(log);
         let held = std::mem::take(&mut self.held);
@@ -215,19 +218,17 @@ impl Syncer {
     /// Something was written to `log`, whose tail was `before` the write:
     /// a rotation in it synced the old tail, and the new one is taken.
     fn written(&self, log: &Log, before: &std::path::Path) {
+        // A rotation names the new tail by a position past the old one's.
         if log.tail_path() != before {
-            self.new_tail(log);
+            self.replace_tail(log);
         }
         self.shared.dirty.store(true, Ordering::Release);
     }
 
     /// The log has a new tail (the old one was synced).
-    fn new_tail(&self, log: &Log) {
-        let mut tail = self.shared.tail.lock().unwrap_or_else(PoisonError::into_inner);
-        if tail.0 != log.tail_path() {
-            let handle = log.tail_handle().unwrap_or_else(|e| crash_stop(self.id, &e));
-            *tail = (log.tail_path().to_path_buf(), handle);
-        }
+    fn replace_tail(&self, log: &Log) {
+        let handle = log.tail_handle().unwrap_or_else(|e| crash_stop(self.id, &e));
+        *self.shared.tail.lock().unwrap_or_else(PoisonError::into_inner) = (log.tail_path().to_path_buf(), handle);
     }
 
     fn stop(mut self) {

@@ -179,11 +179,19 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
     let (requests, thread_rx) = std_mpsc::channel();
     let (progress_tx, progress_rx) = mpsc::unbounded_channel();
     let name = format!("disk {}", replica_name(id));
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name(name)
         .spawn(move || disk_thread(log, thread_rx, progress_tx, progress, id))
         .map_err(|e| StartError::Storage(format!("cannot start the disk thread of {}: {e}", dir.display())))?;
-    let log = DiskLog { requests, reports: progress_rx, appended: len, progress, checkpoints: 0, checkpoint_min_bytes };
+    let log = DiskLog {
+        requests,
+        thread: Some(thread),
+        reports: progress_rx,
+        appended: len,
+        progress,
+        checkpoints: 0,
+        checkpoint_min_bytes,
+    };
     Ok(Opened { log: ReplicaLog::Disk(log), records, from_checkpoint })
 }
 
@@ -191,6 +199,8 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
 /// word of what is durable comes back.
 pub struct DiskLog<R> {
     requests: std_mpsc::Sender<Request<R>>,
+    /// Joined when the log is dropped: what was sent is on disk then.
+    thread: Option<std::thread::JoinHandle<()>>,
     reports: mpsc::UnboundedReceiver<Progress>,
     appended: usize,
     /// The disk thread's last report.
@@ -238,6 +248,18 @@ impl<R> DiskLog<R> {
         self.checkpoints += 1;
         // A closed channel means the disk thread stopped the process.
         let _ = self.requests.send(Request::Checkpoint(state));
+    }
+}
+
+impl<R> Drop for DiskLog<R> {
+    /// The replica stopped: the disk thread takes what was sent, syncs it
+    /// and ends, so the log is closed when the replica's task has ended.
+    fn drop(&mut self) {
+        let (closed, _) = std_mpsc::channel();
+        drop(std::mem::replace(&mut self.requests, closed));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
