@@ -208,6 +208,12 @@ impl Log {
         self.tail.try_clone().map_err(StorageError::io("dup", self.tail_path().to_path_buf()))
     }
 
+    /// The position the tail segment starts after: a rotation moves it
+    /// on (a checkpoint may not, see [`Log::checkpoint`]).
+    pub fn tail_base(&self) -> u64 {
+        self.segments.last().expect("a log has a tail segment").0
+    }
+
     /// The segment appends go to.
     pub fn tail_path(&self) -> &Path {
         &self.segments.last().expect("a log has a tail segment").1

@@ -153,9 +153,7 @@ fn accept(shared: &Shared, body: &[u8]) -> Result<(Arc<PeerShared>, u64, u64), R
             // what we delivered — unless nothing was delivered yet: a sender
             // that skipped what it held for our predecessor, and lost the
             // connection before its first batch, starts where it skipped to.
-            if hello.base > st.next && st.fresh {
-                st.next = hello.base;
-            } else if hello.base > st.next {
+            if !st.start_at(hello.base) {
                 return Err(Rejection::Refuse(Refusal::Sequence { base: hello.base, next: st.next }));
             }
         }
@@ -258,12 +256,9 @@ fn deliver_batch<M: WireMessage>(
     if st.generation != generation {
         return Ok(None);
     }
-    if first > st.next && st.fresh {
-        // The sender dropped what it held for our predecessor (we are a
-        // new process): its stream to us starts here.
-        st.next = first;
-    }
-    if first > st.next {
+    // A sender that dropped what it held for our predecessor (we are a new
+    // process) starts its stream to us past it.
+    if !st.start_at(first) {
         return Err(End::Bad(format!("gap: batch starts at {first}, expected {}", st.next)));
     }
     st.fresh = false;

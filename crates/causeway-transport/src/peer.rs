@@ -71,3 +71,15 @@ pub(crate) struct InboundState {
     /// receiver restarted skips what it held for the receiver that died.
     pub fresh: bool,
 }
+
+impl InboundState {
+    /// A sender starting at `at`: taken from there if nothing was
+    /// delivered yet from it (see [`InboundState::fresh`]). False if `at`
+    /// is past the next message expected: a gap.
+    pub fn start_at(&mut self, at: u64) -> bool {
+        if at > self.next && self.fresh {
+            self.next = at;
+        }
+        at <= self.next
+    }
+}

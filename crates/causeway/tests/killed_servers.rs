@@ -42,12 +42,8 @@ impl Cluster {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let tuning = "[tuning]\napply_interval_ms = 5\nstabilization_interval_ms = 5\n";
-        let (config, nodes) = six::write_config(&dir, "killed", tuning, six::loopback(), true);
-        // CAUSEWAY_PROTOCOL runs another protocol than Wren through the same kills.
-        if let Ok(protocol) = std::env::var("CAUSEWAY_PROTOCOL") {
-            let text = std::fs::read_to_string(&config).unwrap();
-            std::fs::write(&config, text.replace("protocol = \"wren\"", &format!("protocol = {protocol:?}"))).unwrap();
-        }
+        let protocol = std::env::var("CAUSEWAY_PROTOCOL").unwrap_or_else(|_| "wren".into());
+        let (config, nodes) = six::write_config(&dir, "killed", &protocol, tuning, six::loopback(), true);
         let children = nodes.iter().map(|_| None).collect();
         Cluster { config, nodes, children, logs: dir }
     }

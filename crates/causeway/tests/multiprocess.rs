@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn six_server_processes_serve_a_checked_history_through_broken_links() {
     let dir = tempfile::tempdir().unwrap();
-    let (config, nodes) = six::write_config(dir.path(), "mp", "", six::loopback(), false);
+    let (config, nodes) = six::write_config(dir.path(), "mp", "wren", "", six::loopback(), false);
     let mut servers = Servers(Vec::new());
     for n in &nodes {
         let child = Command::new(env!("CARGO_BIN_EXE_causeway"))
@@ -210,19 +210,8 @@ async fn a_restarted_coordinator_names_the_node_its_dc_waits_for() {
     let dir = tempfile::tempdir().unwrap();
     let ports = free_ports(4);
     let config = dir.path().join("cluster.toml");
-    let data = |node: &str| format!("data_dir = {:?}\n", dir.path().join(node).display().to_string());
-    let text =
-        common::cluster_config(&ports).replace("partitions = [0]\n", &format!("partitions = [0]\n{}", data("a0")));
-    let text = text.replace("partitions = [1]\n", &format!("partitions = [1]\n{}", data("a1")));
-    std::fs::write(&config, text).unwrap();
-    let start = |node: &str| {
-        Command::new(env!("CARGO_BIN_EXE_causeway"))
-            .args(["server", "--config", config.to_str().unwrap(), "--node", node])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
+    std::fs::write(&config, common::cluster_config_keeping(&ports, Some(dir.path()))).unwrap();
+    let start = |node: &str| common::server(&config, node);
     let mut servers = Servers(vec![start("a0"), start("a1")]);
     let a0 = SocketAddr::from(([127, 0, 0, 1], ports[1]));
     let topology = Topology::full(1, 2).unwrap();

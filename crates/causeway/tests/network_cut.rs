@@ -131,7 +131,7 @@ async fn a_dc_cut_off_at_the_network_keeps_committing_and_converges_after_the_he
         let at = |ip: &str, port: usize| -> SocketAddr { format!("{ip}:{port}").parse().unwrap() };
         (at(&wan, 7000 + p), at(&clients, 7100 + p), at(&clients, 9100 + p))
     };
-    let (config, nodes) = six::write_config(&dir, "cut", "", addrs, true);
+    let (config, nodes) = six::write_config(&dir, "cut", "wren", "", addrs, true);
     let mut servers = Servers(Vec::new());
     for n in &nodes {
         let log = std::fs::File::create(dir.join(format!("{}.log", n.name))).unwrap();

@@ -31,8 +31,6 @@ pub struct StableVector {
     /// The oldest snapshot any running transaction in the DC may read;
     /// versions older than what it sees are collected.
     s_old: VectorTs,
-    /// Every partition of the DC has reported since this replica started.
-    agreed: bool,
 }
 
 impl StableVector {
@@ -44,7 +42,6 @@ impl StableVector {
             reports: vec![None; topology.partition_count() as usize],
             gsv: VectorTs::zero(dcs),
             s_old: VectorTs::zero(dcs),
-            agreed: false,
         }
     }
 
@@ -56,7 +53,9 @@ impl StableVector {
     /// Every partition of the DC has reported since this replica started,
     /// so the GSV is the DC's again.
     pub fn agreed(&self) -> bool {
-        self.agreed
+        // Reports are kept once received: the GSV is recomputed from them
+        // all from the first round in which every partition has one.
+        self.reports.iter().all(Option::is_some)
     }
 
     /// The GC bound.
@@ -109,6 +108,5 @@ impl StableVector {
         }
         self.gsv.join(&gsv);
         self.s_old.join(&oldest);
-        self.agreed = true;
     }
 }

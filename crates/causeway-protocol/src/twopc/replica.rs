@@ -219,11 +219,7 @@ fn dispatch<R: FamilyReplica>(
                 r.core_mut().refuse();
             }
         }
-        Stabilization(msg) => {
-            record_heard(r, out);
-            r.stabilization(now, from, msg, out);
-            open_gate(r, now, out);
-        }
+        Stabilization(msg) => stabilization_step(r, now, out, |r, out| r.stabilization(now, from, msg, out)),
         // Replies meant for clients, or a question from outside the DC: a
         // peer speaking out of turn.
         StartTxResp { .. }
@@ -247,18 +243,22 @@ fn heal<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, out: &mut FamilyEffect
     core.replication.streams.refresh(out);
 }
 
-/// Before a step of stabilization: make durable how far the peers said
-/// they have passed, which the reports about to leave build on
+/// A step of stabilization (a round starting, or a message of one), with
+/// what the family does around it. Before: make durable how far the peers
+/// said they have passed, which the reports about to leave build on
 /// ([`crate::recovery::stream::PeerStreams::unrecorded_positions`]).
-fn record_heard<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) {
+/// After: once a restarted replica knows its DC's stable times, the
+/// transactions held back start ([`super::rejoin`]).
+fn stabilization_step<R: FamilyReplica>(
+    r: &mut R,
+    now: PhysicalMicros,
+    out: &mut FamilyEffects<R>,
+    step: impl FnOnce(&mut R, &mut FamilyEffects<R>),
+) {
     for (source, ct) in r.core_mut().replication.streams.unrecorded_positions() {
         out.persist(FamilyRecord::Applied { source, ct, txs: Vec::new() });
     }
-}
-
-/// After a step of stabilization: once a restarted replica knows its DC's
-/// stable times, the transactions held back start ([`super::rejoin`]).
-fn open_gate<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, out: &mut FamilyEffects<R>) {
+    step(r, out);
     if r.core().starts.is_open() || !r.stable_times_known() {
         return;
     }
@@ -391,11 +391,7 @@ impl<R: FamilyReplica> Replica for R {
                 let stable = self.dc_stable();
                 self.core_mut().coordinator.forget_decided(stable);
             }
-            FamilyTimer::Stabilize => {
-                record_heard(self, out);
-                self.stabilize(now, out);
-                open_gate(self, now, out);
-            }
+            FamilyTimer::Stabilize => stabilization_step(self, now, out, |r, out| r.stabilize(now, out)),
             FamilyTimer::ExpireContexts => self.core_mut().coordinator.expire(now),
             FamilyTimer::Heal => heal(self, now, out),
             FamilyTimer::Own(timer) => self.on_own_timer(now, timer, out),

@@ -99,6 +99,9 @@ pub struct SessionDriver<'h, P: Protocol> {
     /// partition went down was abandoned): its operations are refused
     /// until the client commits or aborts it.
     ended: Option<WireError>,
+    /// The partitions of this DC that another node hosts: a begin held by
+    /// a restarted coordinator waits for every one of them.
+    dc_elsewhere: Vec<PartitionId>,
 }
 
 impl<'h, P: Protocol> SessionDriver<'h, P> {
@@ -117,6 +120,7 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             written: BTreeSet::new(),
             refused: None,
             ended: None,
+            dc_elsewhere: hosted_elsewhere(host, dc),
         }
     }
 
@@ -197,15 +201,12 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
                 // its DC has agreed on stable times with it, which waits for
                 // every node of the DC: a begin held while one is down is
                 // answered with the node's name rather than left to hang.
-                let dc = self.dc_partitions();
-                self.call(id, Operation::Begin, |s, now, out| s.begin(now, out)).map(|served| {
-                    let served = self.needing(served, dc);
+                self.call(id, Operation::Begin, |s, now, out| s.begin(now, out)).inspect(|served| {
                     // A coordinator answers a begin at once unless it holds
                     // it: a slow answer is not yet a held one.
-                    if let Some(w) = self.waiting.as_mut().filter(|w| w.check_at.is_some()) {
-                        w.check_at = Some(Instant::now() + BEGIN_HELD_AFTER);
+                    if let (Served::Wait, Some(w)) = (served, self.waiting.as_mut()) {
+                        w.check_at = (!self.dc_elsewhere.is_empty()).then(|| Instant::now() + BEGIN_HELD_AFTER);
                     }
-                    served
                 })
             }
             Request::Read { keys } => {
@@ -317,15 +318,6 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         parts
     }
 
-    /// Every partition of this DC that another node hosts.
-    fn dc_partitions(&self) -> Vec<PartitionId> {
-        if !self.host.router.has_peers() {
-            return Vec::new();
-        }
-        let (topology, router) = (&self.host.topology, &self.host.router);
-        topology.replicas_in(self.dc).into_iter().filter(|&r| router.hosted_elsewhere(r)).map(|r| r.partition).collect()
-    }
-
     /// The error for the first of `partitions` whose node in this DC
     /// cannot be reached now, if any.
     fn unavailable(&self, partitions: &[PartitionId]) -> Option<WireError> {
@@ -350,10 +342,12 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     /// given up here: its coordinator decides it, or gives it up itself.
     fn check_links(&mut self) -> Option<(u64, Response)> {
         let w = self.waiting.as_ref()?;
-        if !matches!(w.op, Operation::Read | Operation::ReadOnly | Operation::Begin) {
-            return None;
-        }
-        let e = self.unavailable(&w.needs)?;
+        let needs = match w.op {
+            Operation::Read | Operation::ReadOnly => &w.needs,
+            Operation::Begin => &self.dc_elsewhere,
+            Operation::Commit | Operation::Dump => return None,
+        };
+        let e = self.unavailable(needs)?;
         let in_txn = matches!(w.op, Operation::Read);
         self.session.abandon(now_micros(), &mut self.out).ok()?;
         if in_txn {
@@ -451,4 +445,17 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         let _ = self.session.abort(now_micros(), &mut self.out);
         self.flush();
     }
+}
+
+/// Every partition of DC `dc` that another node than this one hosts.
+fn hosted_elsewhere<P: Protocol>(host: &ClientHost<P>, dc: DcId) -> Vec<PartitionId> {
+    if !host.router.has_peers() {
+        return Vec::new();
+    }
+    host.topology
+        .replicas_in(dc)
+        .into_iter()
+        .filter(|&r| host.router.hosted_elsewhere(r))
+        .map(|r| r.partition)
+        .collect()
 }

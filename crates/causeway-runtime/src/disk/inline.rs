@@ -17,7 +17,7 @@
 //! depend on them with them, as they would behind a checkpoint on the disk
 //! thread), and are written as soon as the log is back.
 
-use super::{crash_stop, encode, replica_name, Fsync, BATCH_INTERVAL};
+use super::{crash_stop, encode, replica_name, write_checkpoint, Fsync, BATCH_INTERVAL};
 use causeway_protocol::contract::RecordLog;
 use causeway_protocol::ReplicaId;
 use causeway_storage::{Log, StorageError};
@@ -71,13 +71,13 @@ impl<R: Serialize + Send + 'static> InlineLog<R> {
         let id = self.id;
         let fail = |e: StorageError| -> ! { crash_stop(id, &e) };
         let log = self.log.as_mut().expect("the log is here");
-        let tail = log.tail_path().to_path_buf();
+        let tail = log.tail_base();
         for record in records {
             log.append(encode(&mut self.buf, record)).unwrap_or_else(|e| fail(e));
         }
         log.write_through().unwrap_or_else(|e| fail(e));
         if let Some(syncer) = &self.syncer {
-            syncer.written(log, &tail);
+            syncer.written(log, tail);
         }
     }
 
@@ -95,17 +95,7 @@ impl<R: Serialize + Send + 'static> InlineLog<R> {
         let (tx, rx) = oneshot::channel();
         let id = self.id;
         let thread = std::thread::Builder::new().name(format!("checkpoint {}", replica_name(id))).spawn(move || {
-            let mut buf = Vec::new();
-            let bytes = encode(&mut buf, &state);
-            let size = bytes.len() as u64;
-            match log.checkpoint(bytes) {
-                Ok(()) => {}
-                // Refused before anything is written: the log grows on.
-                Err(StorageError::TooLarge { len, .. }) => {
-                    tracing::warn!("replica {}: a checkpoint of {len} bytes is too large to take", replica_name(id))
-                }
-                Err(e) => crash_stop(id, &e),
-            }
+            let size = write_checkpoint(&mut log, &mut Vec::new(), &state, id);
             let _ = tx.send((log, size));
         });
         let thread =
@@ -215,11 +205,12 @@ impl Syncer {
         Syncer { id, shared, thread: Some(thread) }
     }
 
-    /// Something was written to `log`, whose tail was `before` the write:
-    /// a rotation in it synced the old tail, and the new one is taken.
-    fn written(&self, log: &Log, before: &std::path::Path) {
-        // A rotation names the new tail by a position past the old one's.
-        if log.tail_path() != before {
+    /// Something was written to `log`, whose tail began at position
+    /// `before` the write: a rotation in it synced the old tail, and the
+    /// new one is taken.
+    fn written(&self, log: &Log, before: u64) {
+        // A rotation starts the new tail at a position past the old one's.
+        if log.tail_base() != before {
             self.replace_tail(log);
         }
         self.shared.dirty.store(true, Ordering::Release);

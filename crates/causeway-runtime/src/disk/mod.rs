@@ -374,6 +374,23 @@ pub fn crash_stop(id: ReplicaId, why: &dyn std::fmt::Display) -> ! {
     std::process::abort();
 }
 
+/// Replaces everything appended to `log` so far with `state`, durable at
+/// once; returns its size. A checkpoint too large for the log is refused
+/// before anything is written (the log grows on), and said so; any other
+/// failure stops the process.
+fn write_checkpoint<R: Serialize>(log: &mut Log, buf: &mut Vec<u8>, state: &[R], id: ReplicaId) -> u64 {
+    let bytes = encode(buf, state);
+    let size = bytes.len() as u64;
+    match log.checkpoint(bytes) {
+        Ok(()) => {}
+        Err(StorageError::TooLarge { len, .. }) => {
+            tracing::warn!("replica {}: a checkpoint of {len} bytes is too large to take", replica_name(id))
+        }
+        Err(e) => crash_stop(id, &e),
+    }
+    size
+}
+
 /// The disk thread of an `always` log: writes what arrives, syncs it once
 /// per round, reports how far. A failed write or sync leaves the replica unable to
 /// keep its promises: the process stops (crash-stop), naming the error.
@@ -398,22 +415,9 @@ fn disk_thread<R: Serialize>(
                         log.append(encode(&mut buf, record)).unwrap_or_else(|e| fail(e));
                     }
                 }
-                // Everything appended so far, durable at once.
                 Request::Checkpoint(state) => {
-                    let bytes = encode(&mut buf, &state);
-                    progress.checkpoint_bytes = bytes.len() as u64;
+                    progress.checkpoint_bytes = write_checkpoint(&mut log, &mut buf, &state, id);
                     progress.checkpoints += 1;
-                    match log.checkpoint(bytes) {
-                        Ok(()) => {}
-                        // Refused before anything is written: the log grows on.
-                        Err(StorageError::TooLarge { len, .. }) => {
-                            tracing::warn!(
-                                "replica {}: a checkpoint of {len} bytes is too large to take",
-                                replica_name(id)
-                            )
-                        }
-                        Err(e) => fail(e),
-                    }
                 }
             }
         }

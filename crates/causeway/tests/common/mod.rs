@@ -29,29 +29,38 @@ pub fn free_ports(n: usize) -> Vec<u16> {
 /// A Cure cluster of one DC and two nodes on `ports` (peer, client, peer,
 /// client).
 pub fn cluster_config(ports: &[u16]) -> String {
-    format!(
-        "name = \"t\"\nprotocol = \"cure\"\npartitions = 2\n[[dc]]\nname = \"a\"\n\
-         [[node]]\nname = \"a0\"\ndc = \"a\"\npartitions = [0]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n\
-         [[node]]\nname = \"a1\"\ndc = \"a\"\npartitions = [1]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n",
-        ports[0], ports[1], ports[2], ports[3]
-    )
+    cluster_config_keeping(ports, None)
+}
+
+/// [`cluster_config`], each node keeping its data in `data/NODE` if given.
+pub fn cluster_config_keeping(ports: &[u16], data: Option<&Path>) -> String {
+    let mut text = "name = \"t\"\nprotocol = \"cure\"\npartitions = 2\n[[dc]]\nname = \"a\"\n".to_string();
+    for p in 0..2 {
+        text += &format!(
+            "[[node]]\nname = \"a{p}\"\ndc = \"a\"\npartitions = [{p}]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n",
+            ports[2 * p],
+            ports[2 * p + 1]
+        );
+        if let Some(data) = data {
+            text += &format!("data_dir = {:?}\n", data.join(format!("a{p}")).display().to_string());
+        }
+    }
+    text
+}
+
+/// Starts `causeway server` as `node` of the cluster of `config`.
+pub fn server(config: &Path, node: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_causeway"))
+        .args(["server", "--config", config.to_str().unwrap(), "--node", node])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// Starts the cluster of `config`; it stops when the guard is dropped.
 pub fn running_cluster(config: &Path, ports: &[u16]) -> Servers {
-    let servers = Servers(
-        ["a0", "a1"]
-            .iter()
-            .map(|node| {
-                Command::new(env!("CARGO_BIN_EXE_causeway"))
-                    .args(["server", "--config", config.to_str().unwrap(), "--node", node])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect(),
-    );
+    let servers = Servers(vec![server(config, "a0"), server(config, "a1")]);
     for port in [ports[1], ports[3]] {
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {

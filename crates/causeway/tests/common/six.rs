@@ -38,18 +38,20 @@ pub fn loopback() -> impl Fn(usize, usize) -> Addrs {
     }
 }
 
-/// Writes `dir/cluster.toml`: cluster `name`, then `extra` (more top-level
-/// keys and tables), then the DCs and the nodes at `addrs`; with
-/// `data_dirs`, each node keeps its data under `dir/data/NAME`.
+/// Writes `dir/cluster.toml`: cluster `name` running `protocol`, then
+/// `extra` (more top-level keys and tables), then the DCs and the nodes at
+/// `addrs`; with `data_dirs`, each node keeps its data under
+/// `dir/data/NAME`.
 pub fn write_config(
     dir: &Path,
     name: &str,
+    protocol: &str,
     extra: &str,
     addrs: impl Fn(usize, usize) -> Addrs,
     data_dirs: bool,
 ) -> (PathBuf, Vec<Node>) {
     let mut text = format!(
-        "name = \"{name}\"\nprotocol = \"wren\"\npartitions = 2\ntoken_key = \"a shared secret for tests\"\n\n\
+        "name = \"{name}\"\nprotocol = \"{protocol}\"\npartitions = 2\ntoken_key = \"a shared secret for tests\"\n\n\
          {extra}\n[wan]\nemulate = true\n\n"
     );
     for r in REGIONS {
