@@ -64,6 +64,16 @@ impl TxId {
         assert!(coordinator.0 < 1 << 24, "partition id does not fit a TxId");
         TxId((u64::from(coordinator.0) << Self::COUNTER_BITS) | counter)
     }
+
+    /// The coordinating partition.
+    pub fn coordinator(self) -> PartitionId {
+        PartitionId((self.0 >> Self::COUNTER_BITS) as u32)
+    }
+
+    /// The coordinator's counter.
+    pub fn counter(self) -> u64 {
+        self.0 & ((1 << Self::COUNTER_BITS) - 1)
+    }
 }
 
 impl fmt::Display for DcId {

@@ -26,6 +26,9 @@ pub struct WorkloadClient<S> {
     base: String,
     sessions_given_up: u32,
     pub dc: u16,
+    /// From this time of the run (µs since its start) on, the client only
+    /// reads ([`crate::config::Readers`]).
+    pub reads_only_from: Option<u64>,
     pub rng: ChaCha8Rng,
     seq: u64,
     phase: Phase,
@@ -52,6 +55,7 @@ impl<S: Session> WorkloadClient<S> {
             name,
             sessions_given_up: 0,
             dc,
+            reads_only_from: None,
             rng,
             seq: 0,
             phase: Phase::Idle,
@@ -100,7 +104,11 @@ impl<S: Session> WorkloadClient<S> {
         out: &mut SessionEffects<S>,
     ) -> Option<TxnRecord> {
         debug_assert!(self.is_idle());
-        let plan = gen.next(&mut self.rng);
+        let mut plan = gen.next(&mut self.rng);
+        if self.reads_only_from.is_some_and(|from| elapsed >= from) {
+            plan.writes.clear();
+            plan.abort = false;
+        }
         self.seq += 1;
         self.txid = format!("{}-{}", self.name, self.seq);
         self.ops.clear();

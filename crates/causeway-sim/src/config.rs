@@ -64,6 +64,18 @@ pub struct SimConfig {
     pub faults: Faults,
     /// The sizes sessions accept, as a server's do.
     pub limits: Limits,
+    /// DCs whose clients only read from some time on.
+    pub readers: Vec<Readers>,
+}
+
+/// From `from_us` on, the clients of DC `dc` only read: once what they
+/// wrote has reached the other DCs, a replica of that DC holds nothing the
+/// others do not, and its disk may be lost without losing an acknowledged
+/// write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Readers {
+    pub dc: u16,
+    pub from_us: u64,
 }
 
 impl Default for SimConfig {
@@ -84,6 +96,7 @@ impl Default for SimConfig {
             settle_limit_us: 120_000_000,
             faults: Faults::default(),
             limits: Limits::default(),
+            readers: Vec::new(),
         }
     }
 }
@@ -122,6 +135,9 @@ impl SimConfig {
         }
         if self.txns.is_none() && self.duration_us.is_none() {
             return invalid("give a number of transactions or a duration");
+        }
+        if let Some(r) = self.readers.iter().find(|r| r.dc >= self.dcs) {
+            return Err(ConfigError::Invalid(format!("readers in dc{} but the cluster has {} DCs", r.dc, self.dcs)));
         }
         for cut in &self.cuts {
             if cut.dc >= self.dcs {

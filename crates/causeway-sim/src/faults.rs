@@ -18,12 +18,27 @@ pub enum CrashTarget {
 
 /// A crash at `at_us` of simulated time (from the start of the run), and a
 /// restart `down_us` later. The replica loses its memory and the records it
-/// had not synced; it comes back through the protocol's `recover`.
+/// had not synced, and comes back as `comes_back` says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Crash {
     pub target: CrashTarget,
     pub at_us: u64,
     pub down_us: u64,
+    pub comes_back: ComesBack,
+}
+
+/// How a crashed replica comes back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ComesBack {
+    /// From its disk, through the protocol's `recover`.
+    #[default]
+    FromItsDisk,
+    /// Its disk is lost: it comes back through the protocol's `reseed`,
+    /// rebuilt from its partition's replicas in the other DCs.
+    Reseeded,
+    /// Its disk is lost and it starts empty, as a new replica would: what
+    /// it held is gone. For the tests that show why `Reseeded` exists.
+    Empty,
 }
 
 /// Faults of the network below the FIFO links the protocols see, which the
@@ -150,7 +165,8 @@ pub fn random_crashes(seed: u64, dcs: u16, partitions: u32, count: u32, window_u
             } else {
                 CrashTarget::Replica { dc, partition: rng.random_range(0..partitions) }
             };
-            Crash { target, at_us: rng.random_range(0..window_us.max(1)), down_us: rng.random_range(5_000..200_000) }
+            let (at_us, down_us) = (rng.random_range(0..window_us.max(1)), rng.random_range(5_000..200_000));
+            Crash { target, at_us, down_us, comes_back: ComesBack::FromItsDisk }
         })
         .collect()
 }

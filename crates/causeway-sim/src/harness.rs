@@ -79,8 +79,28 @@ impl<P: Protocol> Harness<P> {
         self.replicas.get_mut(&id).expect("known replica")
     }
 
+    /// Replica `id` loses its disk and comes back through the protocol's
+    /// re-seed: what was in flight to or from it is lost with it, and it
+    /// starts at once (its question goes out). False if the protocol
+    /// cannot re-seed.
+    pub fn reseed(&mut self, id: ReplicaId) -> bool {
+        let Some((mut r, _records)) = P::reseed(id, self.topology.clone(), &self.config) else { return false };
+        let me = Addr::Replica(id);
+        self.in_flight.retain(|m| m.from != me && m.to != me);
+        let mut out = ReplicaEffects::<P::Replica>::default();
+        r.start(self.clocks[&id], &mut out);
+        self.replicas.insert(id, r);
+        self.absorb(me, out);
+        true
+    }
+
     pub fn session(&self, id: ClientId) -> &P::Session {
         &self.sessions[&id].0
+    }
+
+    /// The physical clock of replica `id`.
+    pub fn replica_clock(&self, id: ReplicaId) -> PhysicalMicros {
+        self.clocks[&id]
     }
 
     pub fn set_clock(&mut self, id: ReplicaId, now: PhysicalMicros) {

@@ -39,6 +39,8 @@ impl Percentiles {
 pub struct FaultReport {
     pub crashes: u64,
     pub restarts: u64,
+    /// Crashes that took the replica's disk too.
+    pub disks_lost: u64,
     /// Records appended but not synced when their replica crashed.
     pub records_lost: u64,
     /// Checkpoints taken: a replica's log up to then replaced by its

@@ -5,7 +5,7 @@
 use crate::client::WorkloadClient;
 use crate::clock::{NodeClock, EPOCH_US};
 use crate::config::{ConfigError, SimConfig};
-use crate::faults::CrashTarget;
+use crate::faults::{ComesBack, CrashTarget};
 use crate::network::{Network, NodeIx};
 use crate::report::{FaultReport, Percentiles, SimReport};
 use causeway_history::{FinalState, History, TxnRecord};
@@ -41,7 +41,7 @@ enum Event<T, S> {
     ClientTimeout(NodeIx, u64),
     /// A replica's disk has made its first `upto` records durable.
     Sync(NodeIx, u32, usize),
-    Crash(NodeIx),
+    Crash(NodeIx, ComesBack),
     Restart(NodeIx),
     CutStart(u16),
     CutEnd(u16),
@@ -140,6 +140,8 @@ struct Life<P: Protocol> {
     down: bool,
     log: MemoryLog<RecordOf<P>>,
     gate: SendGate<P::Message>,
+    /// How it comes back from its crash.
+    comes_back: ComesBack,
     /// A sync of the log is on its way.
     syncing: bool,
 }
@@ -160,6 +162,10 @@ impl<P: Protocol> Simulation<P> {
         let topology =
             Arc::new(Topology::full(cfg.dcs, cfg.partitions).map_err(|e| ConfigError::Invalid(e.to_string()))?);
         P::validate(&topology, protocol_config).map_err(ConfigError::Invalid)?;
+        let reseeds = cfg.faults.crashes.iter().any(|c| c.comes_back == ComesBack::Reseeded);
+        if reseeds && P::reseed(ReplicaId::new(0, 0), topology.clone(), protocol_config).is_none() {
+            return Err(ConfigError::Invalid(format!("{} cannot re-seed a replica whose disk is lost", P::NAME)));
+        }
         debug_assert!(causeway_protocol::contract::classes_are_indexed(<P::Message as Message>::CLASSES));
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let generator = Generator::new(cfg.workload.clone(), &topology);
@@ -225,6 +231,7 @@ impl<P: Protocol> Simulation<P> {
                 down: false,
                 log: MemoryLog::default(),
                 gate: SendGate::default(),
+                comes_back: ComesBack::FromItsDisk,
                 syncing: false,
             });
         }
@@ -245,7 +252,9 @@ impl<P: Protocol> Simulation<P> {
                     sim.node_dc.push(dc.0);
                     sim.clocks.push(clock(&mut rng));
                     let client_rng = ChaCha8Rng::seed_from_u64(rng.random());
-                    sim.clients.push(WorkloadClient::new(session, id.to_string(), dc.0, client_rng));
+                    let mut client = WorkloadClient::new(session, id.to_string(), dc.0, client_rng);
+                    client.reads_only_from = sim.cfg.readers.iter().find(|r| r.dc == dc.0).map(|r| r.from_us);
+                    sim.clients.push(client);
                 }
             }
         }
@@ -298,7 +307,7 @@ impl<P: Protocol> Simulation<P> {
         }
         for crash in self.cfg.faults.crashes.clone() {
             for node in self.crashed_nodes(crash.target) {
-                self.schedule(self.started_at + crash.at_us, Event::Crash(node));
+                self.schedule(self.started_at + crash.at_us, Event::Crash(node, crash.comes_back));
                 self.schedule(self.started_at + crash.at_us + crash.down_us, Event::Restart(node));
                 self.crash_events_due += 2;
             }
@@ -341,9 +350,9 @@ impl<P: Protocol> Simulation<P> {
                         self.on_sync(node, upto);
                     }
                 }
-                Event::Crash(node) => {
+                Event::Crash(node, comes_back) => {
                     self.crash_events_due -= 1;
-                    self.crash(node)
+                    self.crash(node, comes_back)
                 }
                 Event::Restart(node) => {
                     self.crash_events_due -= 1;
@@ -391,10 +400,16 @@ impl<P: Protocol> Simulation<P> {
     }
 
     /// `node` crashes: it loses its memory, the records it had not synced
-    /// and the messages that waited for them; what is sent to it waits until
-    /// it restarts. A second crash of a replica that is down changes nothing.
-    fn crash(&mut self, node: NodeIx) {
+    /// and the messages that waited for them — with its disk, every record;
+    /// what is sent to it waits until it restarts. A second crash of a
+    /// replica that is down changes nothing but its disk.
+    fn crash(&mut self, node: NodeIx, comes_back: ComesBack) {
         let life = &mut self.lives[node as usize];
+        if comes_back != ComesBack::FromItsDisk {
+            self.fault_report.disks_lost += 1;
+            life.log = MemoryLog::default();
+            life.comes_back = comes_back;
+        }
         if life.down {
             return;
         }
@@ -430,9 +445,22 @@ impl<P: Protocol> Simulation<P> {
         self.fault_report.restarts += 1;
         self.lives[i].down = false;
         let id = self.replicas[i].id();
-        let records = self.lives[i].log.durable();
-        self.fault_report.restarts_from_checkpoint += u64::from(self.lives[i].log.checkpoints() > 0);
-        self.replicas[i] = P::recover(id, self.topology.clone(), &self.protocol_config, records);
+        let (topology, config) = (self.topology.clone(), &self.protocol_config);
+        self.replicas[i] = match std::mem::take(&mut self.lives[i].comes_back) {
+            ComesBack::FromItsDisk => {
+                let records = self.lives[i].log.durable();
+                self.fault_report.restarts_from_checkpoint += u64::from(self.lives[i].log.checkpoints() > 0);
+                P::recover(id, topology, config, records)
+            }
+            ComesBack::Reseeded => {
+                let (replica, records) = P::reseed(id, topology, config).expect("checked by Simulation::new");
+                let log = &mut self.lives[i].log;
+                log.append(records);
+                log.sync_all();
+                replica
+            }
+            ComesBack::Empty => P::replica(id, topology, config),
+        };
         let local = self.clock_of(node);
         self.arm_faults();
         self.replicas[i].start(local, &mut self.outbox);

@@ -291,7 +291,7 @@ fn held(report: &SimReport) -> BTreeSet<String> {
 fn crashes() -> Vec<Crash> {
     let replica = CrashTarget::Replica { dc: 0, partition: 0 };
     [(50_000, 20_000), (150_000, 5_000), (250_000, 40_000)]
-        .map(|(at_us, down_us)| Crash { target: replica, at_us, down_us })
+        .map(|(at_us, down_us)| Crash { target: replica, at_us, down_us, comes_back: Default::default() })
         .to_vec()
 }
 

@@ -49,7 +49,8 @@ impl FromStr for CrashArg {
             return Err(format!("the replica must restart after it crashes: {s:?}"));
         }
         let at_us = (start * 1000.0) as u64;
-        Ok(CrashArg(Crash { target, at_us, down_us: (end * 1000.0) as u64 - at_us }))
+        let down_us = (end * 1000.0) as u64 - at_us;
+        Ok(CrashArg(Crash { target, at_us, down_us, comes_back: Default::default() }))
     }
 }
 

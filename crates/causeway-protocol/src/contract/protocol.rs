@@ -78,6 +78,21 @@ pub trait Protocol: 'static {
         Self::replica(id, topology, config)
     }
 
+    /// A replica that lost its durable state (its disk is gone), to be
+    /// rebuilt from the replicas of its partition in the other DCs
+    /// ([`crate::recovery::seed`]), with the records to make durable before
+    /// it starts: they say it is re-seeding, so that a restart before it is
+    /// done (through [`Protocol::recover`]) asks again. `None` if this
+    /// protocol cannot re-seed a replica — the default.
+    fn reseed(
+        id: ReplicaId,
+        topology: Arc<Topology>,
+        config: &Self::Config,
+    ) -> Option<(Self::Replica, Vec<RecordOf<Self>>)> {
+        let _ = (id, topology, config);
+        None
+    }
+
     /// A session of a client of `setup.coordinator`'s DC.
     fn session(setup: SessionSetup, config: &Self::Config) -> Self::Session;
 }

@@ -146,6 +146,14 @@ impl<const HYBRID: bool> Protocol for CureOn<HYBRID> {
         crate::twopc::recover(Self::replica(id, topology, config), records)
     }
 
+    fn reseed(
+        id: ReplicaId,
+        topology: Arc<Topology>,
+        config: &CureConfig,
+    ) -> Option<(CureReplica, Vec<RecordOf<Self>>)> {
+        Some(crate::twopc::reseeding(Self::replica(id, topology, config)))
+    }
+
     fn session(setup: SessionSetup, _config: &CureConfig) -> CureSession {
         debug_assert_eq!(setup.id.dc, setup.coordinator.dc, "a session talks to a coordinator in its own DC");
         let past = CurePast::new(setup.coordinator.dc, setup.topology.dc_count());

@@ -5,12 +5,16 @@
 //! * [`stream`] — a replica's replication streams to its peers in the other
 //!   DCs: groups sent once durable and kept until every peer acknowledges
 //!   them, and streams resumed after a crash from what each side holds.
+//! * [`seed`] — a replica whose disk is gone asks its partition's replicas
+//!   in the other DCs, and its DC's, for what it lost.
 //!
 //! The two-phase-commit family ([`crate::twopc`]) and EC ([`crate::ec`])
 //! use both; each brings its records and its messages.
 
 pub mod reservations;
+pub mod seed;
 pub mod stream;
 
 pub use reservations::{Reservations, Reserved, Reserving};
+pub use seed::{Seed, SeedFacts, SeedGroup, SeedMsg, Seeding};
 pub use stream::{Control, Incoming, PeerStreams, StreamMsg};

@@ -105,6 +105,16 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
         }
     }
 
+    /// The newest position sent (or kept to be sent).
+    pub fn newest(&self) -> K {
+        self.newest
+    }
+
+    /// The newest position received from DC `dc`'s replica.
+    pub fn received_from(&self, dc: DcId) -> K {
+        self.received.get(usize::from(dc.0)).copied().unwrap_or_default()
+    }
+
     /// The replicas of this partition in the other DCs.
     pub fn peers(&self) -> &[Addr] {
         &self.peers

@@ -63,6 +63,13 @@ pub enum FamilyRecord<P, W> {
     /// In a checkpoint: a group of this replica's stream, at `ct`, that a
     /// peer has not acknowledged yet — kept to be resent.
     Kept { ct: Timestamp, txs: Vec<W> },
+    /// The replica lost its state and asks for it
+    /// ([`crate::recovery::seed`]): until [`FamilyRecord::Reseeded`]
+    /// follows, a restart asks again, and keeps only the reservations
+    /// recorded since.
+    Reseeding,
+    /// The records of the re-seed precede this one: it is complete.
+    Reseeded,
 }
 
 impl<P, W> From<Reserved> for FamilyRecord<P, W> {

@@ -4,7 +4,7 @@ use super::Family;
 use crate::contract::{AbortReason, Key, Message, MsgClass, ReadTag, SessionError, Value};
 use crate::hlc::Timestamp;
 use crate::ids::TxId;
-use crate::recovery::{Control, StreamMsg};
+use crate::recovery::{Control, SeedMsg, StreamMsg};
 use serde::{Deserialize, Serialize};
 
 /// The messages of a protocol of the family: `S` its snapshot, `Q` what a
@@ -109,6 +109,16 @@ pub enum TxnMsg<S, Q, W, G> {
 
     // Inside a DC.
     Stabilization(G),
+
+    /// A replica whose disk is gone asks its partition's replicas in the
+    /// other DCs, and its DC's, for its state ([`crate::recovery::seed`]).
+    Seed(SeedMsg<Timestamp, W>),
+}
+
+impl<S, Q, W, G> From<SeedMsg<Timestamp, W>> for TxnMsg<S, Q, W, G> {
+    fn from(m: SeedMsg<Timestamp, W>) -> Self {
+        TxnMsg::Seed(m)
+    }
 }
 
 /// The family's replication streams: positions are commit times.
@@ -155,7 +165,7 @@ where
             | Commit { .. }
             | Resolve { .. }
             | Abort { .. } => MsgClass::TRANSACTION,
-            Replicate { .. } | Heartbeat { .. } | Stream(_) => MsgClass::REPLICATION,
+            Replicate { .. } | Heartbeat { .. } | Stream(_) | Seed(_) => MsgClass::REPLICATION,
             Stabilization(_) => MsgClass::STABILIZATION,
         }
     }

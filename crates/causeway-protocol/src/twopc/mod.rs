@@ -23,6 +23,8 @@
 //! * [`prepared`] — a cohort's prepared transactions and their proposals.
 //! * [`replication`] — commits in commit order to the other DCs, heartbeats.
 //! * [`rhythm`] — Δ_R, Δ_G, the expiry of silent clients, and their timers.
+//! * [`reseed`] — what a replica answers one that lost its state, and how
+//!   the answers become that one's records ([`crate::recovery::seed`]).
 //! * [`rejoin`] — a restarted replica holds back new transactions until its
 //!   DC's stabilization has told it the stable times again.
 //! * [`client`] — the session's side ([`CoordinatedClient`]).
@@ -36,6 +38,7 @@ pub mod rejoin;
 pub mod replica;
 pub mod replica_core;
 pub mod replication;
+pub mod reseed;
 pub mod rhythm;
 pub mod tx_table;
 
@@ -44,7 +47,7 @@ pub use coordinator::Coordinator;
 pub use durable::FamilyRecord;
 pub use messages::{FamilyMsg, TxnMsg};
 pub use prepared::PreparedSet;
-pub use replica::{recover, CoreOf, FamilyEffects, FamilyReplica, RecordOf, SliceRequest};
+pub use replica::{recover, reseeding, CoreOf, FamilyEffects, FamilyReplica, RecordOf, SliceRequest};
 pub use replica_core::FamilyCore;
 pub use replication::Replicator;
 pub use rhythm::{FamilyTimer, Rhythm};

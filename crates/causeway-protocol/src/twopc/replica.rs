@@ -6,13 +6,14 @@ use super::durable::FamilyRecord;
 use super::messages::{FamilyMsg, TxnMsg};
 use super::rejoin::{self, Admit};
 use super::replica_core::FamilyCore;
+use super::reseed;
 use super::rhythm::FamilyTimer;
 use super::{Family, Payload};
 use crate::contract::replica::ReplicaEffects;
 use crate::contract::{Effects, Key, Replica, ReplicaCounters, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
-use crate::recovery::Incoming;
+use crate::recovery::{Incoming, SeedMsg, Seeding};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
@@ -159,6 +160,9 @@ fn dispatch<R: FamilyReplica>(
 ) {
     use TxnMsg::*;
     let own_dc = matches!(from, Addr::Replica(p) if p.dc == r.core().id.dc);
+    if r.core().seeding.is_some() && waits_for_seed::<R::Family>(&msg) {
+        return;
+    }
     match msg {
         StartTxReq(seen) => match r.core_mut().starts.admit(from, seen) {
             Admit::Now(seen) => r.start_transaction(now, from, seen, out),
@@ -220,6 +224,12 @@ fn dispatch<R: FamilyReplica>(
             }
         }
         Stabilization(msg) => stabilization_step(r, now, out, |r, out| r.stabilization(now, from, msg, out)),
+        Seed(SeedMsg::Ask { attempt }) => {
+            if !reseed::answer(r, from, attempt, out) {
+                r.core_mut().refuse();
+            }
+        }
+        Seed(answer) => seed_answer(r, now, from, answer, out),
         // Replies meant for clients, or a question from outside the DC: a
         // peer speaking out of turn.
         StartTxResp { .. }
@@ -229,6 +239,71 @@ fn dispatch<R: FamilyReplica>(
         | CommitAborted { .. }
         | Resolve { .. } => r.core_mut().refuse(),
     }
+}
+
+/// What a replica that is re-seeding drops: what needs the state it has
+/// not got yet. Its stream and its DC's stabilization resume once it has
+/// it; a coordinator waiting for a slice or a proposal from it gives up in
+/// time. Clients' starts wait at the gate, closed until it has rejoined
+/// its DC; a question about a transaction it coordinated before it lost
+/// its state is answered (it knows of no decision: aborted).
+fn waits_for_seed<F: Family>(msg: &FamilyMsg<F>) -> bool {
+    use TxnMsg::*;
+    matches!(
+        msg,
+        SliceReq { .. }
+            | PrepareReq { .. }
+            | Commit { .. }
+            | Abort { .. }
+            | Replicate { .. }
+            | Heartbeat { .. }
+            | Stream(_)
+            | Stabilization(_)
+    )
+}
+
+/// Part of an answer to this replica's seed question. Once every one has
+/// answered, the answers become records: made durable, and taken as a
+/// recovery takes its records; then the clock and ids resume above what
+/// the lost replica may have handed out, and the streams resume.
+fn seed_answer<R: FamilyReplica>(
+    r: &mut R,
+    now: PhysicalMicros,
+    from: Addr,
+    msg: SeedMsg<Timestamp, <R::Family as Family>::Writes>,
+    out: &mut FamilyEffects<R>,
+) {
+    let core = r.core_mut();
+    // A late answer, to a question already answered by everyone.
+    let Some(seeding) = core.seeding.as_mut() else { return };
+    if !seeding.on_answer(now, from, msg) {
+        return core.refuse();
+    }
+    if !seeding.is_complete() {
+        return;
+    }
+    let seed = core.seeding.take().and_then(Seeding::finish).expect("every answer is in");
+    let records = reseed::records::<R>(&seed);
+    out.records.extend(records.iter().cloned());
+    replay(r, records);
+    catch_up(r);
+    resume(r, now, out);
+}
+
+/// Starts a re-seed: the replica asks for its state at its start and
+/// serves nothing that needs it until it has it.
+fn start_seeding<R: FamilyReplica>(r: &mut R) {
+    let core = r.core_mut();
+    core.seeding = Some(Seeding::new(core.id, &core.topology));
+    core.starts.close();
+}
+
+/// A replica of the family that lost its durable state, and the records
+/// to make durable before it starts — the mark that it is re-seeding, so
+/// that a restart before it is done asks again ([`crate::recovery::seed`]).
+pub fn reseeding<R: FamilyReplica>(mut replica: R) -> (R, Vec<RecordOf<R>>) {
+    start_seeding(&mut replica);
+    (replica, vec![FamilyRecord::Reseeding])
 }
 
 /// The heal round: give up commits a cohort never answered, ask about
@@ -278,7 +353,26 @@ fn reserve<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) {
 /// order: what they say is restored, and the rest comes back when it starts
 /// (the clock and ids resume above the reservations, the peers resend their
 /// streams) and when the apply loop and stabilization run.
-pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R {
+pub fn recover<R: FamilyReplica>(mut replica: R, mut records: Vec<RecordOf<R>>) -> R {
+    let reseeding = records.iter().rposition(|r| matches!(r, FamilyRecord::Reseeding));
+    let unfinished = reseeding.filter(|&at| !records[at..].iter().any(|r| matches!(r, FamilyRecord::Reseeded)));
+    if let Some(at) = unfinished {
+        // A re-seed a crash interrupted starts again; of what it took,
+        // only the reservations count.
+        let tail = records.split_off(at);
+        records.extend(tail.into_iter().filter(|r| matches!(r, FamilyRecord::Reserved(_))));
+        replay(&mut replica, records);
+        start_seeding(&mut replica);
+        return replica;
+    }
+    replay(&mut replica, records);
+    catch_up(&mut replica);
+    replica.core_mut().starts.close();
+    replica
+}
+
+/// Takes `records` again, in order: what they say is restored.
+fn replay<R: FamilyReplica>(replica: &mut R, records: Vec<RecordOf<R>>) {
     let me = replica.core().id;
     let peer_in = |dc: DcId| Addr::Replica(ReplicaId { dc, ..me });
     for record in records {
@@ -302,23 +396,36 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
             FamilyRecord::Installed { source, ct, txs } => replica.reinstall(source, ct, &txs),
             FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(ct, tx, writes),
             FamilyRecord::Kept { ct, txs } => core.replication.streams.keep(ct, txs),
+            FamilyRecord::Reseeding | FamilyRecord::Reseeded => {}
         }
         // Taking a record again makes none: what recovery does is durable
         // already, or would be lost with the scratch effects.
         debug_assert!(scratch.records.is_empty(), "replaying a record persisted {:?}", scratch.records.len());
     }
-    // Install now what was installed before the crash — every commit below
-    // the smallest restored proposal — so that no read is served from less
-    // than the DC was told this replica holds. What this round replicates
-    // is kept for the peers' resume questions.
+}
+
+/// After a replay: install now what was installed before the crash —
+/// every commit below the smallest restored proposal — so that no read is
+/// served from less than the DC was told this replica holds. What this
+/// round replicates is kept for the peers' resume questions.
+fn catch_up<R: FamilyReplica>(replica: &mut R) {
     let core = replica.core_mut();
     let (clock, _) = core.reserved.resume_points();
     core.hlc.observe(0, clock);
     let mut scratch = FamilyEffects::<R>::default();
     replica.apply(0, &mut scratch);
     debug_assert!(scratch.records.is_empty(), "the recovery's apply round persisted {}", scratch.records.len());
-    replica.core_mut().starts.close();
-    replica
+}
+
+/// The clock and the transaction ids resume above what was reserved, and
+/// the peers are asked for their streams: at every start, and when a
+/// re-seed is complete.
+fn resume<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, out: &mut FamilyEffects<R>) {
+    let core = r.core_mut();
+    let (clock, next_tx) = core.reserved.resume_points();
+    core.hlc.observe(now, clock);
+    core.coordinator.resume_ids_at(next_tx);
+    core.replication.streams.start(out);
 }
 
 /// A checkpoint of `r`: records whose replay rebuilds what replaying every
@@ -333,6 +440,10 @@ pub fn recover<R: FamilyReplica>(mut replica: R, records: Vec<RecordOf<R>>) -> R
 pub fn checkpoint<R: FamilyReplica>(r: &R) -> Vec<RecordOf<R>> {
     let core = r.core();
     let mut records: Vec<RecordOf<R>> = core.reserved.records().into();
+    if core.seeding.is_some() {
+        records.push(FamilyRecord::Reseeding);
+        return records;
+    }
     // The versions, by the group (DC and commit time) that installed them.
     let mut groups: BTreeMap<(DcId, Timestamp), Vec<_>> = BTreeMap::new();
     for ((source, ct, txid), (meta, writes)) in core.store.by_transaction() {
@@ -366,16 +477,15 @@ impl<R: FamilyReplica> Replica for R {
         self.core().id
     }
 
-    /// At the first start and after every recovery: the clock and the
-    /// transaction ids resume above what was reserved, the timers are armed,
-    /// and the peers are asked for their streams.
+    /// At the first start and after every recovery: the timers are armed,
+    /// and the clock, the ids and the streams resume — or, while
+    /// re-seeding, the question for the replica's state goes out.
     fn start(&mut self, now: PhysicalMicros, out: &mut ReplicaEffects<Self>) {
-        let core = self.core_mut();
-        let (clock, next_tx) = core.reserved.resume_points();
-        core.hlc.observe(now, clock);
-        core.coordinator.resume_ids_at(next_tx);
-        core.rhythm.start(out);
-        core.replication.streams.start(out);
+        self.core().rhythm.start(out);
+        match &mut self.core_mut().seeding {
+            Some(seeding) => seeding.retry(now, out),
+            None => resume(self, now, out),
+        }
         reserve(self, out);
     }
 
@@ -385,6 +495,15 @@ impl<R: FamilyReplica> Replica for R {
     }
 
     fn on_timer(&mut self, now: PhysicalMicros, timer: Self::Timer, out: &mut ReplicaEffects<Self>) {
+        if let Some(seeding) = &mut self.core_mut().seeding {
+            // Nothing to apply, stabilize or heal without a state: ask
+            // again whoever went silent.
+            if timer == FamilyTimer::Heal {
+                seeding.retry(now, out);
+            }
+            self.core().rhythm.rearm(timer, out);
+            return reserve(self, out);
+        }
         match timer {
             FamilyTimer::Apply => {
                 self.apply(now, out);

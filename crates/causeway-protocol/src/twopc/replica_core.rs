@@ -13,7 +13,7 @@ use crate::contract::ReplicaCounters;
 use crate::hlc::{Hlc, Timestamp};
 use crate::ids::ReplicaId;
 use crate::mvstore::MvStore;
-use crate::recovery::Reservations;
+use crate::recovery::{Reservations, Seeding};
 use crate::topology::Topology;
 use std::sync::Arc;
 
@@ -34,6 +34,9 @@ pub struct FamilyCore<F: Family, M, P> {
     pub reserved: Reservations,
     /// Closed after a restart until the DC's stable times are known again.
     pub starts: StartGate<F::Start>,
+    /// `Some` while the replica, having lost its state, collects it from
+    /// the others ([`crate::recovery::seed`]): it serves nothing meanwhile.
+    pub seeding: Option<Seeding<Timestamp, F::Writes>>,
     /// Transactions applied, inputs refused (the store and the coordinator
     /// count the rest).
     pub counters: ReplicaCounters,
@@ -50,6 +53,7 @@ impl<F: Family, M, P> FamilyCore<F, M, P> {
             replication: Replicator::new(id, &topology),
             reserved: Reservations::default(),
             starts: StartGate::default(),
+            seeding: None,
             counters: ReplicaCounters::default(),
             topology,
             rhythm,

@@ -125,6 +125,14 @@ impl Protocol for Wren {
         crate::twopc::recover(Self::replica(id, topology, config), records)
     }
 
+    fn reseed(
+        id: ReplicaId,
+        topology: Arc<Topology>,
+        config: &WrenConfig,
+    ) -> Option<(WrenReplica, Vec<RecordOf<Self>>)> {
+        Some(crate::twopc::reseeding(Self::replica(id, topology, config)))
+    }
+
     fn session(setup: SessionSetup, config: &WrenConfig) -> WrenSession {
         debug_assert_eq!(setup.id.dc, setup.coordinator.dc, "a session talks to a coordinator in its own DC");
         SessionCore::new(&setup, CoordinatedClient::new(setup.coordinator, WrenPast::new(config.fault)))
