@@ -18,7 +18,7 @@ use crate::contract::{CommitStamp, Key, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{DcId, TxId};
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A transaction's versions as [`MvStore::by_transaction`] gathers them:
 /// their metadata, and the keys with what was written.
@@ -136,7 +136,15 @@ pub struct MvStore<M> {
     tombstones: BTreeSet<(CommitStamp, Key)>,
     /// Whether tombstones are tracked for collection at all.
     collects_tombstones: bool,
+    /// The last tombstones collected (at most [`RECENTLY_COLLECTED`]),
+    /// oldest first: a replica re-seeding from this one gets them too, for
+    /// another DC may not have received the delete yet
+    /// ([`crate::recovery::seed`]).
+    recently_collected: VecDeque<(Key, Version<M>)>,
 }
+
+/// How many collected tombstones a store remembers.
+pub const RECENTLY_COLLECTED: usize = 1 << 16;
 
 impl<M> Default for MvStore<M> {
     fn default() -> Self {
@@ -146,6 +154,7 @@ impl<M> Default for MvStore<M> {
             collected: 0,
             tombstones: BTreeSet::new(),
             collects_tombstones: true,
+            recently_collected: VecDeque::new(),
         }
     }
 }
@@ -207,11 +216,21 @@ impl<M> MvStore<M> {
                 break;
             }
             dropped += chain.len();
-            self.chains.remove(&key);
+            let mut chain = self.chains.remove(&key).expect("the chain looked at");
+            let tombstone = chain.versions.pop().expect("chains are never empty");
+            if self.recently_collected.len() == RECENTLY_COLLECTED {
+                self.recently_collected.pop_front();
+            }
+            self.recently_collected.push_back((key, tombstone));
         }
         self.versions -= dropped as u64;
         self.collected += dropped as u64;
         dropped
+    }
+
+    /// The last tombstones collected, oldest first.
+    pub fn recently_collected(&self) -> impl Iterator<Item = (&Key, &Version<M>)> {
+        self.recently_collected.iter().map(|(k, v)| (k, v))
     }
 
     /// Tombstones waiting for collection.

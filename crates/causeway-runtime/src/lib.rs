@@ -30,5 +30,5 @@ pub mod stats;
 pub mod token;
 
 pub use error::StartError;
-pub use node::{start, NodeHandle};
+pub use node::{start, start_with, NodeHandle, StartOptions};
 pub use plan::ClusterPlan;

@@ -81,8 +81,24 @@ async fn bind(me: &NodePlan, what: &'static str, at: &HostAddr) -> Result<TcpLis
 
 /// Starts node `name` of `plan` on the current tokio runtime.
 pub async fn start(plan: Arc<ClusterPlan>, name: &str) -> Result<NodeHandle, StartError> {
+    start_with(plan, name, StartOptions::default()).await
+}
+
+/// How a node starts, beyond its plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StartOptions {
+    /// The node's disk was lost: its replicas start from nothing and fetch
+    /// their partitions' state from the other DCs
+    /// ([`causeway_protocol::recovery::seed`]). Its data directory must hold
+    /// no log yet; once started, the node restarts without it (a re-seed a
+    /// crash interrupted carries on from its log).
+    pub reseed: bool,
+}
+
+/// Starts node `name` of `plan` as `options` say.
+pub async fn start_with(plan: Arc<ClusterPlan>, name: &str, options: StartOptions) -> Result<NodeHandle, StartError> {
     let node = plan.node_index(name).ok_or_else(|| StartError::UnknownNode(name.into()))?;
-    plan.protocol.visit(Start { plan: plan.clone(), node }).await
+    plan.protocol.visit(Start { plan: plan.clone(), node, options }).await
 }
 
 type StartFuture = Pin<Box<dyn Future<Output = Result<NodeHandle, StartError>> + Send>>;
@@ -90,16 +106,21 @@ type StartFuture = Pin<Box<dyn Future<Output = Result<NodeHandle, StartError>> +
 struct Start {
     plan: Arc<ClusterPlan>,
     node: usize,
+    options: StartOptions,
 }
 
 impl ProtocolVisitor for Start {
     type Output = StartFuture;
     fn visit<P: Protocol>(self) -> StartFuture {
-        Box::pin(start_typed::<P>(self.plan, self.node))
+        Box::pin(start_typed::<P>(self.plan, self.node, self.options))
     }
 }
 
-async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result<NodeHandle, StartError> {
+async fn start_typed<P: Protocol>(
+    plan: Arc<ClusterPlan>,
+    node: usize,
+    options: StartOptions,
+) -> Result<NodeHandle, StartError> {
     let me = &plan.nodes[node];
     let config = P::configure(&plan.tuning);
     P::validate(&plan.topology, &config).map_err(|e| StartError::Invalid(format!("protocol {}: {e}", P::NAME)))?;
@@ -122,7 +143,11 @@ async fn start_typed<P: Protocol>(plan: Arc<ClusterPlan>, node: usize) -> Result
     // nothing left behind.
     let mut restored = Vec::new();
     for &id in &me.replicas {
-        restored.push(restore::<P>(&plan, me, id, &config)?);
+        let replica = match options.reseed {
+            false => restore::<P>(&plan, me, id, &config)?,
+            true => reseed::<P>(&plan, me, id, &config)?,
+        };
+        restored.push(replica);
     }
 
     let mut inboxes = FxHashMap::default();
@@ -232,6 +257,49 @@ fn restore<P: Protocol>(
         }
         replica
     };
+    Ok((replica, opened.log))
+}
+
+/// Replica `id` of node `me`, whose disk was lost, starting to re-seed
+/// with a new log in the node's data directory. Refused if the protocol
+/// cannot re-seed, if the node has no data directory, or if the replica
+/// already has a log there — its data, or a re-seed that began before:
+/// either is recovered by an ordinary start.
+fn reseed<P: Protocol>(
+    plan: &ClusterPlan,
+    me: &NodePlan,
+    id: ReplicaId,
+    config: &P::Config,
+) -> Result<(P::Replica, ReplicaLog<RecordOf<P>>), StartError> {
+    let name = disk::replica_name(id);
+    if plan.topology.dc_count() < 2 {
+        return Err(StartError::Invalid(
+            "--reseed: the cluster has one DC, so no other DC holds a copy of this node's data to re-seed from".into(),
+        ));
+    }
+    let Some(dir) = &me.data_dir else {
+        return Err(StartError::Invalid(format!(
+            "--reseed: node {} has no data directory to keep what it fetches (give data_dir or --data-dir)",
+            me.name
+        )));
+    };
+    let Some((replica, first)) = P::reseed(id, plan.topology.clone(), config) else {
+        return Err(StartError::Invalid(format!(
+            "--reseed: protocol {} cannot re-seed a replica yet; start the node without it (it comes back empty)",
+            P::NAME
+        )));
+    };
+    let replica_dir = disk::replica_dir(dir, id);
+    let holds_log = std::fs::read_dir(&replica_dir).is_ok_and(|mut entries| entries.next().is_some());
+    if holds_log {
+        return Err(StartError::Invalid(format!(
+            "--reseed: {} already holds replica {name}'s log — the node's data, or a re-seed that began before; start \
+             without --reseed to recover it (an unfinished re-seed carries on), or move the directory away to re-seed anew",
+            replica_dir.display()
+        )));
+    }
+    let opened = disk::open_with(dir, &plan.name, &me.name, id, plan.fsync, plan.checkpoint_min_bytes, first)?;
+    tracing::warn!("replica {name} re-seeds: it asks its partition's replicas in the other DCs for its state");
     Ok((replica, opened.log))
 }
 

@@ -4,7 +4,7 @@
 //! asks to send once the log reports it durable.
 
 use crate::clock::now_micros;
-use crate::disk::ReplicaLog;
+use crate::disk::{replica_name, ReplicaLog};
 use crate::metrics::Metrics;
 use crate::router::{ReplicaInput, Router};
 use causeway_protocol::contract::replica::ReplicaEffects;
@@ -96,6 +96,7 @@ pub async fn run<P: Protocol>(
     let mut probe = ReadWaitProbe::default();
     let mut gate = SendGate::default();
     replica.start(clock(), &mut out);
+    let mut reseeding = replica.is_reseeding();
     loop {
         flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
         // Every record of the steps so far is appended: a checkpoint taken
@@ -104,6 +105,11 @@ pub async fn run<P: Protocol>(
             log.checkpoint(replica.checkpoint());
         }
         publish::<P>(&replica, &gauges, &inbox);
+        if reseeding && !replica.is_reseeding() {
+            reseeding = false;
+            let versions = replica.counters().versions;
+            tracing::warn!("replica {} re-seeded: it holds {versions} versions and serves again", replica_name(me));
+        }
         let deadline = timers.next_deadline();
         let input = tokio::select! {
             biased;

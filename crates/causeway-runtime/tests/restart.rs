@@ -6,7 +6,7 @@ use bytes::Bytes;
 use causeway_client::Client;
 use causeway_protocol::{DcId, ProtocolKind};
 use causeway_runtime::disk::Fsync;
-use causeway_runtime::{start, ClusterPlan, StartError};
+use causeway_runtime::{start, start_with, ClusterPlan, NodeHandle, StartError, StartOptions};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -82,6 +82,46 @@ async fn a_data_directory_of_another_cluster_is_refused() {
         Err(e) => panic!("refused for the wrong reason: {e}"),
         Ok(_) => panic!("a data directory of another cluster was accepted"),
     }
+}
+
+/// `--reseed` is for a node whose disk is gone: refused where a replica's
+/// log is (its data, or a re-seed that an ordinary start carries on), for a
+/// protocol that cannot re-seed, and for a node with no data directory —
+/// each saying why. On a new directory it starts, and leaves the mark that
+/// makes the next ordinary start carry the re-seed on, or recover its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_seed_starts_only_on_a_new_data_directory_of_a_protocol_that_can() {
+    let reseed = StartOptions { reseed: true };
+    let refused = |result: Result<NodeHandle, StartError>| match result {
+        Err(StartError::Invalid(why)) => why,
+        Err(e) => panic!("refused for the wrong reason: {e}"),
+        Ok(_) => panic!("a re-seed was accepted"),
+    };
+    let used = tempfile::tempdir().unwrap();
+    start(Arc::new(plan(ProtocolKind::Wren, used.path())), "embedded").await.unwrap().stop().await;
+    let why = refused(start_with(Arc::new(plan(ProtocolKind::Wren, used.path())), "embedded", reseed).await);
+    assert!(why.contains("already holds") && why.contains("without --reseed"), "{why}");
+
+    let fresh = tempfile::tempdir().unwrap();
+    let why = refused(start_with(Arc::new(plan(ProtocolKind::Ec, fresh.path())), "embedded", reseed).await);
+    assert!(why.contains("ec cannot re-seed"), "{why}");
+    let mut nowhere = plan(ProtocolKind::Wren, fresh.path());
+    nowhere.nodes[0].data_dir = None;
+    let why = refused(start_with(Arc::new(nowhere), "embedded", reseed).await);
+    assert!(why.contains("no data directory"), "{why}");
+
+    // Every replica of this one-node cluster re-seeds: each answers the
+    // others that it holds nothing, so they come back empty — nobody had
+    // anything to give — and serve. A second `--reseed` is refused; an
+    // ordinary start recovers what the re-seed left.
+    start_with(Arc::new(plan(ProtocolKind::Wren, fresh.path())), "embedded", reseed).await.unwrap().stop().await;
+    let why = refused(start_with(Arc::new(plan(ProtocolKind::Wren, fresh.path())), "embedded", reseed).await);
+    assert!(why.contains("re-seed that began before"), "{why}");
+    let node = start(Arc::new(plan(ProtocolKind::Wren, fresh.path())), "embedded").await.unwrap();
+    let mut client = Client::connect(node.client_addr(DcId(0)).unwrap()).await.unwrap();
+    let read = tokio::time::timeout(Duration::from_secs(10), client.read_only(&["k".to_string()])).await;
+    assert_eq!(read.expect("served within 10 s").unwrap(), vec![None], "nothing came back: nobody held anything");
+    node.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -94,6 +94,20 @@ impl<P: Protocol> Harness<P> {
         true
     }
 
+    /// Replica `id` crashes and comes back from a checkpoint of its state
+    /// (as if every record it had was durable and then compacted): what
+    /// was in flight to or from it is lost.
+    pub fn restart_from_checkpoint(&mut self, id: ReplicaId) {
+        let records = self.replicas[&id].checkpoint();
+        let mut r = P::recover(id, self.topology.clone(), &self.config, records);
+        let me = Addr::Replica(id);
+        self.in_flight.retain(|m| m.from != me && m.to != me);
+        let mut out = ReplicaEffects::<P::Replica>::default();
+        r.start(self.clocks[&id], &mut out);
+        self.replicas.insert(id, r);
+        self.absorb(me, out);
+    }
+
     pub fn session(&self, id: ClientId) -> &P::Session {
         &self.sessions[&id].0
     }

@@ -165,10 +165,20 @@ fn problems<P: Protocol>(report: &SimReport, verdict: &Report) -> Vec<String> {
 /// Runs `n` seeds of `P` with crashes; panics with every failing seed, and
 /// prints the totals.
 fn survives_crashes<P: Protocol>(n: u64) {
+    survives::<P>(n, crash_config);
+}
+
+/// Runs `n` seeds of `P`, each configured by `config`; panics with every
+/// failing seed, and prints the totals.
+fn survives<P: Protocol>(n: u64, config: impl Fn(u64) -> SimConfig + Sync) {
     let results = par_seeds(n, |seed| {
-        let report = Simulation::<P>::new(crash_config(seed), &P::Config::default()).expect("valid config").run();
-        let verdict = check(&report.history);
-        let problems = problems::<P>(&report, &verdict);
+        let config = config(seed);
+        let loses_a_disk = config.faults.crashes.iter().any(|c| c.comes_back != ComesBack::FromItsDisk);
+        let report = Simulation::<P>::new(config, &P::Config::default()).expect("valid config").run();
+        let mut problems = problems::<P>(&report, &check(&report.history));
+        if loses_a_disk && report.faults.disks_lost == 0 {
+            problems.push("no disk was lost".into());
+        }
         (seed, report, problems)
     });
     let failed: Vec<String> = results
@@ -185,9 +195,10 @@ fn survives_crashes<P: Protocol>(n: u64) {
 fn summarize(name: &str, reports: &[SimReport]) {
     let sum = |f: fn(&SimReport) -> u64| reports.iter().map(f).sum::<u64>();
     println!(
-        "{name}: {} seeds, {} crashes ({} restarts from a checkpoint, {} checkpoints), {} unsynced records lost, {} committed, {} unknown outcome",
+        "{name}: {} seeds, {} crashes ({} of them losing the disk, {} restarts from a checkpoint, {} checkpoints), {} unsynced records lost, {} committed, {} unknown outcome",
         reports.len(),
         sum(|r| r.faults.crashes),
+        sum(|r| r.faults.disks_lost),
         sum(|r| r.faults.restarts_from_checkpoint),
         sum(|r| r.faults.checkpoints),
         sum(|r| r.faults.records_lost),
@@ -250,7 +261,9 @@ fn ec_tells_its_clients_the_outcome_is_unknown_when_a_partition_stays_down() {
 
 /// A run of [`crash_config`] in which a replica of DC 0 also loses its
 /// disk, 3.2–4 s in, and comes back as `comes_back` says; sometimes it
-/// crashes again soon after (while it re-seeds). From 200 ms on the
+/// crashes again soon after (while it re-seeds), sometimes a peer restarted
+/// from its disk shortly before, and sometimes (with 3 DCs) DC 1's replica
+/// of the partition loses its disk at about the same time. From 200 ms on the
 /// clients of DC 0 only read, so by then every write of that DC has reached
 /// another DC (the only state the replica held alone, and that a re-seed
 /// cannot bring back — docs/OPERATIONS.md). The others keep writing
@@ -267,17 +280,31 @@ fn lost_disk_config(seed: u64, comes_back: ComesBack) -> SimConfig {
     config.dcs = config.dcs.max(2);
     (config.txns, config.duration_us) = (None, Some(6_000_000));
     config.readers = vec![Readers { dc: 0, from_us: 200_000 }];
-    let target = CrashTarget::Replica { dc: 0, partition: rng.random_range(0..config.partitions) };
+    let partition = rng.random_range(0..config.partitions);
+    let target = CrashTarget::Replica { dc: 0, partition };
     let (at_us, down_us) = (rng.random_range(3_200_000..4_000_000), rng.random_range(5_000..500_000));
     config.faults.crashes.push(Crash { target, at_us, down_us, comes_back });
+    let from_disk = ComesBack::FromItsDisk;
     if rng.random_bool(0.3) {
+        // Again, while it re-seeds.
         let again = at_us + down_us + rng.random_range(0..300_000);
-        config.faults.crashes.push(Crash {
-            target,
-            at_us: again,
-            down_us: rng.random_range(5_000..200_000),
-            comes_back: ComesBack::FromItsDisk,
-        });
+        let down_us = rng.random_range(5_000..200_000);
+        config.faults.crashes.push(Crash { target, at_us: again, down_us, comes_back: from_disk });
+    }
+    let peer = CrashTarget::Replica { dc: rng.random_range(1..config.dcs), partition };
+    if rng.random_bool(0.5) {
+        // A peer restarts from its disk first, after its stream was
+        // acknowledged: it no longer remembers how far it sent it.
+        let (at_us, down_us) = (rng.random_range(1_000_000..3_000_000), rng.random_range(5_000..200_000));
+        config.faults.crashes.push(Crash { target: peer, at_us, down_us, comes_back: from_disk });
+    }
+    if config.dcs == 3 && rng.random_bool(0.3) {
+        // Another DC loses its replica of the partition at about the same
+        // time: the third has everything.
+        config.readers.push(Readers { dc: 1, from_us: 200_000 });
+        let target = CrashTarget::Replica { dc: 1, partition };
+        let at_us = at_us + rng.random_range(0..300_000);
+        config.faults.crashes.push(Crash { target, at_us, down_us: rng.random_range(5_000..500_000), comes_back });
     }
     config
 }
@@ -285,23 +312,7 @@ fn lost_disk_config(seed: u64, comes_back: ComesBack) -> SimConfig {
 /// Runs `n` seeds of [`lost_disk_config`]: every one must keep every
 /// promise a run with crashes keeps.
 fn survives_lost_disks<P: Protocol>(n: u64) {
-    let results = par_seeds(n, |seed| {
-        let config = lost_disk_config(seed, ComesBack::Reseeded);
-        let report = Simulation::<P>::new(config, &P::Config::default()).expect("valid config").run();
-        let mut problems = problems::<P>(&report, &check(&report.history));
-        if report.faults.disks_lost == 0 {
-            problems.push("no disk was lost".into());
-        }
-        (seed, report, problems)
-    });
-    let failed: Vec<String> = results
-        .iter()
-        .filter(|(_, _, p)| !p.is_empty())
-        .map(|(seed, _, p)| format!("{} seed {seed}: {}", P::NAME, p.join("\n  ")))
-        .collect();
-    assert!(failed.is_empty(), "{} of {n} seeds failed:\n{}", failed.len(), failed.join("\n"));
-    let reports: Vec<SimReport> = results.into_iter().map(|(_, r, _)| r).collect();
-    summarize(P::NAME, &reports);
+    survives::<P>(n, |seed| lost_disk_config(seed, ComesBack::Reseeded));
 }
 
 #[test]
@@ -347,7 +358,11 @@ fn ec_refuses_a_run_that_re_seeds() {
 #[ignore = "a tool: replays the seed CAUSEWAY_SEED names"]
 fn replay_a_seed() {
     let seed: u64 = std::env::var("CAUSEWAY_SEED").expect("CAUSEWAY_SEED").parse().expect("a seed");
-    let config = crash_config(seed);
+    // CAUSEWAY_LOST_DISK=1: the runs in which a disk is lost.
+    let config = match std::env::var("CAUSEWAY_LOST_DISK").is_ok() {
+        true => lost_disk_config(seed, ComesBack::Reseeded),
+        false => crash_config(seed),
+    };
     println!("crashes {:?}, cuts {:?}", config.faults.crashes, config.cuts);
     let report = match std::env::var("CAUSEWAY_PROTOCOL").as_deref() {
         Ok("cure") => Simulation::<Cure>::new(config, &Default::default()).unwrap().run(),

@@ -64,7 +64,7 @@ fn committed_at(event: SessionEvent) -> Timestamp {
 /// replica (which kept it for DC 2 as the lost one would have); a client of
 /// DC 0 reads both, and its next commit is above every timestamp the lost
 /// replica handed out — though the lost replica's clock ran 500 ms ahead
-/// of the others', and its replacement's does not.
+/// of the others', and its replacement's runs 1 s behind them.
 fn a_lost_replica_gets_everything_back_and_resends_what_a_peer_lacked<P: Family>() {
     let topology = Topology::full(3, 2).unwrap();
     let (x, y) = (key_in(&topology, 0, "x"), key_in(&topology, 0, "y"));
@@ -95,10 +95,13 @@ fn a_lost_replica_gets_everything_back_and_resends_what_a_peer_lacked<P: Family>
 
     assert_eq!(value_of(&h, BEHIND, &x), None, "still held back");
     assert!(h.reseed(LOST), "{} re-seeds", P::NAME);
+    // Its replacement's clock runs 1 s behind the others'.
     let others = h.replica_clock(BEHIND);
-    h.set_clock(LOST, others);
+    h.set_clock(LOST, others - 1_000_000);
     assert_eq!(value_of(&h, LOST, &x), None, "it starts empty");
-    for _ in 0..10 {
+    // 600 ms: it catches up with the streams, and the DC's stable time
+    // passes the lost replica's skewed clock.
+    for _ in 0..60 {
         tick(&mut h, &|_| true);
     }
     assert_eq!(value_of(&h, LOST, &x).as_deref(), Some("x1"), "its own DC's write, from DC 1");
@@ -112,9 +115,9 @@ fn a_lost_replica_gets_everything_back_and_resends_what_a_peer_lacked<P: Family>
     let x2_ct = committed_at(run_txn(&mut h, writer, &[(&x, "x2")]));
     assert!(x2_ct > x_ct, "{x2_ct} must be above {x_ct}, handed out before the loss");
 
-    // 600 ms: past the lost replica's skewed clock, so that its DC's
-    // stable time covers what it wrote then.
-    for _ in 0..60 {
+    // Until its clock passes `x2`: the DC's stable time cannot pass it
+    // before.
+    for _ in 0..150 {
         tick(&mut h, &|_| true);
     }
     let reader = ClientId { dc: DcId(0), index: 2 };
@@ -133,6 +136,160 @@ fn a_lost_replica_gets_everything_back_and_resends_what_a_peer_lacked<P: Family>
     for id in h.topology.all_replicas() {
         assert_eq!(h.replica(id).counters().inputs_refused, 0, "{id:?} refused an honest input");
     }
+}
+
+/// DC 1's replica of the partition restarts from a checkpoint once every
+/// peer has acknowledged its stream, which it then no longer remembers
+/// having sent; DC 0's replica loses its disk. It still gets DC 1's write
+/// from it.
+fn a_peer_that_restarted_still_gives_its_writes<P: Family>() {
+    let topology = Topology::full(2, 1).unwrap();
+    let y = key_in(&topology, 0, "y");
+    let mut h = Harness::<P>::new(topology, P::Config::default(), START_US);
+    h.deliver_all();
+    let peer = ReplicaId::at(DcId(1), PartitionId(0));
+    let writer = ClientId { dc: DcId(1), index: 0 };
+    h.add_session(writer, peer);
+    assert!(matches!(run_txn(&mut h, writer, &[(&y, "y1")]), SessionEvent::Committed(Some(_))));
+    for _ in 0..20 {
+        tick(&mut h, &|_| true);
+    }
+    h.restart_from_checkpoint(peer);
+    for _ in 0..5 {
+        tick(&mut h, &|_| true);
+    }
+    assert!(h.reseed(LOST));
+    for _ in 0..10 {
+        tick(&mut h, &|_| true);
+    }
+    assert_eq!(value_of(&h, LOST, &y).as_deref(), Some("y1"), "{}: DC 1's write, after DC 1 restarted", P::NAME);
+}
+
+/// The lost replica coordinated a transaction over the two other partitions
+/// of its DC and decided it commits; the decision reached one of them, not
+/// the other, which still holds it prepared and asks the coordinator. The
+/// re-seeded coordinator learned the decision from the partition that has
+/// it, and answers that it committed: the transaction ends whole.
+fn a_decision_the_lost_coordinator_took_is_not_taken_back<P: Family>() {
+    let topology = Topology::full(2, 3).unwrap();
+    let (a, b) = (key_in(&topology, 1, "a"), key_in(&topology, 2, "b"));
+    let mut h = Harness::<P>::new(topology, P::Config::default(), START_US);
+    h.deliver_all();
+    let (p1, p2) = (ReplicaId::at(DcId(0), PartitionId(1)), ReplicaId::at(DcId(0), PartitionId(2)));
+    let client = ClientId { dc: DcId(0), index: 0 };
+    h.add_session(client, LOST);
+    h.begin(client).unwrap();
+    h.deliver_all();
+    h.take_event(client);
+    h.write(client, &a, "a1").unwrap();
+    h.write(client, &b, "b1").unwrap();
+    h.commit(client).unwrap();
+    let commit_to_p2 =
+        |m: &InFlight<P::Message>| m.to == Addr::Replica(p2) && format!("{:?}", m.msg).starts_with("Commit {");
+    h.deliver_where(|m| !commit_to_p2(m));
+    assert!(matches!(h.take_event(client), Some(SessionEvent::Committed(Some(_)))), "the client was told");
+    assert!(h.reseed(LOST));
+    // Past the cohort's wait before it asks (1 s), and the DC's stable time.
+    for _ in 0..150 {
+        tick(&mut h, &|_| true);
+    }
+    assert_eq!(value_of(&h, p1, &a).as_deref(), Some("a1"), "{}", P::NAME);
+    assert_eq!(value_of(&h, p2, &b).as_deref(), Some("b1"), "{}: the transaction was cut in two", P::NAME);
+}
+
+/// Two DCs lose their replica of the partition at once; the third holds the
+/// writes of all three. Neither waits for the other: both come back with
+/// everything.
+fn two_replicas_of_a_partition_lost_together_both_come_back<P: Family>() {
+    let topology = Topology::full(3, 1).unwrap();
+    let keys: Vec<String> = (0..3).map(|d| key_in(&topology, 0, &format!("k{d}-"))).collect();
+    let mut h = Harness::<P>::new(topology, P::Config::default(), START_US);
+    h.deliver_all();
+    for d in 0..3u16 {
+        let c = ClientId { dc: DcId(d), index: 0 };
+        h.add_session(c, ReplicaId::at(DcId(d), PartitionId(0)));
+        assert!(matches!(run_txn(&mut h, c, &[(&keys[usize::from(d)], "v")]), SessionEvent::Committed(Some(_))));
+    }
+    for _ in 0..20 {
+        tick(&mut h, &|_| true);
+    }
+    let other = ReplicaId::at(DcId(1), PartitionId(0));
+    assert!(h.reseed(LOST) && h.reseed(other));
+    // The second loss took the first one's question with it: asked again
+    // after 2 s of silence.
+    for _ in 0..250 {
+        tick(&mut h, &|_| true);
+    }
+    for id in [LOST, other] {
+        for k in &keys {
+            assert_eq!(value_of(&h, id, k).as_deref(), Some("v"), "{}: {id:?} lacks {k}", P::NAME);
+        }
+    }
+}
+
+/// DC 0 deletes a key; the delete reaches DC 1, which collects it in time,
+/// but not yet DC 2. DC 0's replica loses its disk: the delete it kept for
+/// DC 2 comes back from DC 1's memory of what it collected, and DC 2 drops
+/// the key too.
+fn a_delete_another_dc_had_collected_still_reaches_the_dc_that_lacked_it<P: Family>() {
+    let topology = Topology::full(3, 1).unwrap();
+    let k = key_in(&topology, 0, "k");
+    let mut h = Harness::<P>::new(topology, P::Config::default(), START_US);
+    h.deliver_all();
+    let writer = ClientId { dc: DcId(0), index: 0 };
+    h.add_session(writer, LOST);
+    assert!(matches!(run_txn(&mut h, writer, &[(&k, "v")]), SessionEvent::Committed(Some(_))));
+    for _ in 0..10 {
+        tick(&mut h, &|_| true);
+    }
+    h.begin(writer).unwrap();
+    h.deliver_all();
+    h.take_event(writer);
+    h.delete(writer, &k).unwrap();
+    h.commit(writer).unwrap();
+    h.deliver_all();
+    assert!(matches!(h.take_event(writer), Some(SessionEvent::Committed(Some(_)))));
+    let to_behind = |m: &InFlight<P::Message>| m.from == Addr::Replica(LOST) && m.to == Addr::Replica(BEHIND);
+    for _ in 0..30 {
+        tick(&mut h, &|m| !to_behind(m));
+    }
+    let dc1 = ReplicaId::at(DcId(1), PartitionId(0));
+    assert_eq!(value_of(&h, dc1, &k), None, "{}: DC 1 has the delete", P::NAME);
+    assert_eq!(value_of(&h, BEHIND, &k).as_deref(), Some("v"), "{}: DC 2 not yet", P::NAME);
+    assert!(h.reseed(LOST));
+    for _ in 0..60 {
+        tick(&mut h, &|_| true);
+    }
+    assert_eq!(value_of(&h, LOST, &k), None, "{}: the re-seeded replica brought the key back", P::NAME);
+    assert_eq!(value_of(&h, BEHIND, &k), None, "{}: DC 2 never got the delete", P::NAME);
+}
+
+#[test]
+fn a_delete_another_dc_had_collected_still_reaches_the_dc_that_lacked_it_every_protocol() {
+    a_delete_another_dc_had_collected_still_reaches_the_dc_that_lacked_it::<Wren>();
+    a_delete_another_dc_had_collected_still_reaches_the_dc_that_lacked_it::<Cure>();
+    a_delete_another_dc_had_collected_still_reaches_the_dc_that_lacked_it::<HCure>();
+}
+
+#[test]
+fn a_peer_that_restarted_still_gives_its_writes_every_protocol() {
+    a_peer_that_restarted_still_gives_its_writes::<Wren>();
+    a_peer_that_restarted_still_gives_its_writes::<Cure>();
+    a_peer_that_restarted_still_gives_its_writes::<HCure>();
+}
+
+#[test]
+fn a_decision_the_lost_coordinator_took_is_not_taken_back_every_protocol() {
+    a_decision_the_lost_coordinator_took_is_not_taken_back::<Wren>();
+    a_decision_the_lost_coordinator_took_is_not_taken_back::<Cure>();
+    a_decision_the_lost_coordinator_took_is_not_taken_back::<HCure>();
+}
+
+#[test]
+fn two_replicas_of_a_partition_lost_together_both_come_back_every_protocol() {
+    two_replicas_of_a_partition_lost_together_both_come_back::<Wren>();
+    two_replicas_of_a_partition_lost_together_both_come_back::<Cure>();
+    two_replicas_of_a_partition_lost_together_both_come_back::<HCure>();
 }
 
 #[test]

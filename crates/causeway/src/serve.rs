@@ -4,7 +4,7 @@
 use crate::args::{shape, ClusterArgs};
 use anyhow::{Context, Result};
 use causeway_runtime::plan::client_ports;
-use causeway_runtime::{config, start};
+use causeway_runtime::{config, start, start_with, StartOptions};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +29,12 @@ pub struct ServerArgs {
     /// config file). A node without one keeps nothing across a restart.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// This node's disk was lost: start it on an empty data directory and
+    /// have its replicas fetch their partitions' data from the other DCs
+    /// (see "Replacing a node whose disk is gone" in docs/OPERATIONS.md).
+    /// Once started, restart it without --reseed.
+    #[arg(long)]
+    reseed: bool,
 }
 
 #[derive(Args, Debug)]
@@ -159,7 +165,10 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
     }
     let rt = runtime_with(args.threads)?;
     rt.block_on(async {
-        let node = start(Arc::new(plan), &node_name).await?;
+        let node = start_with(Arc::new(plan), &node_name, StartOptions { reseed: args.reseed }).await?;
+        if args.reseed {
+            println!("node {} re-seeds its replicas from the other DCs; restart it without --reseed", node.name);
+        }
         for (dc, addr) in &node.clients {
             println!("node {} serving clients of DC {} on {addr}", node.name, dc.0);
         }

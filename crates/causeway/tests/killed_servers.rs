@@ -8,6 +8,10 @@
 //! every node must move again within seconds (read from the metrics
 //! endpoints).
 //!
+//! And a server whose disk is lost: deleted with its data directory and
+//! started again with `--reseed`, it gets its partition's data back from
+//! the other DCs.
+//!
 //! Victims come from a seed (printed; `CAUSEWAY_SEED` replays a choice).
 //! The protocol is Wren; `CAUSEWAY_PROTOCOL=cure` (or `h-cure`) runs another.
 //! A failing history is saved beside the servers' logs.
@@ -20,7 +24,7 @@ use common::six::{self, REGIONS};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// Every node's stable times must be this close to its clock again...
@@ -51,6 +55,11 @@ impl Cluster {
     /// Starts node `i` (again) with the same command; its stderr goes on
     /// being appended to its log file.
     fn start(&mut self, i: usize) {
+        self.start_with(i, &[]);
+    }
+
+    /// Starts node `i` with `extra` arguments.
+    fn start_with(&mut self, i: usize, extra: &[&str]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -58,11 +67,27 @@ impl Cluster {
             .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_causeway"))
             .args(["server", "--config", self.config.to_str().unwrap(), "--node", &self.nodes[i].name])
-            .stdout(Stdio::null())
+            .args(extra)
+            .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("a server starts");
         self.children[i] = Some(child);
+    }
+
+    /// Starts every node and waits until each serves.
+    async fn start_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.start(i);
+        }
+        for i in 0..self.nodes.len() {
+            self.wait_serving(i).await;
+        }
+    }
+
+    /// Node `i`'s data directory.
+    fn data_dir(&self, i: usize) -> PathBuf {
+        self.logs.join("data").join(&self.nodes[i].name)
     }
 
     /// SIGKILL: nothing is flushed, nothing said goodbye.
@@ -131,12 +156,7 @@ async fn servers_killed_under_load_come_back_with_everything_they_acknowledged()
     eprintln!("killed servers: seed {seed} (CAUSEWAY_SEED={seed} replays the victims)");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut cluster = Cluster::new();
-    for i in 0..cluster.nodes.len() {
-        cluster.start(i);
-    }
-    for i in 0..cluster.nodes.len() {
-        cluster.wait_serving(i).await;
-    }
+    cluster.start_all().await;
 
     let started = Instant::now();
     let run = six::start_load(&cluster.nodes, Duration::from_secs(40), 3, seed);
@@ -200,5 +220,64 @@ async fn servers_killed_under_load_come_back_with_everything_they_acknowledged()
         resumed[0],
         resumed[resumed.len() - 1],
         resumed[resumed.len() / 2],
+    );
+}
+
+/// A server whose disk is lost: after a first load (every DC writing), the
+/// cluster settles; one server is killed, its data directory deleted, and
+/// it is started again with `--reseed` while a second load (keys of its
+/// own) runs. It fetches its partition's data from the other DCs: every DC
+/// ends with the same data — the first load's keys, which nobody writes
+/// again, included — and the history of both loads passes the checker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_disk_is_lost_is_re_seeded_from_the_other_dcs() {
+    let seed = std::env::var("CAUSEWAY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x1057_u64);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut cluster = Cluster::new();
+    cluster.start_all().await;
+    let before = six::start_load_named(&cluster.nodes, Duration::from_secs(6), 3, seed, "before");
+    let before = before.await.unwrap().expect("the first load runs");
+    // Every write of the first load has reached the other DCs.
+    cluster.stable_time_resumes().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let victim = rng.random_range(0..cluster.nodes.len());
+    let name = cluster.nodes[victim].name.clone();
+    cluster.kill(victim);
+    std::fs::remove_dir_all(cluster.data_dir(victim)).expect("the victim had a data directory");
+    eprintln!("lost disk: {name} killed and its data directory deleted");
+    let restarted = Instant::now();
+    cluster.start_with(victim, &["--reseed"]);
+    cluster.wait_serving(victim).await;
+    // It listens at once, and re-seeds while the load runs.
+    let after = six::start_load_named(&cluster.nodes, Duration::from_secs(8), 3, seed + 1, "after");
+    let took = restarted.elapsed() + cluster.stable_time_resumes().await;
+    eprintln!("lost disk: {name} re-seeded; stable time everywhere within {RESUMED_LAG} s of the clocks {took:.1?} after its start");
+    let log = std::fs::read_to_string(cluster.logs.join(format!("{name}.log"))).unwrap();
+    assert!(
+        log.contains("re-seeds") && log.contains("re-seeded"),
+        "{name} did not say it re-seeds, then re-seeded:\n{log}"
+    );
+
+    let after = after.await.unwrap().expect("the second load runs through the re-seed");
+    let (committed, unknown) = (before.committed + after.committed, before.unknown + after.unknown);
+    let mut txns = before.records;
+    txns.extend(after.records);
+    let history = six::history(txns, &cluster.nodes, "load-", Duration::from_secs(60)).await;
+    let finals = &history.finals;
+    assert!(finals.windows(2).all(|w| w[0].state == w[1].state), "the DCs did not converge");
+    let first_keys = finals[0].state.keys().filter(|k| k.starts_with("load-before-")).count();
+    assert!(first_keys > 100, "only {first_keys} keys of the first load");
+    let verdict = check(&history);
+    let saved = cluster.logs.join("history.jsonl");
+    if !verdict.is_tcc() {
+        std::fs::write(&saved, history.to_jsonl_string()).unwrap();
+    }
+    assert!(verdict.is_tcc(), "{verdict}\nthe history is in {}", saved.display());
+    assert!(after.committed > 1000, "only {} transactions committed after the loss", after.committed);
+    eprintln!(
+        "lost disk: {committed} transactions committed ({} after the loss), {unknown} unknown, \
+         {first_keys} keys of the first load held alike by every DC; verdict: TCC",
+        after.committed
     );
 }

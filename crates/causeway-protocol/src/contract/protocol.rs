@@ -83,7 +83,8 @@ pub trait Protocol: 'static {
     /// ([`crate::recovery::seed`]), with the records to make durable before
     /// it starts: they say it is re-seeding, so that a restart before it is
     /// done (through [`Protocol::recover`]) asks again. `None` if this
-    /// protocol cannot re-seed a replica — the default.
+    /// protocol cannot re-seed a replica — the default — or the cluster has
+    /// no other DC to re-seed from.
     fn reseed(
         id: ReplicaId,
         topology: Arc<Topology>,

@@ -85,6 +85,13 @@ pub trait Replica {
     /// True when no transaction is between prepare and apply here.
     fn is_quiescent(&self) -> bool;
 
+    /// True while the replica, having lost its durable state, collects it
+    /// from the others ([`crate::recovery::seed`]) and serves nothing that
+    /// needs it. Drivers report when it is done.
+    fn is_reseeding(&self) -> bool {
+        false
+    }
+
     /// The newest applied value of every key this replica stores, by
     /// last-writer-wins; what the history's `final` lines list.
     fn latest_values(&self) -> Vec<(Key, Value)>;

@@ -294,8 +294,7 @@ impl FamilyReplica for CureReplica {
             self.core.refuse();
             return;
         };
-        if txs.iter().any(|tx| tx.commit_vector.len() != self.vv.len() || tx.commit_vector.get(source) != ct) {
-            // Not a commit vector of this cluster and this commit.
+        if !self.well_formed(source, ct, txs) {
             self.core.refuse();
             return;
         }
@@ -305,6 +304,11 @@ impl FamilyReplica for CureReplica {
 
     fn stored_writes(txid: TxId, commit_vector: &VectorTs, writes: Vec<(Key, Option<Value>)>) -> TxWrites {
         TxWrites { txid, commit_vector: commit_vector.clone(), writes }
+    }
+
+    /// Each commit vector is one of this cluster, of this commit.
+    fn well_formed(&self, source: DcId, ct: Timestamp, txs: &[TxWrites]) -> bool {
+        txs.iter().all(|tx| tx.commit_vector.len() == self.vv.len() && tx.commit_vector.get(source) == ct)
     }
 
     fn reinstall(&mut self, source: DcId, ct: Timestamp, txs: &[TxWrites]) {
@@ -365,6 +369,14 @@ impl FamilyReplica for CureReplica {
 
     fn dc_stable(&self) -> Timestamp {
         self.stable.gsv().get(self.dc())
+    }
+
+    fn stable_floor(&self) -> Timestamp {
+        self.stable.gsv().min_entry()
+    }
+
+    fn collection_bound(&self) -> Timestamp {
+        self.stable.oldest_snapshot().max_entry()
     }
 
     /// One timestamp per DC: the commit vector.

@@ -76,6 +76,10 @@ impl crate::twopc::Snapshot for VectorTs {
         self.max_entry()
     }
 
+    fn floor(&self) -> Timestamp {
+        self.min_entry()
+    }
+
     fn meet(&self, other: &VectorTs) -> VectorTs {
         let mut m = self.clone();
         VectorTs::meet(&mut m, other);

@@ -34,7 +34,7 @@
 
 use crate::contract::Effects;
 use crate::hlc::{PhysicalMicros, Timestamp};
-use crate::ids::{Addr, DcId, ReplicaId};
+use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -69,7 +69,7 @@ pub struct SeedGroup<K, W> {
 }
 
 /// What an answerer knows besides its groups.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeedFacts<K> {
     /// A peer: the newest position of its own stream that it has sent; its
     /// groups hold its DC's transactions up to it, and the rest follows in
@@ -84,6 +84,18 @@ pub struct SeedFacts<K> {
     /// Every transaction id of the asker's that the answerer holds has a
     /// counter below this.
     pub txids_below: u64,
+    /// The answerer is re-seeding itself and holds nothing yet: the asker
+    /// gets that DC's versions later, from its stream.
+    pub seeding: bool,
+    /// A peer: every version it has collected is superseded by one whose
+    /// timestamps are at or below this. A read at a snapshot below it may
+    /// need what it collected; the asker does not serve such reads.
+    pub collected_upto: Timestamp,
+    /// A sibling: transactions the asker coordinated that committed here
+    /// and that another partition may still hold prepared, with their
+    /// commit times — the decisions the lost replica would have told a
+    /// cohort that asks.
+    pub decided: Vec<(TxId, Timestamp)>,
 }
 
 /// One answer, as it arrives.
@@ -136,7 +148,13 @@ impl<K: Copy + Ord + Default, W> Seeding<K, W> {
                 continue;
             }
             if answer.attempt == 0 || now.saturating_sub(answer.heard_at) >= SEED_PATIENCE_US {
-                answer.attempt += 1;
+                // The first question of an incarnation is numbered from its
+                // clock, so that an answer meant for an earlier one (which
+                // also started from 1) is not taken for this one's.
+                answer.attempt = match answer.attempt {
+                    0 => (now / 1_000) as u32 | 1,
+                    n => n.wrapping_add(1),
+                };
                 answer.groups.clear();
                 answer.heard_at = now;
                 out.send(to, SeedMsg::Ask { attempt: answer.attempt }.into());
@@ -238,6 +256,17 @@ impl<K: Copy + Ord + Default, W> Seed<K, W> {
         let txids = facts.map(|f| f.txids_below).max();
         (clock.unwrap_or(Timestamp::ZERO), txids.unwrap_or(0))
     }
+
+    /// Below what snapshot the asker may lack versions: the highest bound
+    /// of what the peers have collected.
+    pub fn horizon(&self) -> Timestamp {
+        self.answers.values().map(|(_, f)| f.collected_upto).max().unwrap_or(Timestamp::ZERO)
+    }
+
+    /// The decisions the siblings hold of the asker's transactions.
+    pub fn decided(&self) -> impl Iterator<Item = (TxId, Timestamp)> + '_ {
+        self.answers.values().flat_map(|(_, f)| f.decided.iter().copied())
+    }
 }
 
 /// Splits `groups` into [`SeedMsg::Groups`] of about [`SEED_BATCH_BYTES`]
@@ -280,7 +309,7 @@ mod tests {
     }
 
     fn facts(newest: u64, received: u64, clock: u64, txids_below: u64) -> SeedFacts<u64> {
-        SeedFacts { newest, received, clock: Timestamp(clock), txids_below }
+        SeedFacts { newest, received, clock: Timestamp(clock), txids_below, ..SeedFacts::default() }
     }
 
     #[test]

@@ -68,8 +68,16 @@ pub enum FamilyRecord<P, W> {
     /// follows, a restart asks again, and keeps only the reservations
     /// recorded since.
     Reseeding,
-    /// The records of the re-seed precede this one: it is complete.
-    Reseeded,
+    /// The records of the re-seed precede this one: it is complete. The
+    /// replica serves no read at a snapshot below `horizon`: the versions
+    /// such a read needs may have been collected where it took its own
+    /// ([`crate::recovery::seed::SeedFacts::collected_upto`]). Kept in
+    /// checkpoints. Nor any read at all, nor a part in the DC's
+    /// stabilization, while for some DC of `holes` its replica's stream has
+    /// not brought it up to the position beside it (what the lost replica
+    /// may have received; that replica may also have been re-seeding and
+    /// given nothing, [`crate::recovery::seed::SeedFacts::seeding`]).
+    Reseeded { horizon: Timestamp, holes: Vec<(DcId, Timestamp)> },
 }
 
 impl<P, W> From<Reserved> for FamilyRecord<P, W> {

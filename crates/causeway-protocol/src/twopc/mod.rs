@@ -18,8 +18,8 @@
 //! * [`coordinator`] — read fan-out and two-phase commit (the papers' Alg. 2).
 //! * [`replica_core`] — what every replica of the family has: place, rhythm, clock,
 //!   store, and the three shared roles.
-//! * [`replica`] — what a protocol brings ([`FamilyReplica`]), and the
-//!   `Replica` it gets: which role takes which message.
+//! * [`family_replica`] — what a protocol brings ([`FamilyReplica`]).
+//! * [`replica`] — the `Replica` it gets: which role takes which message.
 //! * [`prepared`] — a cohort's prepared transactions and their proposals.
 //! * [`replication`] — commits in commit order to the other DCs, heartbeats.
 //! * [`rhythm`] — Δ_R, Δ_G, the expiry of silent clients, and their timers.
@@ -32,6 +32,7 @@
 pub mod client;
 pub mod coordinator;
 pub mod durable;
+pub mod family_replica;
 pub mod messages;
 pub mod prepared;
 pub mod rejoin;
@@ -45,9 +46,10 @@ pub mod tx_table;
 pub use client::{CausalPast, CoordinatedClient};
 pub use coordinator::Coordinator;
 pub use durable::FamilyRecord;
+pub use family_replica::{CoreOf, FamilyEffects, FamilyReplica, RecordOf, SliceRequest};
 pub use messages::{FamilyMsg, TxnMsg};
 pub use prepared::PreparedSet;
-pub use replica::{recover, reseeding, CoreOf, FamilyEffects, FamilyReplica, RecordOf, SliceRequest};
+pub use replica::{recover, reseeding};
 pub use replica_core::FamilyCore;
 pub use replication::Replicator;
 pub use rhythm::{FamilyTimer, Rhythm};
@@ -67,6 +69,10 @@ pub trait Snapshot: Payload {
     /// The largest timestamp the snapshot holds: a transaction that read
     /// from it commits above it.
     fn ceiling(&self) -> Timestamp;
+
+    /// The smallest timestamp the snapshot holds: a version whose
+    /// timestamps are all at or below it is visible in the snapshot.
+    fn floor(&self) -> Timestamp;
 
     /// Component-wise minimum: a snapshot that sees no more than either.
     fn meet(&self, other: &Self) -> Self;

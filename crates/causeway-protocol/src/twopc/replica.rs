@@ -1,153 +1,20 @@
-//! A replica of the family: what its protocol brings ([`FamilyReplica`]),
-//! and the [`Replica`] every such protocol gets — which role takes which
-//! message, starting, and what is common to report.
+//! A replica of the family: the [`Replica`] every protocol of it gets from
+//! what it brings ([`FamilyReplica`]) — which role takes which message,
+//! starting, recovering, and what is common to report.
 
 use super::durable::FamilyRecord;
+use super::family_replica::{FamilyEffects, FamilyReplica, RecordOf, SliceRequest};
 use super::messages::{FamilyMsg, TxnMsg};
 use super::rejoin::{self, Admit};
-use super::replica_core::FamilyCore;
 use super::reseed;
 use super::rhythm::FamilyTimer;
-use super::{Family, Payload};
+use super::{Family, Snapshot as _};
 use crate::contract::replica::ReplicaEffects;
-use crate::contract::{Effects, Key, Replica, ReplicaCounters, SessionError, Value};
+use crate::contract::{Key, Replica, ReplicaCounters, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
-use crate::ids::{Addr, DcId, ReplicaId, TxId};
+use crate::ids::{Addr, DcId, ReplicaId};
 use crate::recovery::{Incoming, SeedMsg, Seeding};
 use std::collections::BTreeMap;
-use std::fmt::Debug;
-
-type Snap<F> = <F as Family>::Snapshot;
-
-/// What replica `R` makes durable.
-pub type RecordOf<R> = FamilyRecord<<R as FamilyReplica>::Prepared, <<R as FamilyReplica>::Family as Family>::Writes>;
-
-/// The effects of a step of replica `R`.
-pub type FamilyEffects<R> =
-    Effects<FamilyMsg<<R as FamilyReplica>::Family>, FamilyTimer<<R as FamilyReplica>::OwnTimer>, RecordOf<R>>;
-
-/// The shared core of replica `R`.
-pub type CoreOf<R> =
-    FamilyCore<<R as FamilyReplica>::Family, <R as FamilyReplica>::Meta, <R as FamilyReplica>::Prepared>;
-
-/// A read slice a cohort is asked for: by whom, for which transaction and
-/// round, the keys, and the snapshot to read them in.
-#[derive(Clone, Debug)]
-pub struct SliceRequest<S> {
-    pub from: Addr,
-    pub tx: TxId,
-    pub round: u32,
-    pub keys: Vec<Key>,
-    pub snapshot: S,
-}
-
-/// What a protocol of the family brings: its types, its core, and what it
-/// does with what is not the coordinator's.
-pub trait FamilyReplica: Send + 'static {
-    type Family: Family;
-    /// Timers of the protocol's own, beside the family's.
-    type OwnTimer: Copy + Debug + Eq + Send;
-    /// What a version carries besides its value and stamp.
-    type Meta;
-    /// What the cohort keeps of a prepared transaction (and makes durable).
-    type Prepared: Payload;
-
-    fn core(&self) -> &CoreOf<Self>;
-
-    fn core_mut(&mut self) -> &mut CoreOf<Self>;
-
-    /// A client starts a transaction, having seen `seen`.
-    fn start_transaction(
-        &mut self,
-        now: PhysicalMicros,
-        client: Addr,
-        seen: <Self::Family as Family>::Start,
-        out: &mut FamilyEffects<Self>,
-    );
-
-    /// The cohort serves a read slice.
-    fn serve_slice(
-        &mut self,
-        now: PhysicalMicros,
-        read: SliceRequest<Snap<Self::Family>>,
-        out: &mut FamilyEffects<Self>,
-    );
-
-    /// The cohort prepares a transaction.
-    #[allow(clippy::too_many_arguments)]
-    fn prepare(
-        &mut self,
-        now: PhysicalMicros,
-        from: Addr,
-        tx: TxId,
-        snapshot: Snap<Self::Family>,
-        ht: Timestamp,
-        writes: Vec<(Key, Option<Value>)>,
-        out: &mut FamilyEffects<Self>,
-    );
-
-    /// The cohort learns a transaction's commit time.
-    fn commit(&mut self, now: PhysicalMicros, tx: TxId, ct: Timestamp, out: &mut FamilyEffects<Self>);
-
-    /// A peer in another DC replicates transactions committed at `ct`.
-    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[<Self::Family as Family>::Writes]);
-
-    /// The writes of `txid` whose versions carry `meta`, as the family
-    /// replicates them: how a checkpoint says what the store holds.
-    fn stored_writes(
-        txid: TxId,
-        meta: &Self::Meta,
-        writes: Vec<(Key, Option<Value>)>,
-    ) -> <Self::Family as Family>::Writes;
-
-    /// Versions from a checkpoint, of `txs` committed at `ct` in DC
-    /// `source`, installed again: the store alone changes (the checkpoint's
-    /// other records restore the rest).
-    fn reinstall(&mut self, source: DcId, ct: Timestamp, txs: &[<Self::Family as Family>::Writes]);
-
-    /// A peer in another DC has nothing older than `t` still coming.
-    fn heartbeat(&mut self, from: Addr, t: Timestamp);
-
-    /// A stabilization message from a partition of this DC.
-    fn stabilization(
-        &mut self,
-        now: PhysicalMicros,
-        from: Addr,
-        msg: <Self::Family as Family>::Gossip,
-        out: &mut FamilyEffects<Self>,
-    );
-
-    /// Every Δ_R: apply, replicate, heartbeat.
-    fn apply(&mut self, now: PhysicalMicros, out: &mut FamilyEffects<Self>);
-
-    /// Every Δ_G: a round of stabilization.
-    fn stabilize(&mut self, now: PhysicalMicros, out: &mut FamilyEffects<Self>);
-
-    /// A timer of the protocol's own is due.
-    fn on_own_timer(&mut self, now: PhysicalMicros, timer: Self::OwnTimer, out: &mut FamilyEffects<Self>);
-
-    /// No transaction is between prepare and apply here
-    /// ([`Replica::is_quiescent`]).
-    fn quiescent(&self) -> bool;
-
-    /// Up to where writes from `origin` are visible
-    /// ([`Replica::visible_upto`]).
-    fn visible_from(&self, origin: DcId) -> Timestamp;
-
-    /// The DC's stabilization has given this replica stable times since it
-    /// (re)started: what it learned from clients alone does not count
-    /// ([`super::rejoin`]).
-    fn stable_times_known(&self) -> bool;
-
-    /// The DC's local stable time as this replica knows it: every partition
-    /// of the DC has durably resolved every transaction up to it (Wren's
-    /// LST, Cure's local entry of the GSV).
-    fn dc_stable(&self) -> Timestamp;
-
-    /// Bytes of visibility metadata per version
-    /// ([`Replica::version_metadata_bytes`]).
-    fn metadata_bytes(&self) -> u64;
-}
 
 /// Hands `msg` from `from` to the role that takes it, making durable what
 /// must survive a crash (see [`super::durable`]).
@@ -161,6 +28,10 @@ fn dispatch<R: FamilyReplica>(
     use TxnMsg::*;
     let own_dc = matches!(from, Addr::Replica(p) if p.dc == r.core().id.dc);
     if r.core().seeding.is_some() && waits_for_seed::<R::Family>(&msg) {
+        return;
+    }
+    if !r.core().holes.is_empty() && matches!(msg, SliceReq { .. } | Stabilization(_)) {
+        // Re-seeded, and not caught up yet (see `catching_up`).
         return;
     }
     match msg {
@@ -185,6 +56,12 @@ fn dispatch<R: FamilyReplica>(
             core.coordinator.on_commit_request(now, from, tx, hwt, writes, &core.topology, out);
         }
         EndTx { tx } => r.core_mut().coordinator.end(tx),
+        // After a re-seed, a read below the horizon may need versions the
+        // replicas it took its state from had collected: it is not served
+        // (its coordinator's client gives up on it) rather than answered
+        // wrong. Only transactions that started before the DC's stable
+        // snapshot passed the horizon read there.
+        SliceReq { snapshot, .. } if snapshot.floor() < r.core().horizon => {}
         SliceReq { tx, round, keys, snapshot } => {
             r.serve_slice(now, SliceRequest { from, tx, round, keys, snapshot }, out)
         }
@@ -245,8 +122,9 @@ fn dispatch<R: FamilyReplica>(
 /// not got yet. Its stream and its DC's stabilization resume once it has
 /// it; a coordinator waiting for a slice or a proposal from it gives up in
 /// time. Clients' starts wait at the gate, closed until it has rejoined
-/// its DC; a question about a transaction it coordinated before it lost
-/// its state is answered (it knows of no decision: aborted).
+/// its DC. A question about a transaction it coordinated before it lost
+/// its state waits (the cohort asks again) until the siblings have told it
+/// the decisions they hold.
 fn waits_for_seed<F: Family>(msg: &FamilyMsg<F>) -> bool {
     use TxnMsg::*;
     matches!(
@@ -259,6 +137,7 @@ fn waits_for_seed<F: Family>(msg: &FamilyMsg<F>) -> bool {
             | Heartbeat { .. }
             | Stream(_)
             | Stabilization(_)
+            | Resolve { .. }
     )
 }
 
@@ -273,6 +152,11 @@ fn seed_answer<R: FamilyReplica>(
     msg: SeedMsg<Timestamp, <R::Family as Family>::Writes>,
     out: &mut FamilyEffects<R>,
 ) {
+    if let SeedMsg::Groups { groups, .. } = &msg {
+        if !groups.iter().all(|g| r.well_formed(g.source, g.at, &g.txs)) {
+            return r.core_mut().refuse();
+        }
+    }
     let core = r.core_mut();
     // A late answer, to a question already answered by everyone.
     let Some(seeding) = core.seeding.as_mut() else { return };
@@ -334,12 +218,32 @@ fn stabilization_step<R: FamilyReplica>(
         out.persist(FamilyRecord::Applied { source, ct, txs: Vec::new() });
     }
     step(r, out);
-    if r.core().starts.is_open() || !r.stable_times_known() {
+    let past_horizon = r.stable_floor() >= r.core().horizon;
+    if r.core().starts.is_open() || !r.stable_times_known() || !past_horizon {
         return;
     }
     for (client, seen) in r.core_mut().starts.open() {
         r.start_transaction(now, client, seen, out);
     }
+}
+
+/// Whether a re-seeded replica is still catching up: for some DC, it has
+/// not received that DC's stream up to where the clocks of the replicas
+/// that answered its seed were. Until then what it reports of how far it
+/// has received could be below what the lost replica had reported — and
+/// the DC's stable times, and what was collected below them, built on that
+/// — so it takes no part in its DC's stabilization and serves no read
+/// (its transactions' starts wait at the gate): the DC's stable time waits
+/// for it, as it did while it re-seeded. Its streams, prepares and commits
+/// go on.
+fn catching_up<R: FamilyReplica>(r: &mut R) -> bool {
+    let core = r.core_mut();
+    if core.holes.is_empty() {
+        return false;
+    }
+    let streams = &core.replication.streams;
+    core.holes.retain(|&(dc, upto)| streams.received_from(dc) < upto);
+    !core.holes.is_empty()
 }
 
 /// After every step: keep the reservations ahead of what was handed out.
@@ -355,7 +259,7 @@ fn reserve<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) {
 /// streams) and when the apply loop and stabilization run.
 pub fn recover<R: FamilyReplica>(mut replica: R, mut records: Vec<RecordOf<R>>) -> R {
     let reseeding = records.iter().rposition(|r| matches!(r, FamilyRecord::Reseeding));
-    let unfinished = reseeding.filter(|&at| !records[at..].iter().any(|r| matches!(r, FamilyRecord::Reseeded)));
+    let unfinished = reseeding.filter(|&at| !records[at..].iter().any(|r| matches!(r, FamilyRecord::Reseeded { .. })));
     if let Some(at) = unfinished {
         // A re-seed a crash interrupted starts again; of what it took,
         // only the reservations count.
@@ -396,7 +300,11 @@ fn replay<R: FamilyReplica>(replica: &mut R, records: Vec<RecordOf<R>>) {
             FamilyRecord::Installed { source, ct, txs } => replica.reinstall(source, ct, &txs),
             FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(ct, tx, writes),
             FamilyRecord::Kept { ct, txs } => core.replication.streams.keep(ct, txs),
-            FamilyRecord::Reseeding | FamilyRecord::Reseeded => {}
+            FamilyRecord::Reseeding => {}
+            FamilyRecord::Reseeded { horizon, holes } => {
+                core.horizon = core.horizon.max(horizon);
+                core.holes = holes;
+            }
         }
         // Taking a record again makes none: what recovery does is durable
         // already, or would be lost with the scratch effects.
@@ -443,6 +351,9 @@ pub fn checkpoint<R: FamilyReplica>(r: &R) -> Vec<RecordOf<R>> {
     if core.seeding.is_some() {
         records.push(FamilyRecord::Reseeding);
         return records;
+    }
+    if core.horizon > Timestamp::ZERO || !core.holes.is_empty() {
+        records.push(FamilyRecord::Reseeded { horizon: core.horizon, holes: core.holes.clone() });
     }
     // The versions, by the group (DC and commit time) that installed them.
     let mut groups: BTreeMap<(DcId, Timestamp), Vec<_>> = BTreeMap::new();
@@ -510,6 +421,7 @@ impl<R: FamilyReplica> Replica for R {
                 let stable = self.dc_stable();
                 self.core_mut().coordinator.forget_decided(stable);
             }
+            FamilyTimer::Stabilize if catching_up(self) => {}
             FamilyTimer::Stabilize => stabilization_step(self, now, out, |r, out| r.stabilize(now, out)),
             FamilyTimer::ExpireContexts => self.core_mut().coordinator.expire(now),
             FamilyTimer::Heal => heal(self, now, out),
@@ -525,6 +437,10 @@ impl<R: FamilyReplica> Replica for R {
 
     fn is_quiescent(&self) -> bool {
         self.quiescent()
+    }
+
+    fn is_reseeding(&self) -> bool {
+        self.core().seeding.is_some()
     }
 
     fn latest_values(&self) -> Vec<(Key, Value)> {

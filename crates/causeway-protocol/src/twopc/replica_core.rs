@@ -11,7 +11,7 @@ use super::rhythm::Rhythm;
 use super::Family;
 use crate::contract::ReplicaCounters;
 use crate::hlc::{Hlc, Timestamp};
-use crate::ids::ReplicaId;
+use crate::ids::{DcId, ReplicaId};
 use crate::mvstore::MvStore;
 use crate::recovery::{Reservations, Seeding};
 use crate::topology::Topology;
@@ -37,6 +37,12 @@ pub struct FamilyCore<F: Family, M, P> {
     /// `Some` while the replica, having lost its state, collects it from
     /// the others ([`crate::recovery::seed`]): it serves nothing meanwhile.
     pub seeding: Option<Seeding<Timestamp, F::Writes>>,
+    /// After a re-seed: reads at snapshots below this are not served (see
+    /// [`super::durable::FamilyRecord::Reseeded`]).
+    pub horizon: Timestamp,
+    /// After a re-seed: DCs whose versions this replica lacks until their
+    /// streams reach the position beside them; no read is served until then.
+    pub holes: Vec<(DcId, Timestamp)>,
     /// Transactions applied, inputs refused (the store and the coordinator
     /// count the rest).
     pub counters: ReplicaCounters,
@@ -54,6 +60,8 @@ impl<F: Family, M, P> FamilyCore<F, M, P> {
             reserved: Reservations::default(),
             starts: StartGate::default(),
             seeding: None,
+            horizon: Timestamp::ZERO,
+            holes: Vec::new(),
             counters: ReplicaCounters::default(),
             topology,
             rhythm,

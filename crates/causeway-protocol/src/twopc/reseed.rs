@@ -3,12 +3,13 @@
 //! how the answers become the lost replica's records.
 
 use super::durable::FamilyRecord;
-use super::replica::{FamilyEffects, FamilyReplica, RecordOf};
+use super::family_replica::{FamilyEffects, FamilyReplica, RecordOf};
 use super::Family;
 use crate::hlc::Timestamp;
-use crate::ids::{Addr, DcId};
+use crate::ids::{Addr, DcId, TxId};
 use crate::recovery::seed::{self, Seed, SeedFacts, SeedGroup};
 use crate::recovery::Reserved;
+use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
 
 type Writes<R> = <<R as FamilyReplica>::Family as Family>::Writes;
@@ -17,52 +18,70 @@ type Writes<R> = <<R as FamilyReplica>::Family as Family>::Writes;
 /// durable here. A peer (this partition, another DC) gets the versions held
 /// here of its DC and of this one, grouped as the streams carried them —
 /// this DC's only up to the newest position sent, the rest follows in the
-/// stream — and where the streams between the two stand; a sibling (this
-/// DC) gets the clock and how far the ids of its transactions prepared here
-/// go. A replica that is re-seeding itself holds nothing to tell a peer
-/// (the question is dropped; the asker asks again), and its clock alone to
-/// a sibling. False if `from` is neither.
+/// stream — and where the streams between the two stand. A sibling (this
+/// DC) gets how far the ids of its transactions prepared here go, and the
+/// commit times of those of its transactions committed here that another
+/// partition may still hold prepared (above the DC's stable time): the
+/// decisions it lost. Both get the clock. A replica that is re-seeding
+/// itself holds nothing: it answers with its clock alone, so that two
+/// replicas of a partition that lost their disks together do not wait for
+/// each other (each gets the other DC's versions from the one that re-seeds
+/// first, as groups kept for it). False if `from` is neither.
 pub fn answer<R: FamilyReplica>(r: &R, from: Addr, attempt: u32, out: &mut FamilyEffects<R>) -> bool {
     let core = r.core();
     let me = core.id;
     let Addr::Replica(asker) = from else { return false };
-    let clock = core.clock();
-    if asker.dc == me.dc && asker.partition != me.partition {
-        let txids_below = core
-            .prepared
-            .entries()
-            .filter(|&(_, _, coordinator, _)| coordinator == from)
-            .map(|(tx, ..)| tx.counter() + 1)
-            .max()
-            .unwrap_or(0);
-        let facts = SeedFacts { clock, txids_below, ..SeedFacts::default() };
+    let sibling = asker.dc == me.dc && asker.partition != me.partition;
+    let Some(peer_dc) = core.replication.streams.source_of(from).or(sibling.then_some(me.dc)) else { return false };
+    let mut facts = SeedFacts { clock: core.clock(), ..SeedFacts::default() };
+    if core.seeding.is_some() {
+        facts.seeding = true;
         seed::answer(from, attempt, std::iter::empty(), facts, out);
         return true;
     }
-    let Some(peer_dc) = core.replication.streams.source_of(from) else { return false };
-    if core.seeding.is_some() {
+    let theirs = |tx: TxId| tx.coordinator() == asker.partition;
+    let mut held = core.store.by_transaction();
+    // Deletes collected here lately travel too: where the answer's
+    // versions go, the delete may not have arrived yet.
+    for (key, v) in core.store.recently_collected() {
+        let tx = held.entry((v.stamp.dc, v.stamp.ts, v.stamp.txid)).or_insert_with(|| (&v.meta, Vec::new()));
+        tx.1.push((key.clone(), None));
+    }
+    if sibling {
+        let prepared = core.prepared.entries().filter(|&(_, _, coordinator, _)| coordinator == from);
+        facts.txids_below = prepared.map(|(tx, ..)| tx.counter() + 1).max().unwrap_or(0);
+        let stable = r.dc_stable();
+        let installed = held.keys().filter(|&&(source, ct, tx)| source == me.dc && ct >= stable && theirs(tx));
+        let queued = core.replication.queued().filter(|&(_, tx, _)| theirs(tx));
+        facts.decided = installed.map(|&(_, ct, tx)| (tx, ct)).chain(queued.map(|(ct, tx, _)| (tx, ct))).collect();
+        seed::answer(from, attempt, std::iter::empty(), facts, out);
         return true;
     }
+    // The newest position of this replica's stream: what it sent, or —
+    // after a restart, which forgets that once the peers acknowledged it —
+    // the newest of its DC's commits held here that are not waiting to go.
     let streams = &core.replication.streams;
-    let newest = streams.newest();
-    let mut txids_below = 0;
+    let waiting: FxHashSet<Timestamp> = core.replication.queued().map(|(ct, ..)| ct).collect();
+    let sent = held.keys().filter(|&&(source, ct, _)| source == me.dc && !waiting.contains(&ct));
+    let newest = sent.map(|&(_, ct, _)| ct).max().unwrap_or(Timestamp::ZERO).max(streams.newest());
     // Per group (DC and commit time): its transactions, and their bytes.
     type Sized<W> = (Vec<W>, usize);
     let mut groups: BTreeMap<(DcId, Timestamp), Sized<Writes<R>>> = BTreeMap::new();
-    for ((source, ct, txid), (meta, writes)) in core.store.by_transaction() {
+    for ((source, ct, txid), (meta, writes)) in held {
         let wanted = (source == me.dc && ct <= newest) || source == peer_dc;
         if !wanted {
             continue;
         }
-        if source == peer_dc && txid.coordinator() == asker.partition {
-            txids_below = txids_below.max(txid.counter() + 1);
+        if source == peer_dc && theirs(txid) {
+            facts.txids_below = facts.txids_below.max(txid.counter() + 1);
         }
         let bytes: usize = writes.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len())).sum();
         let group = groups.entry((source, ct)).or_default();
         group.0.push(R::stored_writes(txid, meta, writes));
         group.1 += bytes;
     }
-    let facts = SeedFacts { newest, received: streams.received_from(peer_dc), clock, txids_below };
+    (facts.newest, facts.received) = (newest, streams.received_from(peer_dc));
+    facts.collected_upto = r.collection_bound();
     let groups = groups.into_iter().map(|((source, at), (txs, bytes))| (SeedGroup { source, at, txs }, bytes));
     seed::answer(from, attempt, groups, facts, out);
     true
@@ -70,9 +89,10 @@ pub fn answer<R: FamilyReplica>(r: &R, from: Addr, attempt: u32, out: &mut Famil
 
 /// The records that rebuild a replica from its seed: the reservations
 /// above everything of the lost replica's anyone has seen; each peer's
-/// versions of its DC and its stream's position; this DC's versions from
-/// the peer that received the most of them, and those of them some peer
-/// lacks kept to be resent; then the mark that the re-seed is complete.
+/// versions of its DC and its stream's position; the decisions of its
+/// transactions the siblings hold; this DC's versions from the peer that
+/// received the most of them, and those of them some peer lacks kept to be
+/// resent; then the mark that the re-seed is complete.
 pub fn records<R: FamilyReplica>(seed: &Seed<Timestamp, Writes<R>>) -> Vec<RecordOf<R>> {
     let (clock, txids) = seed.resume_points(|t| t);
     let mut records: Vec<RecordOf<R>> = vec![Reserved::Clock(clock).into(), Reserved::TxIds(txids).into()];
@@ -82,6 +102,7 @@ pub fn records<R: FamilyReplica>(seed: &Seed<Timestamp, Writes<R>>) -> Vec<Recor
             records.push(FamilyRecord::Applied { source: dc, ct: newest, txs: Vec::new() });
         }
     }
+    records.extend(seed.decided().map(|(tx, ct)| FamilyRecord::Decided { tx, ct }));
     if let Some((best, least)) = seed.own_dc_source() {
         let mut own: Vec<&SeedGroup<_, _>> = seed.own_groups_from(best).collect();
         own.sort_by_key(|g| g.at);
@@ -90,6 +111,10 @@ pub fn records<R: FamilyReplica>(seed: &Seed<Timestamp, Writes<R>>) -> Vec<Recor
         let lacking = own.iter().filter(|g| g.at > least);
         records.extend(lacking.map(|g| FamilyRecord::Kept { ct: g.at, txs: g.txs.clone() }));
     }
-    records.push(FamilyRecord::Reseeded);
+    // Caught up only once every peer's stream has passed the clocks of the
+    // replicas that answered: everything the lost replica had received
+    // from anyone is below them.
+    let holes = seed.peer_groups().map(|(dc, ..)| (dc, clock)).collect();
+    records.push(FamilyRecord::Reseeded { horizon: seed.horizon(), holes });
     records
 }

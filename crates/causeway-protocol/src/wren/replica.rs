@@ -256,6 +256,16 @@ impl FamilyReplica for WrenReplica {
         self.bist.stable_times().0
     }
 
+    fn stable_floor(&self) -> Timestamp {
+        let (lst, rst) = self.bist.stable_times();
+        lst.min(rst)
+    }
+
+    fn collection_bound(&self) -> Timestamp {
+        use crate::twopc::Snapshot as _;
+        self.bist.oldest_snapshot().ceiling()
+    }
+
     /// `ut` (the commit time) and `rdt`.
     fn metadata_bytes(&self) -> u64 {
         16

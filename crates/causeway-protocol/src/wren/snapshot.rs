@@ -26,6 +26,10 @@ impl crate::twopc::Snapshot for Snapshot {
         self.lt.max(self.rt)
     }
 
+    fn floor(&self) -> Timestamp {
+        self.lt.min(self.rt)
+    }
+
     fn meet(&self, other: &Snapshot) -> Snapshot {
         Snapshot { lt: self.lt.min(other.lt), rt: self.rt.min(other.rt) }
     }

@@ -132,7 +132,6 @@ struct Progress {
 /// other than a torn tail, a directory of another cluster or node, or a
 /// record this version cannot read stops the start with a message naming
 /// the file.
-#[allow(clippy::too_many_arguments)]
 pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
     data_dir: &Path,
     cluster: &str,
@@ -141,12 +140,30 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
     fsync: Fsync,
     checkpoint_min_bytes: u64,
 ) -> Result<Opened<R>, StartError> {
+    open_with(data_dir, cluster, node, id, fsync, checkpoint_min_bytes, Vec::new())
+}
+
+/// [`open`], making `first` durable at the start of a log that is new
+/// before anything else runs — a re-seeding replica's mark
+/// ([`causeway_protocol::Protocol::reseed`]): a crash right after the start
+/// must not leave a log that reads as a replica that never held anything.
+/// Returned among the records like any other.
+#[allow(clippy::too_many_arguments)]
+pub fn open_with<R: Serialize + DeserializeOwned + Send + 'static>(
+    data_dir: &Path,
+    cluster: &str,
+    node: &str,
+    id: ReplicaId,
+    fsync: Fsync,
+    checkpoint_min_bytes: u64,
+    first: Vec<R>,
+) -> Result<Opened<R>, StartError> {
     let dir = replica_dir(data_dir, id);
     let identity = identity(cluster, node, id);
     let storage = |e: StorageError| StartError::Storage(format!("{}: {e}", dir.display()));
     std::fs::create_dir_all(data_dir)
         .map_err(|e| StartError::Storage(format!("cannot create the data directory {}: {e}", data_dir.display())))?;
-    let (log, recovered) = Log::open(&dir, &identity).map_err(storage)?;
+    let (mut log, recovered) = Log::open(&dir, &identity).map_err(storage)?;
     if let Some(torn) = &recovered.torn_tail {
         tracing::warn!("replica {}: cut a torn log tail: {torn:?}", replica_name(id));
     }
@@ -169,7 +186,15 @@ pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
             .map_err(|e| unreadable(format!("record {}", recovered.base + i as u64 + 1), e))?;
         records.push(record);
     }
-    let len = recovered.len() as usize;
+    if recovered.is_empty() && !first.is_empty() {
+        for record in &first {
+            let bytes = postcard::to_allocvec(record).expect("records serialize");
+            log.append(&bytes).map_err(storage)?;
+        }
+        log.sync().map_err(storage)?;
+        records = first;
+    }
+    let len = log.len() as usize;
     if fsync != Fsync::Always {
         let log = inline::InlineLog::new(id, log, fsync, checkpoint_bytes, checkpoint_min_bytes);
         return Ok(Opened { log: ReplicaLog::Inline(Box::new(log)), records, from_checkpoint });

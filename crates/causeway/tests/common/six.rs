@@ -87,6 +87,18 @@ pub fn start_load(
     writes: u32,
     seed: u64,
 ) -> tokio::task::JoinHandle<Result<LoadReport, causeway_client::Error>> {
+    start_load_named(nodes, duration, writes, seed, "")
+}
+
+/// [`start_load`] with its sessions and keys named after `run` (keys under
+/// `load-RUN-`): two runs write keys of their own.
+pub fn start_load_named(
+    nodes: &[Node],
+    duration: Duration,
+    writes: u32,
+    seed: u64,
+    run: &str,
+) -> tokio::task::JoinHandle<Result<LoadReport, causeway_client::Error>> {
     let load = LoadConfig {
         endpoints: nodes.iter().map(|n| (DcId(n.dc as u16), n.client)).collect(),
         clients_per_dc: 4,
@@ -100,8 +112,8 @@ pub fn start_load(
             ..WorkloadConfig::default()
         }),
         seed,
-        run_id: String::new(),
-        key_prefix: "load-".into(),
+        run_id: run.into(),
+        key_prefix: if run.is_empty() { "load-".into() } else { format!("load-{run}-") },
         record: true,
         value_size: None,
         phases: None,
