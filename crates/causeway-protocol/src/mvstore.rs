@@ -253,17 +253,18 @@ impl<M> MvStore<M> {
         self.chains.iter()
     }
 
-    /// Every version held, gathered by the transaction that wrote it, in
-    /// stamp order (DC, then time, then transaction): what a checkpoint
-    /// writes back. The metadata is the first version's (a transaction's
-    /// versions share it).
+    /// Every version held, and the tombstones collected lately, gathered
+    /// by the transaction that wrote them, in stamp order (DC, then time,
+    /// then transaction): what a checkpoint writes back (a restart keeps
+    /// the deletes it collected lately, as tombstones to collect again) and
+    /// what a re-seed is given. The metadata is the first version's (a
+    /// transaction's versions share it).
     pub fn by_transaction(&self) -> BTreeMap<(DcId, Timestamp, TxId), TxVersions<'_, M>> {
         let mut txs: BTreeMap<_, (&M, Vec<_>)> = BTreeMap::new();
-        for (key, chain) in &self.chains {
-            for v in chain.iter() {
-                let tx = txs.entry((v.stamp.dc, v.stamp.ts, v.stamp.txid)).or_insert_with(|| (&v.meta, Vec::new()));
-                tx.1.push((key.clone(), v.value.clone()));
-            }
+        let held = self.chains.iter().flat_map(|(key, chain)| chain.iter().map(move |v| (key, v)));
+        for (key, v) in held.chain(self.recently_collected()) {
+            let tx = txs.entry((v.stamp.dc, v.stamp.ts, v.stamp.txid)).or_insert_with(|| (&v.meta, Vec::new()));
+            tx.1.push((key.clone(), v.value.clone()));
         }
         txs
     }

@@ -6,7 +6,7 @@
 mod common;
 
 use causeway_protocol::cure::{Cure, HCure};
-use causeway_protocol::twopc::{FamilyRecord, FamilyTimer, TxnMsg};
+use causeway_protocol::twopc::{FamilyRecord, FamilyReplica, FamilyTimer, TxnMsg};
 use causeway_protocol::wren::Wren;
 use causeway_protocol::{
     Addr, ClientId, DcId, PartitionId, Protocol, Replica, ReplicaId, SessionEvent, Timestamp, Topology,
@@ -227,10 +227,10 @@ fn two_replicas_of_a_partition_lost_together_both_come_back<P: Family>() {
     }
 }
 
-/// DC 0 deletes a key; the delete reaches DC 1, which collects it in time,
-/// but not yet DC 2. DC 0's replica loses its disk: the delete it kept for
-/// DC 2 comes back from DC 1's memory of what it collected, and DC 2 drops
-/// the key too.
+/// DC 0 deletes a key; the delete reaches DC 1, which collects it in time
+/// (and then restarts from a checkpoint), but not yet DC 2. DC 0's replica
+/// loses its disk: the delete it kept for DC 2 comes back from DC 1's
+/// memory of what it collected, and DC 2 drops the key too.
 fn a_delete_another_dc_had_collected_still_reaches_the_dc_that_lacked_it<P: Family>() {
     let topology = Topology::full(3, 1).unwrap();
     let k = key_in(&topology, 0, "k");
@@ -256,6 +256,12 @@ fn a_delete_another_dc_had_collected_still_reaches_the_dc_that_lacked_it<P: Fami
     let dc1 = ReplicaId::at(DcId(1), PartitionId(0));
     assert_eq!(value_of(&h, dc1, &k), None, "{}: DC 1 has the delete", P::NAME);
     assert_eq!(value_of(&h, BEHIND, &k).as_deref(), Some("v"), "{}: DC 2 not yet", P::NAME);
+    let collected = h.replica(dc1).counters().versions_collected;
+    assert!(collected >= 2, "{}: DC 1 collected the key ({collected} versions)", P::NAME);
+    h.restart_from_checkpoint(dc1);
+    for _ in 0..5 {
+        tick(&mut h, &|m| !to_behind(m));
+    }
     assert!(h.reseed(LOST));
     for _ in 0..60 {
         tick(&mut h, &|_| true);
@@ -319,7 +325,8 @@ fn a_re_seed_interrupted_by_a_crash_asks_again() {
     assert_eq!(records, vec![FamilyRecord::Reseeding]);
     // Half of a seed's records made it to disk before the crash.
     records.push(FamilyRecord::Applied { source: DcId(1), ct: Timestamp(99), txs: Vec::new() });
-    let mut r = Wren::recover(LOST, topology, &config, records);
+    records.push(FamilyRecord::Kept { ct: Timestamp(40), txs: Vec::new() });
+    let mut r = Wren::recover(LOST, topology.clone(), &config, records.clone());
     assert!(r.checkpoint().contains(&FamilyRecord::Reseeding), "still re-seeding");
     let mut out = Default::default();
     r.start(START_US, &mut out);
@@ -329,4 +336,13 @@ fn a_re_seed_interrupted_by_a_crash_asks_again() {
     let expected = [(0, 1), (1, 0), (2, 0)].map(|(dc, p)| Addr::Replica(ReplicaId::at(DcId(dc), PartitionId(p))));
     assert_eq!(asked, expected.to_vec(), "the sibling and both peers, asked again");
     assert!(r.latest_values().is_empty(), "what the interrupted re-seed had taken is dropped");
+    assert_eq!(out.records.first(), Some(&FamilyRecord::Reseeding), "the second attempt is marked");
+
+    // The second attempt finishes: only its records count.
+    records.push(FamilyRecord::Reseeding);
+    records.push(FamilyRecord::Kept { ct: Timestamp(50), txs: Vec::new() });
+    records.push(FamilyRecord::Reseeded { horizon: Timestamp::ZERO, holes: Vec::new() });
+    let r = Wren::recover(LOST, topology, &config, records);
+    assert!(!r.is_reseeding());
+    assert_eq!(r.core().replication.streams.unacknowledged(), 1, "the group kept once, by the attempt that finished");
 }

@@ -32,6 +32,11 @@ const RESUMED_LAG: f64 = 2.0;
 /// ...within this long after a restart.
 const RESUME_WITHIN: Duration = Duration::from_secs(15);
 
+/// The tests of this file each run six servers under load: one at a time,
+/// or they would starve each other of the machine's cores (and stable
+/// times lag for that alone).
+static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The servers, each restartable with the command that first started it.
 struct Cluster {
     config: PathBuf,
@@ -41,8 +46,9 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn new() -> Cluster {
-        let dir = std::env::temp_dir().join(format!("causeway-killed-{}", std::process::id()));
+    /// A cluster of its own, under a directory named after `test`.
+    fn new(test: &str) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("causeway-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let tuning = "[tuning]\napply_interval_ms = 5\nstabilization_interval_ms = 5\n";
@@ -152,10 +158,11 @@ impl Drop for Cluster {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_killed_under_load_come_back_with_everything_they_acknowledged() {
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
     let seed = std::env::var("CAUSEWAY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
     eprintln!("killed servers: seed {seed} (CAUSEWAY_SEED={seed} replays the victims)");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut cluster = Cluster::new();
+    let mut cluster = Cluster::new("killed");
     cluster.start_all().await;
 
     let started = Instant::now();
@@ -231,9 +238,10 @@ async fn servers_killed_under_load_come_back_with_everything_they_acknowledged()
 /// again, included — and the history of both loads passes the checker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_whose_disk_is_lost_is_re_seeded_from_the_other_dcs() {
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
     let seed = std::env::var("CAUSEWAY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x1057_u64);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut cluster = Cluster::new();
+    let mut cluster = Cluster::new("lost-disk");
     cluster.start_all().await;
     let before = six::start_load_named(&cluster.nodes, Duration::from_secs(6), 3, seed, "before");
     let before = before.await.unwrap().expect("the first load runs");

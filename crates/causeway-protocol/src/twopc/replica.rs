@@ -236,13 +236,21 @@ fn stabilization_step<R: FamilyReplica>(
 /// (its transactions' starts wait at the gate): the DC's stable time waits
 /// for it, as it did while it re-seeded. Its streams, prepares and commits
 /// go on.
-fn catching_up<R: FamilyReplica>(r: &mut R) -> bool {
+fn catching_up<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) -> bool {
     let core = r.core_mut();
     if core.holes.is_empty() {
         return false;
     }
     let streams = &core.replication.streams;
+    let open = core.holes.len();
     core.holes.retain(|&(dc, upto)| streams.received_from(dc) < upto);
+    if core.holes.len() < open {
+        // A hole a heartbeat closed: a checkpoint drops it, so the
+        // position that closed it must be in the records too.
+        for (source, ct) in core.replication.streams.unrecorded_positions() {
+            out.persist(FamilyRecord::Applied { source, ct, txs: Vec::new() });
+        }
+    }
     !core.holes.is_empty()
 }
 
@@ -258,16 +266,21 @@ fn reserve<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) {
 /// (the clock and ids resume above the reservations, the peers resend their
 /// streams) and when the apply loop and stabilization run.
 pub fn recover<R: FamilyReplica>(mut replica: R, mut records: Vec<RecordOf<R>>) -> R {
-    let reseeding = records.iter().rposition(|r| matches!(r, FamilyRecord::Reseeding));
-    let unfinished = reseeding.filter(|&at| !records[at..].iter().any(|r| matches!(r, FamilyRecord::Reseeded { .. })));
-    if let Some(at) = unfinished {
-        // A re-seed a crash interrupted starts again; of what it took,
-        // only the reservations count.
-        let tail = records.split_off(at);
-        records.extend(tail.into_iter().filter(|r| matches!(r, FamilyRecord::Reserved(_))));
-        replay(&mut replica, records);
-        start_seeding(&mut replica);
-        return replica;
+    let reserved = |r: &RecordOf<R>| matches!(r, FamilyRecord::Reserved(_));
+    if let Some(at) = records.iter().rposition(|r| matches!(r, FamilyRecord::Reseeding)) {
+        // Every attempt at a re-seed starts with the mark: of what came
+        // before the last one (attempts a crash cut short), only the
+        // reservations count.
+        let mut tail = records.split_off(at);
+        records.retain(reserved);
+        if !tail.iter().any(|r| matches!(r, FamilyRecord::Reseeded { .. })) {
+            // The last attempt was cut short too: it starts again.
+            records.extend(tail.into_iter().filter(reserved));
+            replay(&mut replica, records);
+            start_seeding(&mut replica);
+            return replica;
+        }
+        records.append(&mut tail);
     }
     replay(&mut replica, records);
     catch_up(&mut replica);
@@ -394,7 +407,12 @@ impl<R: FamilyReplica> Replica for R {
     fn start(&mut self, now: PhysicalMicros, out: &mut ReplicaEffects<Self>) {
         self.core().rhythm.start(out);
         match &mut self.core_mut().seeding {
-            Some(seeding) => seeding.retry(now, out),
+            Some(seeding) => {
+                // An attempt (again, after a crash cut one short) begins:
+                // a recovery keeps only what follows its mark.
+                out.persist(FamilyRecord::Reseeding);
+                seeding.retry(now, out)
+            }
             None => resume(self, now, out),
         }
         reserve(self, out);
@@ -421,7 +439,7 @@ impl<R: FamilyReplica> Replica for R {
                 let stable = self.dc_stable();
                 self.core_mut().coordinator.forget_decided(stable);
             }
-            FamilyTimer::Stabilize if catching_up(self) => {}
+            FamilyTimer::Stabilize if catching_up(self, out) => {}
             FamilyTimer::Stabilize => stabilization_step(self, now, out, |r, out| r.stabilize(now, out)),
             FamilyTimer::ExpireContexts => self.core_mut().coordinator.expire(now),
             FamilyTimer::Heal => heal(self, now, out),

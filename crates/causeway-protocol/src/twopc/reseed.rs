@@ -40,21 +40,26 @@ pub fn answer<R: FamilyReplica>(r: &R, from: Addr, attempt: u32, out: &mut Famil
         return true;
     }
     let theirs = |tx: TxId| tx.coordinator() == asker.partition;
-    let mut held = core.store.by_transaction();
-    // Deletes collected here lately travel too: where the answer's
-    // versions go, the delete may not have arrived yet.
-    for (key, v) in core.store.recently_collected() {
-        let tx = held.entry((v.stamp.dc, v.stamp.ts, v.stamp.txid)).or_insert_with(|| (&v.meta, Vec::new()));
-        tx.1.push((key.clone(), None));
-    }
+    // With the deletes collected here lately: where the answer's versions
+    // go, a delete may not have arrived yet.
+    let held = core.store.by_transaction();
     if sibling {
         let prepared = core.prepared.entries().filter(|&(_, _, coordinator, _)| coordinator == from);
-        facts.txids_below = prepared.map(|(tx, ..)| tx.counter() + 1).max().unwrap_or(0);
         let stable = r.dc_stable();
         let installed = held.keys().filter(|&&(source, ct, tx)| source == me.dc && ct >= stable && theirs(tx));
         let queued = core.replication.queued().filter(|&(_, tx, _)| theirs(tx));
         facts.decided = installed.map(|&(_, ct, tx)| (tx, ct)).chain(queued.map(|(ct, tx, _)| (tx, ct))).collect();
+        let decided = facts.decided.iter().map(|&(tx, _)| tx);
+        facts.txids_below = prepared.map(|(tx, ..)| tx).chain(decided).map(|tx| tx.counter() + 1).max().unwrap_or(0);
         seed::answer(from, attempt, std::iter::empty(), facts, out);
+        return true;
+    }
+    let rejoining = !core.starts.is_open() && core.holes.is_empty() && core.horizon == Timestamp::ZERO;
+    if rejoining {
+        // Restarted from its disk, and not yet told its DC's oldest
+        // snapshot again: its collection bound would say too little. The
+        // asker asks again. (A re-seeded replica has collected little
+        // itself; what its sources had is its horizon, below.)
         return true;
     }
     // The newest position of this replica's stream: what it sent, or —
@@ -81,7 +86,7 @@ pub fn answer<R: FamilyReplica>(r: &R, from: Addr, attempt: u32, out: &mut Famil
         group.1 += bytes;
     }
     (facts.newest, facts.received) = (newest, streams.received_from(peer_dc));
-    facts.collected_upto = r.collection_bound();
+    facts.collected_upto = r.collection_bound().max(core.horizon);
     let groups = groups.into_iter().map(|((source, at), (txs, bytes))| (SeedGroup { source, at, txs }, bytes));
     seed::answer(from, attempt, groups, facts, out);
     true
