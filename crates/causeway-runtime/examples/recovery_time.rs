@@ -210,7 +210,8 @@ fn measure<P: Protocol>(
     for _ in 0..runs {
         drop(last.take());
         let t0 = Instant::now();
-        let opened = disk::open::<RecordOf<P>>(data, CLUSTER, NODE, id, Fsync::Never, u64::MAX).expect("opens");
+        let opened =
+            disk::open::<RecordOf<P>>(data, CLUSTER, NODE, id, Fsync::Never, u64::MAX, Vec::new()).expect("opens");
         let t1 = Instant::now();
         let count = opened.records.len();
         let replica = P::recover(id, topology.clone(), config, opened.records);

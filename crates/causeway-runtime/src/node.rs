@@ -240,7 +240,7 @@ fn restore<P: Protocol>(
     let Some(dir) = &me.data_dir else {
         return Ok((P::replica(id, plan.topology.clone(), config), ReplicaLog::Nowhere { appended: 0 }));
     };
-    let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync, plan.checkpoint_min_bytes)?;
+    let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync, plan.checkpoint_min_bytes, Vec::new())?;
     let replica = if opened.records.is_empty() {
         P::replica(id, plan.topology.clone(), config)
     } else {
@@ -298,7 +298,7 @@ fn reseed<P: Protocol>(
             replica_dir.display()
         )));
     }
-    let opened = disk::open_with(dir, &plan.name, &me.name, id, plan.fsync, plan.checkpoint_min_bytes, first)?;
+    let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync, plan.checkpoint_min_bytes, first)?;
     tracing::warn!("replica {name} re-seeds: it asks its partition's replicas in the other DCs for its state");
     Ok((replica, opened.log))
 }

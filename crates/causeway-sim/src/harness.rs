@@ -84,13 +84,8 @@ impl<P: Protocol> Harness<P> {
     /// starts at once (its question goes out). False if the protocol
     /// cannot re-seed.
     pub fn reseed(&mut self, id: ReplicaId) -> bool {
-        let Some((mut r, _records)) = P::reseed(id, self.topology.clone(), &self.config) else { return false };
-        let me = Addr::Replica(id);
-        self.in_flight.retain(|m| m.from != me && m.to != me);
-        let mut out = ReplicaEffects::<P::Replica>::default();
-        r.start(self.clocks[&id], &mut out);
-        self.replicas.insert(id, r);
-        self.absorb(me, out);
+        let Some((r, _records)) = P::reseed(id, self.topology.clone(), &self.config) else { return false };
+        self.replace(id, r);
         true
     }
 
@@ -99,7 +94,13 @@ impl<P: Protocol> Harness<P> {
     /// was in flight to or from it is lost.
     pub fn restart_from_checkpoint(&mut self, id: ReplicaId) {
         let records = self.replicas[&id].checkpoint();
-        let mut r = P::recover(id, self.topology.clone(), &self.config, records);
+        let r = P::recover(id, self.topology.clone(), &self.config, records);
+        self.replace(id, r);
+    }
+
+    /// Replica `id` crashed and `r` takes its place: what was in flight to
+    /// or from it is lost, and `r` starts.
+    fn replace(&mut self, id: ReplicaId, mut r: P::Replica) {
         let me = Addr::Replica(id);
         self.in_flight.retain(|m| m.from != me && m.to != me);
         let mut out = ReplicaEffects::<P::Replica>::default();

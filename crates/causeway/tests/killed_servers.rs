@@ -91,6 +91,22 @@ impl Cluster {
         }
     }
 
+    /// The history of `txns` once every DC's state has settled: every DC
+    /// must hold the same data, and the history must pass the checker (a
+    /// failing one is saved beside the servers' logs).
+    async fn converged_and_tcc(&self, txns: Vec<causeway_history::TxnRecord>) -> causeway_history::History {
+        let history = six::history(txns, &self.nodes, "load-", Duration::from_secs(60)).await;
+        let finals = &history.finals;
+        assert!(finals.windows(2).all(|w| w[0].state == w[1].state), "the DCs did not converge");
+        let verdict = check(&history);
+        let saved = self.logs.join("history.jsonl");
+        if !verdict.is_tcc() {
+            std::fs::write(&saved, history.to_jsonl_string()).unwrap();
+        }
+        assert!(verdict.is_tcc(), "{verdict}\nthe history is in {}", saved.display());
+        history
+    }
+
     /// Node `i`'s data directory.
     fn data_dir(&self, i: usize) -> PathBuf {
         self.logs.join("data").join(&self.nodes[i].name)
@@ -205,15 +221,7 @@ async fn servers_killed_under_load_come_back_with_everything_they_acknowledged()
     assert!(started.elapsed() < Duration::from_secs(38), "the kills outlasted the load: {:?}", started.elapsed());
 
     let report = run.await.unwrap().expect("the load runs through the kills");
-    let history = six::history(report.records, &cluster.nodes, "load-", Duration::from_secs(60)).await;
-    let finals = &history.finals;
-    assert!(finals.windows(2).all(|w| w[0].state == w[1].state), "the DCs did not converge");
-    let verdict = check(&history);
-    let saved = cluster.logs.join("history.jsonl");
-    if !verdict.is_tcc() {
-        std::fs::write(&saved, history.to_jsonl_string()).unwrap();
-    }
-    assert!(verdict.is_tcc(), "{verdict}\nthe history is in {}", saved.display());
+    cluster.converged_and_tcc(report.records).await;
     assert!(report.committed > 1000, "only {} transactions committed", report.committed);
     assert!(report.unknown > 0, "no kill caught a coordinator in the middle of a commit");
     resumed.sort();
@@ -271,17 +279,9 @@ async fn a_server_whose_disk_is_lost_is_re_seeded_from_the_other_dcs() {
     let (committed, unknown) = (before.committed + after.committed, before.unknown + after.unknown);
     let mut txns = before.records;
     txns.extend(after.records);
-    let history = six::history(txns, &cluster.nodes, "load-", Duration::from_secs(60)).await;
-    let finals = &history.finals;
-    assert!(finals.windows(2).all(|w| w[0].state == w[1].state), "the DCs did not converge");
-    let first_keys = finals[0].state.keys().filter(|k| k.starts_with("load-before-")).count();
+    let history = cluster.converged_and_tcc(txns).await;
+    let first_keys = history.finals[0].state.keys().filter(|k| k.starts_with("load-before-")).count();
     assert!(first_keys > 100, "only {first_keys} keys of the first load");
-    let verdict = check(&history);
-    let saved = cluster.logs.join("history.jsonl");
-    if !verdict.is_tcc() {
-        std::fs::write(&saved, history.to_jsonl_string()).unwrap();
-    }
-    assert!(verdict.is_tcc(), "{verdict}\nthe history is in {}", saved.display());
     assert!(after.committed > 1000, "only {} transactions committed after the loss", after.committed);
     eprintln!(
         "lost disk: {committed} transactions committed ({} after the loss), {unknown} unknown, \

@@ -151,8 +151,7 @@ impl<const HYBRID: bool> Protocol for CureOn<HYBRID> {
         topology: Arc<Topology>,
         config: &CureConfig,
     ) -> Option<(CureReplica, Vec<RecordOf<Self>>)> {
-        // With one DC, no other replica holds a copy to re-seed from.
-        (topology.dc_count() > 1).then(|| crate::twopc::reseeding(Self::replica(id, topology, config)))
+        crate::twopc::reseeding(Self::replica(id, topology, config))
     }
 
     fn session(setup: SessionSetup, _config: &CureConfig) -> CureSession {

@@ -84,9 +84,6 @@ pub struct SeedFacts<K> {
     /// Every transaction id of the asker's that the answerer holds has a
     /// counter below this.
     pub txids_below: u64,
-    /// The answerer is re-seeding itself and holds nothing yet: the asker
-    /// gets that DC's versions later, from its stream.
-    pub seeding: bool,
     /// A peer: every version it has collected is superseded by one whose
     /// timestamps are at or below this. A read at a snapshot below it may
     /// need what it collected; the asker does not serve such reads.

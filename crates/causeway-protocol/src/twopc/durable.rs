@@ -76,7 +76,7 @@ pub enum FamilyRecord<P, W> {
     /// stabilization, while for some DC of `holes` its replica's stream has
     /// not brought it up to the position beside it (what the lost replica
     /// may have received; that replica may also have been re-seeding and
-    /// given nothing, [`crate::recovery::seed::SeedFacts::seeding`]).
+    /// given nothing).
     Reseeded { horizon: Timestamp, holes: Vec<(DcId, Timestamp)> },
 }
 

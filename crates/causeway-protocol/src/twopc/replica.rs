@@ -61,7 +61,7 @@ fn dispatch<R: FamilyReplica>(
         // (its coordinator's client gives up on it) rather than answered
         // wrong. Only transactions that started before the DC's stable
         // snapshot passed the horizon read there.
-        SliceReq { snapshot, .. } if snapshot.floor() < r.core().horizon => {}
+        SliceReq { snapshot, .. } if r.core().horizon > Timestamp::ZERO && snapshot.floor() < r.core().horizon => {}
         SliceReq { tx, round, keys, snapshot } => {
             r.serve_slice(now, SliceRequest { from, tx, round, keys, snapshot }, out)
         }
@@ -167,9 +167,9 @@ fn seed_answer<R: FamilyReplica>(
         return;
     }
     let seed = core.seeding.take().and_then(Seeding::finish).expect("every answer is in");
-    let records = reseed::records::<R>(&seed);
-    out.records.extend(records.iter().cloned());
-    replay(r, records);
+    let first = out.records.len();
+    out.records.extend(reseed::records::<R>(&seed));
+    replay(r, &out.records[first..]);
     catch_up(r);
     resume(r, now, out);
 }
@@ -185,9 +185,13 @@ fn start_seeding<R: FamilyReplica>(r: &mut R) {
 /// A replica of the family that lost its durable state, and the records
 /// to make durable before it starts — the mark that it is re-seeding, so
 /// that a restart before it is done asks again ([`crate::recovery::seed`]).
-pub fn reseeding<R: FamilyReplica>(mut replica: R) -> (R, Vec<RecordOf<R>>) {
+/// `None` in a cluster of one DC: no other replica holds a copy.
+pub fn reseeding<R: FamilyReplica>(mut replica: R) -> Option<(R, Vec<RecordOf<R>>)> {
+    if replica.core().topology.dc_count() < 2 {
+        return None;
+    }
     start_seeding(&mut replica);
-    (replica, vec![FamilyRecord::Reseeding])
+    Some((replica, vec![FamilyRecord::Reseeding]))
 }
 
 /// The heal round: give up commits a cohort never answered, ask about
@@ -218,8 +222,7 @@ fn stabilization_step<R: FamilyReplica>(
         out.persist(FamilyRecord::Applied { source, ct, txs: Vec::new() });
     }
     step(r, out);
-    let past_horizon = r.stable_floor() >= r.core().horizon;
-    if r.core().starts.is_open() || !r.stable_times_known() || !past_horizon {
+    if r.core().starts.is_open() || !r.stable_times_known() || r.stable_floor() < r.core().horizon {
         return;
     }
     for (client, seen) in r.core_mut().starts.open() {
@@ -276,47 +279,49 @@ pub fn recover<R: FamilyReplica>(mut replica: R, mut records: Vec<RecordOf<R>>) 
         if !tail.iter().any(|r| matches!(r, FamilyRecord::Reseeded { .. })) {
             // The last attempt was cut short too: it starts again.
             records.extend(tail.into_iter().filter(reserved));
-            replay(&mut replica, records);
+            replay(&mut replica, &records);
             start_seeding(&mut replica);
             return replica;
         }
         records.append(&mut tail);
     }
-    replay(&mut replica, records);
+    replay(&mut replica, &records);
     catch_up(&mut replica);
     replica.core_mut().starts.close();
     replica
 }
 
 /// Takes `records` again, in order: what they say is restored.
-fn replay<R: FamilyReplica>(replica: &mut R, records: Vec<RecordOf<R>>) {
+/// Borrowed, so that a re-seed installs the versions it also makes durable
+/// without a copy of them; the few records whose contents stay are cloned.
+fn replay<R: FamilyReplica>(replica: &mut R, records: &[RecordOf<R>]) {
     let me = replica.core().id;
     let peer_in = |dc: DcId| Addr::Replica(ReplicaId { dc, ..me });
     for record in records {
         let mut scratch = FamilyEffects::<R>::default();
         let core = replica.core_mut();
-        core.reserved.restore(&record);
+        core.reserved.restore(record);
         match record {
             FamilyRecord::Reserved(_) => {}
             FamilyRecord::Prepared { tx, pt, coordinator, prepared } => {
-                core.prepared.restore(&mut core.hlc, tx, pt, coordinator, prepared)
+                core.prepared.restore(&mut core.hlc, *tx, *pt, *coordinator, prepared.clone())
             }
-            FamilyRecord::Committed { tx, ct } => replica.commit(0, tx, ct, &mut scratch),
+            FamilyRecord::Committed { tx, ct } => replica.commit(0, *tx, *ct, &mut scratch),
             FamilyRecord::Aborted { tx } => {
-                core.prepared.abort(tx);
+                core.prepared.abort(*tx);
             }
-            FamilyRecord::Decided { tx, ct } => core.coordinator.keep_decision(tx, ct),
+            FamilyRecord::Decided { tx, ct } => core.coordinator.keep_decision(*tx, *ct),
             FamilyRecord::Applied { source, ct, txs } => {
-                core.replication.streams.restore_received(source, ct);
-                replica.replicated(peer_in(source), ct, &txs);
+                core.replication.streams.restore_received(*source, *ct);
+                replica.replicated(peer_in(*source), *ct, txs);
             }
-            FamilyRecord::Installed { source, ct, txs } => replica.reinstall(source, ct, &txs),
-            FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(ct, tx, writes),
-            FamilyRecord::Kept { ct, txs } => core.replication.streams.keep(ct, txs),
+            FamilyRecord::Installed { source, ct, txs } => replica.reinstall(*source, *ct, txs),
+            FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(*ct, *tx, writes.clone()),
+            FamilyRecord::Kept { ct, txs } => core.replication.streams.keep(*ct, txs.clone()),
             FamilyRecord::Reseeding => {}
             FamilyRecord::Reseeded { horizon, holes } => {
-                core.horizon = core.horizon.max(horizon);
-                core.holes = holes;
+                core.horizon = core.horizon.max(*horizon);
+                core.holes = holes.clone();
             }
         }
         // Taking a record again makes none: what recovery does is durable

@@ -10,7 +10,7 @@ use crate::ids::{Addr, DcId, TxId};
 use crate::recovery::seed::{self, Seed, SeedFacts, SeedGroup};
 use crate::recovery::Reserved;
 use rustc_hash::FxHashSet;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 type Writes<R> = <<R as FamilyReplica>::Family as Family>::Writes;
 
@@ -32,25 +32,26 @@ pub fn answer<R: FamilyReplica>(r: &R, from: Addr, attempt: u32, out: &mut Famil
     let me = core.id;
     let Addr::Replica(asker) = from else { return false };
     let sibling = asker.dc == me.dc && asker.partition != me.partition;
-    let Some(peer_dc) = core.replication.streams.source_of(from).or(sibling.then_some(me.dc)) else { return false };
+    if !sibling && core.replication.streams.source_of(from).is_none() {
+        return false;
+    }
     let mut facts = SeedFacts { clock: core.clock(), ..SeedFacts::default() };
     if core.seeding.is_some() {
-        facts.seeding = true;
         seed::answer(from, attempt, std::iter::empty(), facts, out);
         return true;
     }
     let theirs = |tx: TxId| tx.coordinator() == asker.partition;
-    // With the deletes collected here lately: where the answer's versions
-    // go, a delete may not have arrived yet.
-    let held = core.store.by_transaction();
     if sibling {
-        let prepared = core.prepared.entries().filter(|&(_, _, coordinator, _)| coordinator == from);
+        // The stamps alone: a sibling gets no versions.
         let stable = r.dc_stable();
-        let installed = held.keys().filter(|&&(source, ct, tx)| source == me.dc && ct >= stable && theirs(tx));
-        let queued = core.replication.queued().filter(|&(_, tx, _)| theirs(tx));
-        facts.decided = installed.map(|&(_, ct, tx)| (tx, ct)).chain(queued.map(|(ct, tx, _)| (tx, ct))).collect();
-        let decided = facts.decided.iter().map(|&(tx, _)| tx);
-        facts.txids_below = prepared.map(|(tx, ..)| tx).chain(decided).map(|tx| tx.counter() + 1).max().unwrap_or(0);
+        let stamps = core.store.chains().flat_map(|(_, chain)| chain.iter().map(|v| v.stamp));
+        let installed = stamps.filter(|s| s.dc == me.dc && s.ts >= stable && theirs(s.txid)).map(|s| (s.txid, s.ts));
+        let queued = core.replication.queued().filter(|&(_, tx, _)| theirs(tx)).map(|(ct, tx, _)| (tx, ct));
+        let decided: BTreeSet<(TxId, Timestamp)> = installed.chain(queued).collect();
+        let prepared = core.prepared.entries().filter(|&(_, _, coordinator, _)| coordinator == from).map(|(tx, ..)| tx);
+        let ids = prepared.chain(decided.iter().map(|&(tx, _)| tx));
+        facts.txids_below = ids.map(|tx| tx.counter() + 1).max().unwrap_or(0);
+        facts.decided = decided.into_iter().collect();
         seed::answer(from, attempt, std::iter::empty(), facts, out);
         return true;
     }
@@ -62,6 +63,10 @@ pub fn answer<R: FamilyReplica>(r: &R, from: Addr, attempt: u32, out: &mut Famil
         // itself; what its sources had is its horizon, below.)
         return true;
     }
+    let peer_dc = asker.dc;
+    // With the deletes collected here lately: where the answer's versions
+    // go, a delete may not have arrived yet.
+    let held = core.store.by_transaction();
     // The newest position of this replica's stream: what it sent, or —
     // after a restart, which forgets that once the peers acknowledged it —
     // the newest of its DC's commits held here that are not waiting to go.

@@ -130,8 +130,7 @@ impl Protocol for Wren {
         topology: Arc<Topology>,
         config: &WrenConfig,
     ) -> Option<(WrenReplica, Vec<RecordOf<Self>>)> {
-        // With one DC, no other replica holds a copy to re-seed from.
-        (topology.dc_count() > 1).then(|| crate::twopc::reseeding(Self::replica(id, topology, config)))
+        crate::twopc::reseeding(Self::replica(id, topology, config))
     }
 
     fn session(setup: SessionSetup, config: &WrenConfig) -> WrenSession {

@@ -131,25 +131,13 @@ struct Progress {
 /// `cluster`, reads back its records, and starts its disk thread. Damage
 /// other than a torn tail, a directory of another cluster or node, or a
 /// record this version cannot read stops the start with a message naming
-/// the file.
-pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
-    data_dir: &Path,
-    cluster: &str,
-    node: &str,
-    id: ReplicaId,
-    fsync: Fsync,
-    checkpoint_min_bytes: u64,
-) -> Result<Opened<R>, StartError> {
-    open_with(data_dir, cluster, node, id, fsync, checkpoint_min_bytes, Vec::new())
-}
-
-/// [`open`], making `first` durable at the start of a log that is new
+/// the file. A log that is new gets `first` (usually nothing), durable
 /// before anything else runs — a re-seeding replica's mark
 /// ([`causeway_protocol::Protocol::reseed`]): a crash right after the start
 /// must not leave a log that reads as a replica that never held anything.
 /// Returned among the records like any other.
 #[allow(clippy::too_many_arguments)]
-pub fn open_with<R: Serialize + DeserializeOwned + Send + 'static>(
+pub fn open<R: Serialize + DeserializeOwned + Send + 'static>(
     data_dir: &Path,
     cluster: &str,
     node: &str,
