@@ -4,7 +4,8 @@
 //! values — logging its records as the runtime does, then times what a
 //! restart does, from the whole log and again after a checkpoint:
 //!
-//! * open: the log read, checked and its records decoded (`disk::open`);
+//! * open: the log read, checked and its records decoded
+//!   (`disk::NodeDisk::open`);
 //! * recover: the replica rebuilt from them (`Protocol::recover`).
 //!
 //! ```text
@@ -18,6 +19,7 @@
 //! makes the history longer than the state, which a checkpoint drops). Results are in docs/BENCHMARKS.md, "Recovery time".
 
 use causeway_protocol::contract::protocol::RecordOf;
+use causeway_protocol::contract::RecordLog;
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
 use causeway_protocol::wren::Wren;
@@ -25,8 +27,7 @@ use causeway_protocol::{
     Addr, ClientId, DcId, Key, Limits, Protocol, Replica, ReplicaId, Session, SessionEvent, SessionSetup, Topology,
     Tuning, Value,
 };
-use causeway_runtime::disk::{self, Fsync};
-use causeway_storage::{Identity, Log};
+use causeway_runtime::disk::{Fsync, NodeDisk, ReplicaLog};
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
@@ -74,14 +75,15 @@ fn run<P: Protocol>(versions: u64, runs: usize, rounds: u64) {
     // A checkpoint of the running replica, as the runtime takes one (what
     // the collector dropped is not in it; a replica rebuilt from the whole
     // log holds every version until its collector runs again).
-    let state = postcard::to_allocvec(&live.checkpoint()).expect("records serialize");
-    let dir = disk::replica_dir(data.path(), id);
-    let (mut log, _) = Log::open(&dir, &identity(id)).expect("the log opens");
-    log.checkpoint(&state).expect("the checkpoint is written");
+    let state = live.checkpoint();
+    let size = postcard::to_allocvec(&state).expect("records serialize").len();
+    let mut log = open::<P>(data.path(), id).log;
+    log.checkpoint(state);
+    // Dropping the log waits for the checkpoint's thread.
     drop(log);
     println!(
         "checkpoint: {:.1} MiB ({:.1} MiB on disk)",
-        state.len() as f64 / (1 << 20) as f64,
+        size as f64 / (1 << 20) as f64,
         bytes_under(data.path()) as f64 / (1 << 20) as f64
     );
     let checkpointed = measure::<P>(data.path(), id, &topology, &config, runs, "checkpoint");
@@ -89,8 +91,10 @@ fn run<P: Protocol>(versions: u64, runs: usize, rounds: u64) {
     assert_eq!(checkpointed.latest_values(), live.latest_values(), "as the replica held");
 }
 
-fn identity(id: ReplicaId) -> Identity {
-    causeway_runtime::disk::identity(CLUSTER, NODE, id)
+/// The node's log, opened as a restart opens it, and the replica's share.
+fn open<P: Protocol>(data: &Path, id: ReplicaId) -> causeway_runtime::disk::Opened<RecordOf<P>> {
+    let mut disk = NodeDisk::<RecordOf<P>>::open(data, CLUSTER, NODE, &[id], Fsync::Never, u64::MAX).expect("opens");
+    disk.replica(id, Vec::new()).expect("opens")
 }
 
 /// Commits `versions` fresh keys through a session and the replica,
@@ -104,8 +108,7 @@ fn fill<P: Protocol>(
     versions: u64,
     rounds: u64,
 ) -> (u64, P::Replica) {
-    std::fs::create_dir_all(data).expect("the data directory");
-    let (mut log, _) = Log::open(&disk::replica_dir(data, id), &identity(id)).expect("the log opens");
+    let mut log = open::<P>(data, id).log;
     let me = Addr::Replica(id);
     let client = ClientId { dc: DcId(0), index: 0 };
     let setup = SessionSetup { id: client, coordinator: id, topology: topology.clone(), limits: Limits::default() };
@@ -125,7 +128,7 @@ fn fill<P: Protocol>(
                     rout: &mut causeway_protocol::contract::replica::ReplicaEffects<P::Replica>,
                     sout: &mut causeway_protocol::contract::session::SessionEffects<P::Session>,
                     timers: &mut Vec<(u64, <P::Replica as Replica>::Timer)>,
-                    log: &mut Log,
+                    log: &mut ReplicaLog<RecordOf<P>>,
                     now: u64|
      -> Option<SessionEvent> {
         let mut event = None;
@@ -133,10 +136,8 @@ fn fill<P: Protocol>(
             for (to, msg) in sout.messages.drain(..) {
                 wire.push_back((Addr::Client(client), to, msg));
             }
-            for r in rout.records.drain(..) {
-                log.append(&postcard::to_allocvec(&r).expect("records serialize")).expect("append");
-                records += 1;
-            }
+            records += rout.records.len() as u64;
+            log.append_all(&mut rout.records);
             // Everything counts as durable at once: this fills a log, it
             // does not measure commits.
             for (to, msg) in rout.messages.drain(..).chain(rout.after_durable.drain(..)) {
@@ -178,9 +179,6 @@ fn fill<P: Protocol>(
             replica.on_timer(now, timer, &mut rout);
             pump(&mut replica, &mut session, &mut rout, &mut sout, &mut timers, &mut log, now);
         }
-        if t % 1_000 == 0 {
-            log.write_through().expect("write");
-        }
     }
     // Long enough for every apply round and stabilization to pass.
     for _ in 0..100 {
@@ -191,7 +189,8 @@ fn fill<P: Protocol>(
             pump(&mut replica, &mut session, &mut rout, &mut sout, &mut timers, &mut log, now);
         }
     }
-    log.sync().expect("sync");
+    // Dropping the log syncs it.
+    drop(log);
     (records, replica)
 }
 
@@ -210,8 +209,7 @@ fn measure<P: Protocol>(
     for _ in 0..runs {
         drop(last.take());
         let t0 = Instant::now();
-        let opened =
-            disk::open::<RecordOf<P>>(data, CLUSTER, NODE, id, Fsync::Never, u64::MAX, Vec::new()).expect("opens");
+        let opened = open::<P>(data, id);
         let t1 = Instant::now();
         let count = opened.records.len();
         let replica = P::recover(id, topology.clone(), config, opened.records);

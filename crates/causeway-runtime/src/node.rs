@@ -3,7 +3,7 @@
 
 use crate::clients::connection;
 use crate::clients::host::{ClientHost, HostSetup};
-use crate::disk::{self, ReplicaLog};
+use crate::disk::{self, NodeDisk, ReplicaLog};
 use crate::error::StartError;
 use crate::metrics::{self, Metrics};
 use crate::peers::{PeerControl, Peers, Sink};
@@ -141,14 +141,23 @@ async fn start_typed<P: Protocol>(
     // Every replica's log is opened (and its replica rebuilt) before
     // anything runs: a refused or damaged directory fails the start with
     // nothing left behind.
+    let mut reseeding = if options.reseed { Some(reseeds::<P>(&plan, me, &config)?.into_iter()) } else { None };
+    let mut disk = match &me.data_dir {
+        Some(dir) => {
+            Some(NodeDisk::open(dir, &plan.name, &me.name, &me.replicas, plan.fsync, plan.checkpoint_min_bytes)?)
+        }
+        None => None,
+    };
     let mut restored = Vec::new();
     for &id in &me.replicas {
-        let replica = match options.reseed {
-            false => restore::<P>(&plan, me, id, &config)?,
-            true => reseed::<P>(&plan, me, id, &config)?,
+        let replica = match (&mut reseeding, disk.as_mut()) {
+            (Some(seeds), Some(disk)) => reseed::<P>(id, seeds.next().expect("one per replica"), disk)?,
+            _ => restore::<P>(&plan, id, &config, disk.as_mut())?,
         };
         restored.push(replica);
     }
+    // The replicas hold the log now: it closes when the last one ends.
+    drop(disk);
 
     let mut inboxes = FxHashMap::default();
     let mut receivers = Vec::new();
@@ -233,14 +242,14 @@ async fn start_typed<P: Protocol>(
 /// directory).
 fn restore<P: Protocol>(
     plan: &ClusterPlan,
-    me: &NodePlan,
     id: ReplicaId,
     config: &P::Config,
+    disk: Option<&mut NodeDisk<RecordOf<P>>>,
 ) -> Result<(P::Replica, ReplicaLog<RecordOf<P>>), StartError> {
-    let Some(dir) = &me.data_dir else {
+    let Some(disk) = disk else {
         return Ok((P::replica(id, plan.topology.clone(), config), ReplicaLog::Nowhere { appended: 0 }));
     };
-    let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync, plan.checkpoint_min_bytes, Vec::new())?;
+    let opened = disk.replica(id, Vec::new())?;
     let replica = if opened.records.is_empty() {
         P::replica(id, plan.topology.clone(), config)
     } else {
@@ -260,18 +269,18 @@ fn restore<P: Protocol>(
     Ok((replica, opened.log))
 }
 
-/// Replica `id` of node `me`, whose disk was lost, starting to re-seed
-/// with a new log in the node's data directory. Refused if the protocol
-/// cannot re-seed, if the node has no data directory, or if the replica
-/// already has a log there — its data, or a re-seed that began before:
-/// either is recovered by an ordinary start.
-fn reseed<P: Protocol>(
+/// The replicas of node `me`, whose disk was lost, ready to re-seed, and
+/// the mark each leaves in its new log first. Refused, before anything is
+/// written, if the cluster has one DC, if the node has no data directory,
+/// if the directory holds anything of the node already (its data, or a
+/// re-seed that began before: either is recovered by an ordinary start), or
+/// if the protocol cannot re-seed.
+#[allow(clippy::type_complexity)]
+fn reseeds<P: Protocol>(
     plan: &ClusterPlan,
     me: &NodePlan,
-    id: ReplicaId,
     config: &P::Config,
-) -> Result<(P::Replica, ReplicaLog<RecordOf<P>>), StartError> {
-    let name = disk::replica_name(id);
+) -> Result<Vec<(P::Replica, Vec<RecordOf<P>>)>, StartError> {
     if plan.topology.dc_count() < 2 {
         return Err(StartError::Invalid(
             "--reseed: the cluster has one DC, so no other DC holds a copy of this node's data to re-seed from".into(),
@@ -283,22 +292,37 @@ fn reseed<P: Protocol>(
             me.name
         )));
     };
-    let Some((replica, first)) = P::reseed(id, plan.topology.clone(), config) else {
+    if let Some(there) = disk::existing(dir, &me.replicas) {
         return Err(StartError::Invalid(format!(
-            "--reseed: protocol {} cannot re-seed a replica yet; start the node without it (it comes back empty)",
-            P::NAME
-        )));
-    };
-    let replica_dir = disk::replica_dir(dir, id);
-    let holds_log = std::fs::read_dir(&replica_dir).is_ok_and(|mut entries| entries.next().is_some());
-    if holds_log {
-        return Err(StartError::Invalid(format!(
-            "--reseed: {} already holds replica {name}'s log — the node's data, or a re-seed that began before; start \
-             without --reseed to recover it (an unfinished re-seed carries on), or move the directory away to re-seed anew",
-            replica_dir.display()
+            "--reseed: {} is there already — the node's data, or a re-seed that began before; start without \
+             --reseed to recover it (an unfinished re-seed carries on), or move the data directory away to re-seed \
+             anew",
+            there.display()
         )));
     }
-    let opened = disk::open(dir, &plan.name, &me.name, id, plan.fsync, plan.checkpoint_min_bytes, first)?;
+    me.replicas
+        .iter()
+        .map(|&id| {
+            P::reseed(id, plan.topology.clone(), config).ok_or_else(|| {
+                StartError::Invalid(format!(
+                    "--reseed: protocol {} cannot re-seed a replica yet; start the node without it (it comes back \
+                     empty)",
+                    P::NAME
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Replica `id`, re-seeding ([`reseeds`]), with a new log in the node's
+/// data directory, which held nothing of the node.
+fn reseed<P: Protocol>(
+    id: ReplicaId,
+    (replica, first): (P::Replica, Vec<RecordOf<P>>),
+    disk: &mut NodeDisk<RecordOf<P>>,
+) -> Result<(P::Replica, ReplicaLog<RecordOf<P>>), StartError> {
+    let opened = disk.replica(id, first)?;
+    let name = disk::replica_name(id);
     tracing::warn!("replica {name} re-seeds: it asks its partition's replicas in the other DCs for its state");
     Ok((replica, opened.log))
 }

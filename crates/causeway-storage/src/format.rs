@@ -10,7 +10,7 @@ use std::ops::Range;
 pub const SEGMENT_MAGIC: [u8; 8] = *b"CWYWAL\r\n";
 
 /// The version of the segment and frame layout (and of the identity file).
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Segment header: magic (8), format version (u32 LE), flags (u32 LE),
 /// base position (u64 LE), CRC-32 of the 24 bytes before it (u32 LE).

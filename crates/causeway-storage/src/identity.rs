@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! causeway-storage
-//! format: 1
+//! format: 2
 //! cluster: <cluster name>
 //! node: <node name>
 //! ```
@@ -85,8 +85,8 @@ mod tests {
         for (bytes, needle) in [
             (&b"\xff\xfe"[..], "UTF-8"),
             (b"hello\n", "not a causeway-storage identity"),
-            (b"causeway-storage\nformat: 2\ncluster: a\nnode: b\n", "format version 2"),
-            (b"causeway-storage\nformat: 1\ncluster: a\n", "\"node\""),
+            (b"causeway-storage\nformat: 1\ncluster: a\nnode: b\n", "format version 1"),
+            (b"causeway-storage\nformat: 2\ncluster: a\n", "\"node\""),
             (b"", "not a causeway-storage identity"),
         ] {
             let err = parse(bytes).unwrap_err();

@@ -1,5 +1,5 @@
-//! The write-ahead log a Causeway server replica makes its records durable
-//! in: the disk under the protocol's `Effects` records and the `SendGate`
+//! The write-ahead log a Causeway server node makes its replicas' records
+//! durable in: the disk under the protocol's `Effects` records and the `SendGate`
 //! that holds messages until their records are durable.
 //!
 //! Records are opaque bytes (the caller serializes them, with postcard). The
@@ -82,6 +82,12 @@
 //! match by chance; a record whose payload itself embeds a valid frame could
 //! make a torn write of it look like damage — the safe side of the mistake.
 //!
+//! **A trimmable log** ([`Options::trimmable`]) may lose its oldest segments
+//! to [`Log::trim`] — whoever trims keeps the account of what replaced
+//! them (the runtime: each replica's checkpoint in a log of its own) — and
+//! begins at its oldest segment, whatever its base; in any other log a
+//! first segment that is not a checkpoint and begins past 0 is damage.
+//!
 //! A write or sync that fails poisons the log ([`StorageError::Poisoned`]):
 //! after a failed `fdatasync` the kernel may have dropped the dirty pages, so
 //! the only safe way on is to reopen and recover what is on disk.
@@ -96,5 +102,5 @@ mod recovery;
 pub use error::StorageError;
 pub use format::{FORMAT_VERSION, MAX_CHECKPOINT_BYTES, MAX_RECORD_BYTES};
 pub use identity::{Identity, IDENTITY_FILE};
-pub use log::{Log, Options};
+pub use log::{Log, Options, Trim};
 pub use recovery::{Recovered, TornTail};

@@ -19,11 +19,17 @@ pub struct Options {
     /// Appended frames are held in memory until `sync` or until this many
     /// bytes wait, then written with one `write`.
     pub write_buffer_bytes: usize,
+    /// The log may lose its oldest segments to [`Log::trim`]: without a
+    /// checkpoint it begins at its oldest segment, whatever its base,
+    /// rather than at position 0. Whoever trims keeps the account of what
+    /// the trimmed records were replaced by (the runtime: each replica's
+    /// checkpoint of its own).
+    pub trimmable: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_segment_bytes: 64 << 20, write_buffer_bytes: 1 << 20 }
+        Options { max_segment_bytes: 64 << 20, write_buffer_bytes: 1 << 20, trimmable: false }
     }
 }
 
@@ -66,7 +72,7 @@ impl Log {
 
     /// [`Log::open`] with explicit options.
     pub fn open_with(dir: &Path, identity: &Identity, options: Options) -> Result<(Log, Recovered), StorageError> {
-        let opened = recovery::open(dir, identity)?;
+        let opened = recovery::open(dir, identity, options.trimmable)?;
         let len = opened.recovered.len();
         let log = Log {
             dir: dir.to_path_buf(),
@@ -178,6 +184,26 @@ impl Log {
         self.poison_on_error(removed)
     }
 
+    /// Takes out of the log the oldest segments whose records all lie at
+    /// or below position `upto` — never the tail — for the caller to delete
+    /// with [`Trim::remove`], when it no longer holds the log (deleting a
+    /// large file takes a while). Only for a [`Options::trimmable`] log. A
+    /// crash before or part way through the deletion leaves older segments
+    /// that a later `open` reads again, which is harmless: they are still a
+    /// run of whole segments ending where the next begins.
+    pub fn trim(&mut self, upto: u64) -> Trim {
+        assert!(self.options.trimmable, "trim on a log not opened as trimmable");
+        // Segment i holds the records after its base up to the next one's.
+        let n = self.segments.windows(2).take_while(|w| w[1].0 <= upto).count();
+        Trim { dir: self.dir.clone(), segments: self.segments.drain(..n).map(|(_, p)| p).collect() }
+    }
+
+    /// The position the oldest segment starts after: 0 unless the log was
+    /// trimmed or checkpointed.
+    pub fn base(&self) -> u64 {
+        self.segments.first().expect("a log has a tail segment").0
+    }
+
     /// Bytes of record frames appended since the last checkpoint (or since
     /// the log began), for the caller to decide when to checkpoint.
     pub fn bytes_since_checkpoint(&self) -> u64 {
@@ -261,5 +287,34 @@ impl Log {
             self.poisoned = Some(e.to_string());
         }
         r
+    }
+}
+
+/// Segments taken out of a log by [`Log::trim`], to delete.
+#[derive(Debug)]
+#[must_use = "the segments are still on disk until removed"]
+pub struct Trim {
+    dir: PathBuf,
+    segments: Vec<PathBuf>,
+}
+
+impl Trim {
+    /// How many segments.
+    pub fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// Deletes them, oldest first, and syncs the directory.
+    pub fn remove(self) -> Result<(), StorageError> {
+        if self.segments.is_empty() {
+            return Ok(());
+        }
+        self.segments.iter().try_for_each(|path| fsutil::remove(path))?;
+        fsutil::sync_dir(&self.dir)
     }
 }

@@ -73,7 +73,7 @@ struct Tail {
     bytes: u64,
 }
 
-pub(crate) fn open(dir: &Path, identity: &Identity) -> Result<Opened, StorageError> {
+pub(crate) fn open(dir: &Path, identity: &Identity, trimmable: bool) -> Result<Opened, StorageError> {
     create_dir(dir)?;
     let (mut segments, tmps) = list(dir)?;
     check_identity(dir, identity, !segments.is_empty())?;
@@ -130,7 +130,11 @@ pub(crate) fn open(dir: &Path, identity: &Identity) -> Result<Opened, StorageErr
             }
             Err(reason) => return Err(corrupt(0, reason)),
         };
-        check_header(header, name_base, first, recovered.len()).map_err(|r| corrupt(0, r))?;
+        check_header(header, name_base, first, trimmable, recovered.len()).map_err(|r| corrupt(0, r))?;
+        if first && trimmable && !header.checkpoint {
+            // A trimmed log begins where its oldest segment does.
+            recovered.base = header.base;
+        }
 
         let mut at = HEADER_LEN;
         if header.checkpoint {
@@ -196,11 +200,11 @@ pub(crate) fn open(dir: &Path, identity: &Identity) -> Result<Opened, StorageErr
 }
 
 /// Checks a segment's header against its name and the segments before it.
-fn check_header(header: Header, name_base: u64, first: bool, len_so_far: u64) -> Result<(), String> {
+fn check_header(header: Header, name_base: u64, first: bool, trimmable: bool, len_so_far: u64) -> Result<(), String> {
     if header.base != name_base {
         return Err(format!("segment header says it begins at position {}, its name says {name_base}", header.base));
     }
-    if first && !header.checkpoint && header.base != 0 {
+    if first && !header.checkpoint && header.base != 0 && !trimmable {
         return Err(format!("the log begins at position {} without a checkpoint of what came before", header.base));
     }
     if !first && header.base != len_so_far {

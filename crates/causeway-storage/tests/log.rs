@@ -626,3 +626,63 @@ fn write_at(path: &Path, at: u64, bytes: &[u8]) {
     data[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
     fs::write(path, data).unwrap();
 }
+
+fn trimmable() -> Options {
+    Options { trimmable: true, ..small() }
+}
+
+/// A trimmed log loses its oldest segments, never records after the
+/// position asked for, and opens again at its oldest segment; a log not
+/// opened as trimmable refuses such a start as damage.
+#[test]
+fn a_trimmed_log_begins_at_its_oldest_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("wal");
+    let (mut log, _) = Log::open_with(&dir, &id(), trimmable()).unwrap();
+    for i in 0..40 {
+        log.append(&record(i)).unwrap();
+    }
+    log.sync().unwrap();
+    let before = segment_files(&dir).len();
+    assert!(before >= 4, "small segments: {before}");
+    let trim = log.trim(20);
+    let trimmed = trim.len();
+    assert!(trimmed > 0);
+    trim.remove().unwrap();
+    assert_eq!(segment_files(&dir).len(), before - trimmed);
+    let base = log.base();
+    assert!(base > 0 && base <= 20, "the oldest segment left begins at {base}, at or before 20");
+    // Appends go on after a trim.
+    log.append(&record(40)).unwrap();
+    log.sync().unwrap();
+    assert!(log.trim(0).is_empty(), "nothing lies wholly at or below 0 any more");
+    drop(log);
+
+    let (log, recovered) = Log::open_with(&dir, &id(), trimmable()).unwrap();
+    assert_eq!(recovered.base, base);
+    assert_eq!(recovered.records, records(base as usize..41));
+    assert_eq!(log.len(), 41);
+    drop(log);
+
+    match open(&dir) {
+        Err(StorageError::Corrupt { reason, .. }) => assert!(reason.contains("without a checkpoint"), "{reason}"),
+        other => panic!("an untrimmable log beginning past 0 is damage, got {other:?}"),
+    }
+}
+
+/// Trimming never takes the tail, however far the position asked for.
+#[test]
+fn trim_keeps_the_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open_with(tmp.path(), &id(), trimmable()).unwrap();
+    for i in 0..30 {
+        log.append(&record(i)).unwrap();
+    }
+    log.sync().unwrap();
+    log.trim(u64::MAX).remove().unwrap();
+    assert_eq!(segment_files(tmp.path()).len(), 1);
+    drop(log);
+    let (_, recovered) = Log::open_with(tmp.path(), &id(), trimmable()).unwrap();
+    assert_eq!(recovered.len(), 30);
+    assert_eq!(recovered.records, records(recovered.base as usize..30));
+}

@@ -42,7 +42,7 @@ async fn wait_for(port: u16, servers: &mut Servers) {
 }
 
 /// Starts the node, commits `count` transactions (`k{i}` = `v{i}`), and
-/// kills it with SIGKILL. Returns the newest segment of its log.
+/// kills it with SIGKILL. Returns the newest segment of the node's log.
 async fn fill_and_kill(config: &Path, port: u16, count: usize) -> PathBuf {
     let mut servers = Servers(vec![server(config, Stdio::null()).spawn().unwrap()]);
     wait_for(port, &mut servers).await;
@@ -55,14 +55,14 @@ async fn fill_and_kill(config: &Path, port: u16, count: usize) -> PathBuf {
     // `Child::kill` is SIGKILL: nothing is flushed on the way out.
     servers.0[0].kill().unwrap();
     servers.0[0].wait().unwrap();
-    let replica = config.parent().unwrap().join("data").join("dc0-p0");
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(&replica)
+    let wal = config.parent().unwrap().join("data").join("wal");
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&wal)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "log"))
         .collect();
     segments.sort();
-    segments.pop().expect("the replica has a log segment")
+    segments.pop().expect("the node has a log segment")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,12 @@ pub trait RecordLog<R> {
 
     /// How many records are durable.
     fn durable(&self) -> usize;
+
+    /// A message waits for the first `upto` records to be durable. A log
+    /// that syncs only when something waits (the runtime's, under
+    /// `fsync = "always"`) starts now; records no message waits for ride
+    /// along with the next sync.
+    fn need_durable(&mut self, _upto: usize) {}
 }
 
 impl<R: Clone> RecordLog<R> for MemoryLog<R> {
@@ -161,6 +167,9 @@ impl<M> SendGate<M> {
         }
         let needs = log.append_all(&mut out.records);
         let synced = log.durable();
+        if needs > synced && !out.after_durable.is_empty() {
+            log.need_durable(needs);
+        }
         for (to, msg) in out.after_durable.drain(..) {
             if needs <= synced && !self.held.contains_key(&to) {
                 send(to, msg);
