@@ -55,6 +55,9 @@ pub struct Metrics {
     /// waited spent waiting, for benchmarks ([`causeway_client::wire::NodeStats`]).
     pub read_slices: Counter,
     pub read_wait_us: Counter,
+    /// Times a replica waited for its checkpoint to be written before its
+    /// next one was due: the disk falls behind the writes.
+    pub checkpoint_waits: Counter,
     /// `(DC, transaction)` of transactions with a read slice that waited,
     /// bounded by `NodeStats::MAX_WAITED_TXNS`.
     pub waited_txns: Mutex<rustc_hash::FxHashSet<(u16, u64)>>,
@@ -102,6 +105,7 @@ impl Metrics {
             sent_by_class,
             read_slices: Counter::default(),
             read_wait_us: Counter::default(),
+            checkpoint_waits: Counter::default(),
             waited_txns: Mutex::default(),
             op_series,
         };
@@ -125,6 +129,8 @@ impl Metrics {
                 "transactions_aborted": "Transactions aborted by clients of this node" => m.txns_aborted,
                 "operation_latency" in Seconds: "Client operation latency, by operation" => m.op_latency,
                 "reads_waited": "Read slices a replica could not answer at once" => m.reads_waited,
+                "checkpoint_waits": "Times a replica stopped until its checkpoint was written, the next being due \
+                    (the disk falls behind the writes)" => m.checkpoint_waits,
                 "read_wait" in Seconds: "How long read slices that waited waited" => m.read_wait,
                 "sent" in Bytes: "Protocol message bytes sent, by message class" => m.bytes_sent,
                 "messages_sent": "Protocol messages sent, by message class" => m.messages_sent,

@@ -100,7 +100,11 @@ pub async fn run<P: Protocol>(
     loop {
         flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
         // Every record of the steps so far is appended: a checkpoint taken
-        // now covers exactly them.
+        // now covers exactly them. One in flight at most: the replica waits
+        // for the disk rather than its log growing without bound.
+        if log.keep_up().await {
+            metrics.checkpoint_waits.inc();
+        }
         if log.checkpoint_due() {
             log.checkpoint(replica.checkpoint());
         }

@@ -17,12 +17,13 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Every metric a node serves, with its type.
-const EXPECTED: [(&str, &str); 16] = [
+const EXPECTED: [(&str, &str); 17] = [
     ("transactions_started", "counter"),
     ("transactions_committed", "counter"),
     ("transactions_aborted", "counter"),
     ("operation_latency_seconds", "histogram"),
     ("reads_waited", "counter"),
+    ("checkpoint_waits", "counter"),
     ("read_wait_seconds", "histogram"),
     ("sent_bytes", "counter"),
     ("messages_sent", "counter"),

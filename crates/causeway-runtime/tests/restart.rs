@@ -160,10 +160,11 @@ async fn overwrite(client: &mut Client, keys: &[String], rounds: std::ops::Range
 /// with every acknowledged write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_logs_stay_small() {
-    // Enough rounds that the history outweighs what EC holds unacknowledged
-    // for its peers at a checkpoint (up to a heal round of commits), however
-    // fast the machine commits.
-    const ROUNDS: u32 = 1000;
+    // Enough rounds that the history (~450 bytes a round) outweighs by far
+    // what a loaded machine holds in checkpoints and the log past them:
+    // versions garbage collection has not reached yet, what EC holds
+    // unacknowledged for its peers (up to a heal round of commits).
+    const ROUNDS: u32 = 3000;
     // Checkpoints are written by a thread of their own while the
     // replicas write on, synced as they go (`always`) or not (`batch`).
     let runs = [ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec]
@@ -214,10 +215,11 @@ async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_log
             node.stop().await;
         }
         let (without, with) = (sizes[0], sizes[1]);
-        // Four replicas on the node: their last checkpoints, and the
-        // node's log within its share of each (four times the threshold)
-        // and a segment or two more.
-        assert!(with < 4 * (32 << 10), "{kind}: {with} bytes of logs with checkpoints ({without} without)");
-        assert!(with * 2 < without, "{kind}: {with} bytes of logs with checkpoints, {without} without");
+        // The replicas' last checkpoints, and the node's log past them:
+        // within twice each replica's share of it (the exact bound is
+        // `disk::node_log`'s test; here the shares follow the checkpoints'
+        // sizes, which follow how far garbage collection lags on a loaded
+        // machine — up to ~20 KiB a replica seen).
+        assert!(with * 4 < without, "{kind}: {with} bytes of logs with checkpoints, {without} without");
     }
 }

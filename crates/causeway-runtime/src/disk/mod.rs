@@ -127,6 +127,15 @@ impl<R: Serialize + Send + 'static> ReplicaLog<R> {
         }
     }
 
+    /// Waits for the checkpoint under way when the next is due already
+    /// ([`ReplicaDisk::keep_up`]); says whether it waited.
+    pub async fn keep_up(&mut self) -> bool {
+        match self {
+            ReplicaLog::Disk(log) => log.keep_up().await,
+            ReplicaLog::Nowhere { .. } => false,
+        }
+    }
+
     /// Replaces everything appended so far with `state`, the replica's
     /// checkpoint taken after its last append.
     pub fn checkpoint(&mut self, state: Vec<R>) {

@@ -261,6 +261,8 @@ pub struct ReplicaDisk<R> {
     /// The thread writing a checkpoint: it gives the log back, and the
     /// checkpoint's size.
     checkpoint: Option<std::thread::JoinHandle<(Log, u64)>>,
+    /// Closed when that thread is done.
+    checkpoint_written: Option<tokio::sync::oneshot::Receiver<()>>,
     /// The newest checkpoint's size (or the last one refused).
     checkpoint_bytes: u64,
     /// Bytes of its own records since the last checkpoint was asked for.
@@ -288,6 +290,7 @@ impl<R: Serialize + Send + 'static> ReplicaDisk<R> {
             share: share.max(1),
             checkpoints: Some(checkpoints),
             checkpoint: None,
+            checkpoint_written: None,
             checkpoint_bytes,
             own_bytes,
             asked_at: 0,
@@ -327,23 +330,53 @@ impl<R: Serialize + Send + 'static> ReplicaDisk<R> {
     }
 
     /// Whether the replica's records since its last checkpoint call for a
-    /// new one, none being under way (see [`super::CHECKPOINT_MIN_BYTES`]),
-    /// or its last checkpoint holds back more than its share of the
-    /// node's log (as many times the threshold as the node has replicas):
-    /// segments go only once every replica's checkpoint covers them. Asked
-    /// after every step: it takes no lock.
+    /// new one, none being under way (see [`super::CHECKPOINT_MIN_BYTES`]).
+    /// Asked after every step: it takes no lock.
     pub fn checkpoint_due(&mut self) -> bool {
         if self.checkpoint.as_ref().is_some_and(|t| !t.is_finished()) {
             return false;
         }
+        self.join_checkpoint();
+        self.due()
+    }
+
+    /// Whether the records since the last checkpoint was asked for call
+    /// for the next: the replica's own outweigh its last checkpoint (or
+    /// the threshold), or the node's outweigh its share of the node's log
+    /// (as many times that as the node has replicas) — segments go only
+    /// once every replica's checkpoint covers them.
+    fn due(&self) -> bool {
+        let threshold = self.checkpoint_min_bytes.max(self.checkpoint_bytes);
+        let node_bytes = self.shared.written.load(Ordering::Relaxed) - self.asked_at;
+        self.own_bytes >= threshold || node_bytes >= threshold.saturating_mul(self.share)
+    }
+
+    /// Waits for the checkpoint under way if the next one is due already,
+    /// and says whether it waited: a replica has at most one checkpoint in
+    /// flight, so however slow its disk the node's log holds at most twice
+    /// its share past what its written checkpoint covers — the writes wait
+    /// for the disk rather than the log growing on.
+    pub async fn keep_up(&mut self) -> bool {
+        if self.checkpoint.is_none() || !self.due() {
+            return false;
+        }
+        if let Some(written) = self.checkpoint_written.take() {
+            // Closed when the thread's work is done.
+            let _ = written.await;
+        }
+        self.join_checkpoint();
+        true
+    }
+
+    /// Takes back the checkpoint's log and size from its thread, once done
+    /// (or about to be: it signalled it is).
+    fn join_checkpoint(&mut self) {
         if let Some(thread) = self.checkpoint.take() {
             let Ok((log, bytes)) = thread.join() else { crash_stop(self.id, &"the checkpoint's thread failed") };
             self.checkpoints = Some(log);
             self.checkpoint_bytes = bytes;
+            self.checkpoint_written = None;
         }
-        let threshold = self.checkpoint_min_bytes.max(self.checkpoint_bytes);
-        let node_bytes = self.shared.written.load(Ordering::Relaxed) - self.asked_at;
-        self.own_bytes >= threshold || node_bytes >= threshold.saturating_mul(self.share)
     }
 
     /// Replaces the replica's records so far with `state`, its checkpoint
@@ -357,7 +390,11 @@ impl<R: Serialize + Send + 'static> ReplicaDisk<R> {
         self.own_bytes = 0;
         self.asked_at = self.shared.written.load(Ordering::Relaxed);
         let (id, shared) = (self.id, self.shared.clone());
+        let (written, checkpoint_written) = tokio::sync::oneshot::channel::<()>();
+        self.checkpoint_written = Some(checkpoint_written);
         let thread = std::thread::Builder::new().name(format!("checkpoint {}", replica_name(id))).spawn(move || {
+            // Dropped on the way out, whatever happens: tells `keep_up`.
+            let _written = written;
             // The node's log holds what the checkpoint covers, on disk,
             // before the checkpoint says so: a crash must never leave the
             // log shorter than a checkpoint's position, or the positions
@@ -612,6 +649,48 @@ mod tests {
         let mut disk = NodeDisk::<u64>::open(tmp.path(), "c", "n", &[a(), b()], Fsync::Always, 4 << 10).unwrap();
         assert_eq!(disk.replica(a(), vec![]).unwrap().records, vec![45]);
         assert_eq!(disk.replica(b(), vec![]).unwrap().records, (100..110).collect::<Vec<u64>>());
+    }
+
+    /// However far the writes outrun the checkpoints' thread, a replica
+    /// has one checkpoint in flight at most, so the node's log never holds
+    /// more than twice each replica's share past its checkpoints (and the
+    /// segment the trim point falls in): one replica writing fast, one
+    /// slowly, both held back by the node's bytes.
+    #[tokio::test]
+    async fn the_log_stays_within_twice_the_replicas_shares_however_far_the_writes_run_ahead() {
+        const MIN: u64 = 4 << 10;
+        let tmp = tempfile::tempdir().unwrap();
+        let ids = [a(), b()];
+        let mut disk = NodeDisk::<Vec<u8>>::open(tmp.path(), "c", "n", &ids, Fsync::Never, MIN).unwrap();
+        let mut logs = [disk.replica(a(), vec![]).unwrap().log, disk.replica(b(), vec![]).unwrap().log];
+        drop(disk);
+        let record = vec![7u8; 200];
+        // A step's bytes in the log: the replica's id and the record, and
+        // the frame around them (length and checksum).
+        let step = record.len() as u64 + 32;
+        let share = ids.len() as u64;
+        let bound = 2 * ids.len() as u64 * (share * MIN + step) + 2 * MIN;
+        let mut waits = 0;
+        for i in 0..4000 {
+            let which = if i % 10 == 0 { 1 } else { 0 };
+            logs[which].append_all(&mut vec![record.clone()]);
+            for log in &mut logs {
+                waits += usize::from(log.keep_up().await);
+                if log.checkpoint_due() {
+                    // The state: smaller than the threshold.
+                    log.checkpoint(vec![vec![1u8; 1000]]);
+                }
+            }
+            let wal = bytes_under(&wal_dir(tmp.path()));
+            assert!(wal <= bound, "step {i}: {wal} bytes in the node's log, more than {bound}");
+        }
+        assert!(waits > 0, "the writes never outran a checkpoint: the bound was not put to the test");
+    }
+
+    /// Bytes of the files in `dir`; a file a trim deletes meanwhile counts
+    /// for nothing.
+    fn bytes_under(dir: &Path) -> u64 {
+        std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum()
     }
 
     /// A node's log that lost what a replica's checkpoint says it held
