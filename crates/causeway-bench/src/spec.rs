@@ -211,8 +211,14 @@ impl BenchSpec {
             (0.1..=1000.0).contains(&(secs(self.visibility_interval) * 1000.0)),
             "--visibility-interval-ms must be 0.1 to 1000",
         )?;
-        // Clients give up on a request after 10 s; Cure may wait skew/2.
-        check(self.skew_ms.is_finite() && (0.0..=10_000.0).contains(&self.skew_ms), "--skew-ms must be 0 to 10000")?;
+        // The clocks of a DC must agree within half the commit timeout: a
+        // replica takes a one-partition commit only until then by its own
+        // clock (`causeway_runtime::plan::MAX_CLOCK_SPREAD_US`).
+        let max_ms = causeway_runtime::plan::MAX_CLOCK_SPREAD_US as f64 / 1000.0;
+        check(
+            self.skew_ms.is_finite() && self.skew_ms >= 0.0 && self.skew_ms < max_ms,
+            &format!("--skew-ms must be at least 0 and less than {max_ms} (the clocks of a DC must agree within half the commit timeout)"),
+        )?;
         for (v, flag) in [(self.delta_r_ms, "--delta-r-ms"), (self.delta_g_ms, "--delta-g-ms")] {
             check(v.is_finite() && v > 0.0 && v <= 60_000.0, &format!("{flag} must be in (0, 60000] ms"))?;
         }
@@ -262,6 +268,7 @@ mod tests {
         bad(|s| s.value_size = 0, "--value-size");
         bad(|s| s.duration = Duration::ZERO, "--duration");
         bad(|s| s.skew_ms = -1.0, "--skew-ms");
+        bad(|s| s.skew_ms = 500.0, "--skew-ms");
         bad(|s| s.delta_g_ms = 0.0, "--delta-g-ms");
         bad(|s| s.workload.keys_per_partition = 0, "--keys");
     }

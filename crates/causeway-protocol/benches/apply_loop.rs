@@ -28,7 +28,8 @@ fn replica_with_commits(n: u64) -> <Wren as Protocol>::Replica {
         out.after_durable.clear();
         let tx = TxId::new(PartitionId(1), i);
         let writes = vec![(Bytes::from(format!("k{i}")), Some(Bytes::from_static(b"12345678")))];
-        let prepare = WrenMsg::PrepareReq { tx, snapshot: Default::default(), ht: Timestamp::ZERO, writes };
+        let prepare =
+            WrenMsg::PrepareReq { tx, snapshot: Default::default(), ht: Timestamp::ZERO, writes, alone: None };
         r.on_message(NOW, coordinator, prepare, &mut out);
         out.sync_at_once();
         let pt = out

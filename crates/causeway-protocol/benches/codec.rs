@@ -35,6 +35,7 @@ fn messages() -> Vec<(&'static str, WrenMsg)> {
         snapshot: Default::default(),
         ht: ts,
         writes: vec![(Bytes::from_static(b"k31337"), Some(value()))],
+        alone: None,
     };
     vec![("slice_resp_5", slice), ("replicate_16", replicate), ("prepare_1", prepare)]
 }

@@ -38,3 +38,9 @@ pub use hlc::{Hlc, PhysicalMicros, Timestamp};
 pub use ids::{Addr, ClientId, DcId, PartitionId, ReplicaId, TxId};
 pub use kind::{ProtocolKind, ProtocolVisitor};
 pub use topology::Topology;
+
+/// The encoding of the protocols' messages between replicas: raised when a
+/// message changes (2: `PrepareReq` says when its cohort commits alone).
+/// Nodes that differ refuse each other by name at the handshake, rather
+/// than misread each other's messages.
+pub const MESSAGE_FORMAT: u32 = 2;

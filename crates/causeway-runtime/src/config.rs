@@ -389,6 +389,10 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         nodes,
         clock_offsets_us,
     })
+    .and_then(|plan| match plan.clock_spread_error() {
+        Some(why) => Err(why),
+        None => Ok(plan),
+    })
 }
 
 #[cfg(test)]

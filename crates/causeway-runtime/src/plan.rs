@@ -147,7 +147,36 @@ impl NodePlan {
     }
 }
 
+/// How far apart the clocks of one DC may be: half the coordinators'
+/// commit timeout. A replica takes a transaction that writes only its
+/// partition (one phase) until half that timeout after the commit request
+/// by its own clock, so that once the client has heard the outcome is
+/// unknown, it cannot commit.
+pub const MAX_CLOCK_SPREAD_US: i64 = (causeway_protocol::twopc::Rhythm::DEFAULT_COMMIT_TIMEOUT_US / 2) as i64;
+
 impl ClusterPlan {
+    /// The emulated clock offsets of the replicas of each DC, if they spread
+    /// over [`MAX_CLOCK_SPREAD_US`] or more: which DC, and how far.
+    pub fn clock_spread_error(&self) -> Option<String> {
+        let mut by_dc: BTreeMap<DcId, (i64, i64)> = BTreeMap::new();
+        for node in &self.nodes {
+            for &r in &node.replicas {
+                let o = self.clock_offset_us(r);
+                let e = by_dc.entry(r.dc).or_insert((o, o));
+                *e = (e.0.min(o), e.1.max(o));
+            }
+        }
+        by_dc.into_iter().find(|(_, (lo, hi))| hi - lo >= MAX_CLOCK_SPREAD_US).map(|(dc, (lo, hi))| {
+            format!(
+                "the clock offsets of DC {} spread over {} ms; they must agree within {} ms (half the commit timeout: \
+                 a replica takes a one-partition commit only until then by its own clock)",
+                dc.0,
+                (hi - lo) / 1000,
+                MAX_CLOCK_SPREAD_US / 1000
+            )
+        })
+    }
+
     /// What every node of the cluster must agree on, compared when two
     /// nodes connect: the protocol (its messages mean nothing to another),
     /// the shape of the cluster and the placement of its replicas on nodes.
@@ -170,6 +199,7 @@ impl ClusterPlan {
         let digest = |text: String| format!("{:016x}", causeway_protocol::topology::fnv1a64(text.as_bytes()));
         vec![
             ("protocol".into(), self.protocol.name().into()),
+            ("message format".into(), causeway_protocol::MESSAGE_FORMAT.to_string()),
             ("dcs".into(), t.dc_count().to_string()),
             ("partitions".into(), t.partition_count().to_string()),
             ("placement (digest)".into(), digest(placement.join(" "))),

@@ -73,7 +73,8 @@ impl<M, T, R> Effects<M, T, R> {
         self.records.push(record);
     }
 
-    /// Sends `msg` once every record persisted so far is durable.
+    /// Sends `msg` once every record of this step is durable: those
+    /// persisted so far and those the step persists after this call.
     pub fn send_after_durable(&mut self, to: Addr, msg: M) {
         self.after_durable.push((to, msg));
     }

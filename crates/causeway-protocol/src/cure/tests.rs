@@ -77,6 +77,7 @@ fn prepare(r: &mut CureReplica, now: u64, tx: u64, snapshot: VectorTs) -> Timest
         snapshot,
         ht,
         writes: vec![(Key::from("k"), Some(Value::from(format!("v{tx}"))))],
+        alone: None,
     };
     r.on_message(now, coordinator(), msg, &mut out);
     out.sync_at_once();

@@ -173,6 +173,7 @@ impl<S: Snapshot> Coordinator<S> {
         hwt: Timestamp,
         writes: Vec<(Key, Option<Value>)>,
         topology: &Topology,
+        commit_timeout_us: u64,
         out: &mut Out<S, Q, W, G, T, R>,
     ) {
         if writes.is_empty() {
@@ -187,13 +188,21 @@ impl<S: Snapshot> Coordinator<S> {
         let snapshot = entry.snapshot.clone();
         let ht = snapshot.ceiling().max(hwt);
         entry.await_proposals(now, per_partition.keys().copied().collect());
+        // One cohort: one phase. It must not take the prepare once this
+        // coordinator may have given up (`abort_overdue`, after
+        // `commit_timeout_us`): half of that leaves the other half for the
+        // two clocks to disagree by.
+        let alone = (per_partition.len() == 1).then(|| now.saturating_add(commit_timeout_us / 2));
         for (partition, writes) in per_partition {
-            out.send(self.cohort(partition), TxnMsg::PrepareReq { tx, snapshot: snapshot.clone(), ht, writes });
+            out.send(self.cohort(partition), TxnMsg::PrepareReq { tx, snapshot: snapshot.clone(), ht, writes, alone });
         }
     }
 
     /// Alg. 2, lines 25–28: the commit time is the maximum proposal. The
-    /// decision is made durable before anyone hears of it.
+    /// decision is made durable before anyone hears of it — unless one
+    /// cohort was written: it commits at its proposal by itself, and
+    /// answered once that was durable (`PrepareReq::alone`), so the client
+    /// hears at once.
     pub fn on_proposal<Q, W, G, T, P>(
         &mut self,
         tx: TxId,
@@ -202,12 +211,37 @@ impl<S: Snapshot> Coordinator<S> {
     ) {
         let Some(decided) = self.table.proposal_arrived(tx, pt) else { return };
         let ct = decided.ct;
+        if decided.cohorts.len() == 1 {
+            out.send(decided.client, TxnMsg::CommitResp { tx, ct });
+            return;
+        }
         out.persist(FamilyRecord::Decided { tx, ct });
         self.keep_decision(tx, ct);
         for partition in decided.cohorts {
             out.send_after_durable(self.cohort(partition), TxnMsg::Commit { tx, ct });
         }
         out.send_after_durable(decided.client, TxnMsg::CommitResp { tx, ct });
+    }
+
+    /// Cohort `from` did not take the prepare of `tx` and never will: the
+    /// commit fails now — the other cohorts forget it, the client hears it
+    /// aborted. Returns false for a refusal from no cohort of a commit
+    /// running here (counted as refused input; a late one after the commit
+    /// was given up is not).
+    pub fn on_refused<Q, W, G, T, R>(&mut self, from: Addr, tx: TxId, out: &mut Out<S, Q, W, G, T, R>) -> bool {
+        let Addr::Replica(cohort) = from else { return false };
+        if cohort.dc != self.me.dc || cohort.member != self.me.member {
+            return false;
+        }
+        let Some((client, cohorts)) = self.table.refused(tx, cohort.partition) else {
+            return !self.table.contains(tx);
+        };
+        for &partition in cohorts.iter().filter(|&&p| p != cohort.partition) {
+            out.send(self.cohort(partition), TxnMsg::Abort { tx });
+        }
+        let reason = AbortReason::Unavailable(format!("partition {}", cohort.partition));
+        out.send(client, TxnMsg::CommitAborted { tx, reason });
+        true
     }
 
     /// A cohort asks what became of `tx`, prepared there long ago: the
@@ -225,7 +259,9 @@ impl<S: Snapshot> Coordinator<S> {
 
     /// Gives up the commits that have waited for a proposal longer than
     /// `after_us` — a cohort crashed with the prepare, or the answer: the
-    /// cohorts forget the transaction and the client hears it aborted.
+    /// cohorts forget the transaction and the client hears it aborted; or,
+    /// with one cohort (which commits without a decision), that its outcome
+    /// is unknown.
     pub fn abort_overdue<Q, W, G, T, R>(
         &mut self,
         now: PhysicalMicros,
@@ -233,6 +269,13 @@ impl<S: Snapshot> Coordinator<S> {
         out: &mut Out<S, Q, W, G, T, R>,
     ) {
         for (tx, client, cohorts) in self.table.overdue_commits(now, after_us) {
+            if cohorts.len() == 1 {
+                // The one cohort commits by itself if it took the prepare
+                // in time: it may have, its answer lost to a crash. Past
+                // the prepare's deadline it no longer can.
+                Self::refuse(client, Some(tx), SessionError::OutcomeUnknown, out);
+                continue;
+            }
             for &partition in &cohorts {
                 out.send(self.cohort(partition), TxnMsg::Abort { tx });
             }

@@ -26,7 +26,12 @@
 //!   commit acknowledged to a client could lose its writes here;
 //! * `Commit` and `CommitResp` — the coordinator's decision must survive
 //!   it, or a cohort that asks after a crash would be told "aborted" about a
-//!   transaction a client was told committed;
+//!   transaction a client was told committed. A transaction that wrote one
+//!   partition has no decision: its cohort's `Prepared` and `Alone` are
+//!   durable before its `PrepareResp` leaves, and before it commits (by a
+//!   `Commit` to itself, which waits for them too, so that no read sees a
+//!   version a crash could take back); a restart commits what they say, and
+//!   its coordinator's `CommitResp` waits for nothing;
 //! * `Replicate`, `Heartbeat` and every stabilization message — they carry
 //!   what this replica has installed, which the DC's stable times and the
 //!   other DCs' version vectors build on; a crash must not take back what
@@ -78,6 +83,10 @@ pub enum FamilyRecord<P, W> {
     /// may have received; that replica may also have been re-seeding and
     /// given nothing).
     Reseeded { horizon: Timestamp, holes: Vec<(DcId, Timestamp)> },
+    /// Follows `tx`'s `Prepared` in the same step: `tx` wrote only this
+    /// partition, and commits at its proposal by itself (one phase) — its
+    /// coordinator records no decision. Replayed, it is committed.
+    Alone { tx: TxId },
 }
 
 impl<P, W> From<Reserved> for FamilyRecord<P, W> {

@@ -2,7 +2,7 @@
 
 use super::Family;
 use crate::contract::{AbortReason, Key, Message, MsgClass, ReadTag, SessionError, Value};
-use crate::hlc::Timestamp;
+use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::TxId;
 use crate::recovery::{Control, SeedMsg, StreamMsg};
 use serde::{Deserialize, Serialize};
@@ -69,15 +69,30 @@ pub enum TxnMsg<S, Q, W, G> {
     },
     /// `ht`: the proposal must exceed it (the snapshot and the client's
     /// last commit).
+    ///
+    /// `alone`: the transaction writes only this partition, so its proposal
+    /// is its commit time and the cohort commits it by itself once its
+    /// prepare is durable (one phase): the coordinator has nothing to
+    /// decide, make durable or send back. Given with the cohort-clock time
+    /// past which the cohort must not take it (the coordinator has given
+    /// up on it, or will: the client is told its outcome is unknown, and it
+    /// must not commit after that).
     PrepareReq {
         tx: TxId,
         snapshot: S,
         ht: Timestamp,
         writes: Vec<(Key, Option<Value>)>,
+        alone: Option<PhysicalMicros>,
     },
     PrepareResp {
         tx: TxId,
         pt: Timestamp,
+    },
+    /// Cohort → coordinator: the prepare of `tx` was not taken, and never
+    /// will be (the cohort is re-seeding, or the prepare came past its
+    /// deadline): the commit fails now rather than at the timeout.
+    PrepareRefused {
+        tx: TxId,
     },
     Commit {
         tx: TxId,
@@ -162,6 +177,7 @@ where
             | SliceResp { .. }
             | PrepareReq { .. }
             | PrepareResp { .. }
+            | PrepareRefused { .. }
             | Commit { .. }
             | Resolve { .. }
             | Abort { .. } => MsgClass::TRANSACTION,

@@ -33,6 +33,8 @@ struct Entry<P> {
     /// When the decision was last waited for from now on: at the prepare,
     /// then at each question to the coordinator.
     since: PhysicalMicros,
+    /// It commits at its proposal by itself once durable (one phase).
+    alone: bool,
 }
 
 impl<P> Default for PreparedSet<P> {
@@ -84,7 +86,7 @@ impl<P: Clone> PreparedSet<P> {
         let pt = hlc.tick(now, floor);
         let prepared = prepared();
         out.persist(FamilyRecord::Prepared { tx, pt, coordinator: from, prepared: prepared.clone() });
-        self.insert(tx, Entry { pt, prepared, coordinator: from, since: now });
+        self.insert(tx, Entry { pt, prepared, coordinator: from, since: now, alone: false });
         out.send_after_durable(from, TxnMsg::PrepareResp { tx, pt });
         Some(pt)
     }
@@ -100,7 +102,7 @@ impl<P> PreparedSet<P> {
     /// the clock will not propose at or below its proposal again.
     pub fn restore(&mut self, hlc: &mut Hlc, tx: TxId, pt: Timestamp, coordinator: Addr, prepared: P) {
         hlc.observe(0, pt);
-        self.insert(tx, Entry { pt, prepared, coordinator, since: 0 });
+        self.insert(tx, Entry { pt, prepared, coordinator, since: 0, alone: false });
     }
 
     /// For a checkpoint: every prepared transaction with its proposal,
@@ -115,6 +117,30 @@ impl<P> PreparedSet<P> {
     /// The coordinator that prepared `tx` here, if it waits for a decision.
     pub fn coordinator_of(&self, tx: TxId) -> Option<Addr> {
         self.by_tx.get(&tx).map(|e| e.coordinator)
+    }
+
+    /// Marks `tx` as committing alone at its proposal (one phase: no
+    /// decision comes, and its coordinator is not asked about it); returns
+    /// that proposal, if `tx` is prepared here.
+    pub fn mark_alone(&mut self, tx: TxId) -> Option<Timestamp> {
+        let entry = self.by_tx.get_mut(&tx)?;
+        entry.alone = true;
+        Some(entry.pt)
+    }
+
+    /// Whether `tx` is prepared here and commits alone.
+    pub fn is_alone(&self, tx: TxId) -> bool {
+        self.by_tx.get(&tx).is_some_and(|e| e.alone)
+    }
+
+    /// The transactions prepared here that commit alone, with their
+    /// proposals and coordinators: after a restart, each is committed at
+    /// once.
+    pub fn alone(&self) -> Vec<(TxId, Timestamp, Addr)> {
+        let mut alone: Vec<_> =
+            self.by_tx.iter().filter(|(_, e)| e.alone).map(|(&tx, e)| (tx, e.pt, e.coordinator)).collect();
+        alone.sort_unstable();
+        alone
     }
 
     /// Whether `tx` is prepared here and waits for its decision.
@@ -138,7 +164,7 @@ impl<P> PreparedSet<P> {
     /// now on.
     pub fn overdue(&mut self, now: PhysicalMicros, after_us: u64) -> Vec<(TxId, Addr)> {
         let mut late = Vec::new();
-        for (&tx, entry) in self.by_tx.iter_mut() {
+        for (&tx, entry) in self.by_tx.iter_mut().filter(|(_, e)| !e.alone) {
             if now.saturating_sub(entry.since) >= after_us {
                 entry.since = now;
                 late.push((tx, entry.coordinator));

@@ -28,6 +28,9 @@ fn dispatch<R: FamilyReplica>(
     use TxnMsg::*;
     let own_dc = matches!(from, Addr::Replica(p) if p.dc == r.core().id.dc);
     if r.core().seeding.is_some() && waits_for_seed::<R::Family>(&msg) {
+        if let PrepareReq { tx, .. } = msg {
+            out.send(from, PrepareRefused { tx });
+        }
         return;
     }
     if !r.core().holes.is_empty() && matches!(msg, SliceReq { .. } | Stabilization(_)) {
@@ -53,7 +56,8 @@ fn dispatch<R: FamilyReplica>(
         }
         CommitReq { tx, hwt, writes } => {
             let core = r.core_mut();
-            core.coordinator.on_commit_request(now, from, tx, hwt, writes, &core.topology, out);
+            let timeout = core.rhythm.commit_timeout_us;
+            core.coordinator.on_commit_request(now, from, tx, hwt, writes, &core.topology, timeout, out);
         }
         EndTx { tx } => r.core_mut().coordinator.end(tx),
         // After a re-seed, a read below the horizon may need versions the
@@ -66,8 +70,28 @@ fn dispatch<R: FamilyReplica>(
             r.serve_slice(now, SliceRequest { from, tx, round, keys, snapshot }, out)
         }
         SliceResp { tx, round, values } => r.core_mut().coordinator.on_slice(tx, round, values, out),
-        PrepareReq { tx, snapshot, ht, writes } => r.prepare(now, from, tx, snapshot, ht, writes, out),
+        // Too late to commit by itself: its coordinator may have given up.
+        PrepareReq { tx, alone: Some(deadline), .. } if now > deadline => out.send(from, PrepareRefused { tx }),
+        PrepareReq { tx, snapshot, ht, writes, alone } => {
+            let again = r.core().prepared.contains(tx);
+            r.prepare(now, from, tx, snapshot, ht, writes, out);
+            // The only cohort: its proposal is the commit time. It commits
+            // once the prepare is durable — not before, or a read could see
+            // what a crash then erases — by telling itself, as a
+            // coordinator would; the answer waits for both records.
+            if alone.is_some() && !again {
+                if let Some(pt) = r.core_mut().prepared.mark_alone(tx) {
+                    out.persist(FamilyRecord::Alone { tx });
+                    out.send_after_durable(Addr::Replica(r.core().id), Commit { tx, ct: pt });
+                }
+            }
+        }
         PrepareResp { tx, pt } => r.core_mut().coordinator.on_proposal(tx, pt, out),
+        PrepareRefused { tx } => {
+            if !r.core_mut().coordinator.on_refused(from, tx, out) {
+                r.core_mut().refuse();
+            }
+        }
         Commit { tx, ct } => {
             if r.core().prepared.contains(tx) {
                 out.persist(FamilyRecord::Committed { tx, ct });
@@ -77,7 +101,8 @@ fn dispatch<R: FamilyReplica>(
         Resolve { tx } if own_dc => r.core_mut().coordinator.on_resolve(from, tx, out),
         Abort { tx } => {
             let core = r.core_mut();
-            if core.prepared.coordinator_of(tx) == Some(from) {
+            // One that commits alone is not its coordinator's to abort.
+            if core.prepared.coordinator_of(tx) == Some(from) && !core.prepared.is_alone(tx) {
                 core.prepared.abort(tx);
                 out.persist(FamilyRecord::Aborted { tx });
             }
@@ -318,6 +343,9 @@ fn replay<R: FamilyReplica>(replica: &mut R, records: &[RecordOf<R>]) {
             FamilyRecord::Installed { source, ct, txs } => replica.reinstall(*source, *ct, txs),
             FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(*ct, *tx, writes.clone()),
             FamilyRecord::Kept { ct, txs } => core.replication.streams.keep(*ct, txs.clone()),
+            FamilyRecord::Alone { tx } => {
+                core.prepared.mark_alone(*tx);
+            }
             FamilyRecord::Reseeding => {}
             FamilyRecord::Reseeded { horizon, holes } => {
                 core.horizon = core.horizon.max(*horizon);
@@ -387,12 +415,12 @@ pub fn checkpoint<R: FamilyReplica>(r: &R) -> Vec<RecordOf<R>> {
     }));
     records.extend(streams.kept().map(|(&ct, txs)| FamilyRecord::Kept { ct, txs: txs.clone() }));
     records.extend(core.replication.queued().map(|(ct, tx, w)| FamilyRecord::Queued { tx, ct, writes: w.clone() }));
-    records.extend(core.prepared.entries().map(|(tx, pt, coordinator, prepared)| FamilyRecord::Prepared {
-        tx,
-        pt,
-        coordinator,
-        prepared: prepared.clone(),
-    }));
+    for (tx, pt, coordinator, prepared) in core.prepared.entries() {
+        records.push(FamilyRecord::Prepared { tx, pt, coordinator, prepared: prepared.clone() });
+        if core.prepared.is_alone(tx) {
+            records.push(FamilyRecord::Alone { tx });
+        }
+    }
     records.extend(core.coordinator.decisions().map(|(tx, ct)| FamilyRecord::Decided { tx, ct }));
     records
 }
@@ -418,7 +446,17 @@ impl<R: FamilyReplica> Replica for R {
                 out.persist(FamilyRecord::Reseeding);
                 seeding.retry(now, out)
             }
-            None => resume(self, now, out),
+            None => {
+                resume(self, now, out);
+                // Prepared alone before the crash, durably — the answer may
+                // have gone out — and not committed yet: committed now.
+                // Its coordinator hears it again, in case it still waits.
+                for (tx, pt, coordinator) in self.core().prepared.alone() {
+                    out.persist(FamilyRecord::Committed { tx, ct: pt });
+                    self.commit(now, tx, pt, out);
+                    out.send(coordinator, TxnMsg::PrepareResp { tx, pt });
+                }
+            }
         }
         reserve(self, out);
     }

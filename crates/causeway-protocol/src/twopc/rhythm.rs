@@ -51,7 +51,7 @@ impl Default for Rhythm {
             apply_interval_us: 5_000,
             stabilization_interval_us: 5_000,
             tx_context_timeout_us: 10_000_000,
-            commit_timeout_us: 1_000_000,
+            commit_timeout_us: Rhythm::DEFAULT_COMMIT_TIMEOUT_US,
             resolve_after_us: 1_000_000,
             heal_interval_us: 100_000,
         }
@@ -59,6 +59,9 @@ impl Default for Rhythm {
 }
 
 impl Rhythm {
+    /// [`Rhythm::commit_timeout_us`] unless set.
+    pub const DEFAULT_COMMIT_TIMEOUT_US: u64 = 1_000_000;
+
     /// The shared settings applied.
     pub fn tuned(tuning: &Tuning) -> Rhythm {
         Rhythm {

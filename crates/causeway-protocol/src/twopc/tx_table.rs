@@ -136,6 +136,20 @@ impl<S> TxTable<S> {
         Some(Decided { client: ctx.client, ct, cohorts })
     }
 
+    /// Cohort `partition` refused the prepare of `tx`: a commit waiting for
+    /// its proposal is over — its client and cohorts returned. `None` if
+    /// `tx` waits for no proposal from `partition`.
+    pub fn refused(&mut self, tx: TxId, partition: PartitionId) -> Option<(Addr, Vec<PartitionId>)> {
+        let ctx = self.map.get(&tx)?;
+        let InFlight::Commit { cohorts, .. } = &ctx.in_flight else { return None };
+        if !cohorts.contains(&partition) {
+            return None;
+        }
+        let ctx = self.map.remove(&tx)?;
+        let InFlight::Commit { cohorts, .. } = ctx.in_flight else { return None };
+        Some((ctx.client, cohorts))
+    }
+
     /// A read-only or aborted transaction is over (ignored while an
     /// operation of it is in flight).
     pub fn end(&mut self, tx: TxId) {

@@ -38,6 +38,7 @@ fn prepare(r: &mut WrenReplica, now: u64, tx: u64, ht: Timestamp) -> Timestamp {
         snapshot: Snapshot::default(),
         ht,
         writes: vec![(Key::from("k"), Some(Value::from(format!("v{tx}"))))],
+        alone: None,
     };
     r.on_message(now, coordinator_addr(), msg, &mut out);
     out.sync_at_once();
@@ -166,6 +167,178 @@ fn a_commit_request_writing_a_key_twice_prepares_its_last_value_once() {
         }
         other => panic!("expected one prepare, got {other:?}"),
     }
+}
+
+/// A client's transaction on `r` (a fresh start), committing `writes`: the
+/// prepares its coordinator sends.
+fn commit(r: &mut WrenReplica, client: Addr, writes: Vec<(Key, Option<Value>)>) -> (TxId, Out) {
+    let mut out = start_fresh(r, 1_000, client);
+    let tx = match out.messages.pop() {
+        Some((_, WrenMsg::StartTxResp { tx, .. })) => tx,
+        other => panic!("{other:?}"),
+    };
+    let mut out = Out::default();
+    r.on_message(1_100, client, WrenMsg::CommitReq { tx, hwt: Timestamp::ZERO, writes }, &mut out);
+    (tx, out)
+}
+
+/// A transaction that writes one partition commits in one phase: the
+/// cohort prepares it, marks it as committing alone, and — once both
+/// records are durable — answers and commits it by telling itself; the
+/// coordinator answers the client at once: no decision to record, no
+/// commit to send.
+#[test]
+fn a_commit_writing_one_partition_takes_one_phase_and_no_decision_record() {
+    let mut r = replica(1, 1);
+    let me = Addr::Replica(r.id());
+    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
+    let (tx, mut out) = commit(&mut r, client, vec![(Key::from("k"), Some(Value::from("v")))]);
+    let prepare = match out.messages.pop() {
+        Some((to, msg @ WrenMsg::PrepareReq { alone: Some(deadline), .. })) if to == me => {
+            assert_eq!(deadline, 1_100 + 500_000, "half the commit timeout after the request");
+            msg
+        }
+        other => panic!("expected a prepare alone, got {other:?}"),
+    };
+    let mut out = Out::default();
+    r.on_message(1_200, me, prepare, &mut out);
+    let pt = match out.records.as_slice() {
+        [FamilyRecord::Prepared { tx: p, pt, .. }, FamilyRecord::Alone { tx: a }] if *p == tx && *a == tx => *pt,
+        other => panic!("expected a prepare and its mark, got {other:?}"),
+    };
+    assert!(out.messages.is_empty(), "{:?}", out.messages);
+    assert_eq!(
+        out.after_durable,
+        vec![(me, WrenMsg::PrepareResp { tx, pt }), (me, WrenMsg::Commit { tx, ct: pt })],
+        "the answer and the commit wait for both records"
+    );
+    let mut out = Out::default();
+    r.on_message(1_300, me, WrenMsg::PrepareResp { tx, pt }, &mut out);
+    assert!(out.records.is_empty(), "no decision record: {:?}", out.records);
+    assert!(out.after_durable.is_empty());
+    assert_eq!(out.messages, vec![(client, WrenMsg::CommitResp { tx, ct: pt })]);
+    let mut out = Out::default();
+    r.on_message(1_300, me, WrenMsg::Commit { tx, ct: pt }, &mut out);
+    assert_eq!(out.records, vec![FamilyRecord::Committed { tx, ct: pt }]);
+    r.on_timer(3_000, WrenTimer::Apply, &mut Out::default());
+    assert_eq!(r.core().chain_len(b"k"), 1, "installed");
+}
+
+/// A replica that crashed with a prepare alone durable — its answer may
+/// have gone out — and no commit yet commits it when it starts again; a
+/// checkpoint taken meanwhile keeps the mark. The coordinator is never
+/// asked (it keeps no decision, and would say "aborted").
+#[test]
+fn a_prepare_alone_durable_before_a_crash_is_committed_at_the_restart() {
+    let topology = Arc::new(Topology::full(1, 1).unwrap());
+    let fresh = || WrenReplica::new(ReplicaId::new(0, 0), topology.clone(), WrenConfig::default());
+    let mut r = fresh();
+    let me = Addr::Replica(r.id());
+    let mut records = Vec::new();
+    let mut out = Out::default();
+    r.start(1_000, &mut out);
+    records.append(&mut out.records);
+    let msg = WrenMsg::PrepareReq {
+        tx: TxId(3),
+        snapshot: Snapshot::default(),
+        ht: Timestamp::ZERO,
+        writes: vec![(Key::from("k"), Some(Value::from("v")))],
+        alone: Some(10_000_000),
+    };
+    let mut out = Out::default();
+    r.on_message(1_100, me, msg, &mut out);
+    records.append(&mut out.records);
+    let pt = match out.after_durable.first() {
+        Some((_, WrenMsg::PrepareResp { pt, .. })) => *pt,
+        other => panic!("{other:?}"),
+    };
+    for records in [records.clone(), r.checkpoint()] {
+        let mut again = crate::twopc::recover(fresh(), records);
+        let mut out = Out::default();
+        again.on_timer(5_000_000, WrenTimer::Heal, &mut out);
+        assert!(!out.messages.iter().any(|(_, m)| matches!(m, WrenMsg::Resolve { .. })), "{:?}", out.messages);
+        let mut out = Out::default();
+        again.start(5_000_000, &mut out);
+        assert!(out.records.contains(&FamilyRecord::Committed { tx: TxId(3), ct: pt }), "{:?}", out.records);
+        again.on_timer(6_000_000, WrenTimer::Apply, &mut Out::default());
+        assert_eq!(again.core().chain_len(b"k"), 1, "installed");
+    }
+}
+
+/// A prepare alone that reaches its cohort after its deadline is not
+/// taken: the coordinator may have told the client the outcome is unknown,
+/// and the client gone on to write the same keys. The cohort says so, and
+/// a coordinator still waiting tells its client the commit aborted.
+#[test]
+fn a_prepare_alone_past_its_deadline_is_refused_and_its_commit_aborts() {
+    let mut r = replica(1, 1);
+    let msg = WrenMsg::PrepareReq {
+        tx: TxId(4),
+        snapshot: Snapshot::default(),
+        ht: Timestamp::ZERO,
+        writes: vec![(Key::from("k"), Some(Value::from("v")))],
+        alone: Some(1_500),
+    };
+    let mut out = Out::default();
+    r.on_message(1_501, coordinator_addr(), msg, &mut out);
+    assert!(out.records.is_empty() && out.after_durable.is_empty(), "{out:?}");
+    assert_eq!(out.messages, vec![(coordinator_addr(), WrenMsg::PrepareRefused { tx: TxId(4) })]);
+    assert!(r.core().prepared.is_empty());
+
+    let me = Addr::Replica(r.id());
+    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
+    let (tx, _) = commit(&mut r, client, vec![(Key::from("k"), Some(Value::from("v")))]);
+    let mut out = Out::default();
+    r.on_message(1_200, me, WrenMsg::PrepareRefused { tx }, &mut out);
+    match out.messages.as_slice() {
+        [(to, WrenMsg::CommitAborted { tx: t, .. })] if *to == client && *t == tx => {}
+        other => panic!("expected the client told the commit aborted, got {other:?}"),
+    }
+    let mut out = Out::default();
+    r.on_timer(1_100 + 2_000_000, WrenTimer::Heal, &mut out);
+    assert!(out.messages.is_empty(), "given up once: {:?}", out.messages);
+}
+
+/// Two partitions written: two phases, the decision durable before the
+/// cohorts or the client hear it.
+#[test]
+fn a_commit_writing_two_partitions_records_its_decision_before_anyone_hears_it() {
+    let mut r = replica(1, 2);
+    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
+    let keys: Vec<Key> = (0..64).map(|i| Key::from(format!("k{i}"))).collect();
+    let topology = Topology::full(1, 2).unwrap();
+    let (k0, k1) = (
+        keys.iter().find(|k| topology.partition_of(k).0 == 0).unwrap().clone(),
+        keys.iter().find(|k| topology.partition_of(k).0 == 1).unwrap().clone(),
+    );
+    let (tx, out) = commit(&mut r, client, vec![(k0, Some(Value::from("a"))), (k1, Some(Value::from("b")))]);
+    assert_eq!(out.messages.len(), 2);
+    assert!(out.messages.iter().all(|(_, m)| matches!(m, WrenMsg::PrepareReq { alone: None, .. })));
+    let cohort = |p| Addr::Replica(ReplicaId::new(0, p));
+    let mut out = Out::default();
+    r.on_message(1_200, cohort(0), WrenMsg::PrepareResp { tx, pt: Timestamp(5) }, &mut out);
+    r.on_message(1_200, cohort(1), WrenMsg::PrepareResp { tx, pt: Timestamp(7) }, &mut out);
+    assert_eq!(out.records, vec![FamilyRecord::Decided { tx, ct: Timestamp(7) }]);
+    assert!(out.messages.is_empty(), "{:?}", out.messages);
+    assert_eq!(out.after_durable.len(), 3, "two commits and the answer wait: {:?}", out.after_durable);
+}
+
+/// A commit whose one cohort never answers is not called aborted: that
+/// cohort commits without a decision, and may have — its answer lost to a
+/// crash. The client hears the outcome is unknown.
+#[test]
+fn a_one_phase_commit_that_is_never_answered_has_an_unknown_outcome() {
+    let mut r = replica(1, 1);
+    let client = Addr::Client(ClientId { dc: DcId(0), index: 0 });
+    let (tx, _) = commit(&mut r, client, vec![(Key::from("k"), Some(Value::from("v")))]);
+    let mut out = Out::default();
+    r.on_timer(1_100 + 2_000_000, WrenTimer::Heal, &mut out);
+    let told: Vec<_> = out.messages.iter().filter(|(to, _)| *to == client).map(|(_, m)| m.clone()).collect();
+    assert_eq!(told, vec![WrenMsg::TxError { tx: Some(tx), error: crate::contract::SessionError::OutcomeUnknown }]);
+    assert!(
+        !out.messages.iter().any(|(_, m)| matches!(m, WrenMsg::Abort { .. })),
+        "no abort: the cohort may have committed"
+    );
 }
 
 /// A forged far-future commit time for a transaction nobody prepared must

@@ -97,6 +97,11 @@ fn mistakes_are_named_with_where_they_are() {
             "node \"o0\": unknown DC \"ohio\" (declared DCs: oregon, virginia)",
         ),
         ("protocol = \"wren\"", "protocol = \"paxos\"", "protocol: unknown protocol \"paxos\""),
+        (
+            "partitions = [1]\npeer",
+            "partitions = [1]\nclock_offset_ms = 600\npeer",
+            "the clock offsets of DC 1 spread over 600 ms; they must agree within 500 ms",
+        ),
         ("partitions = 2\n", "partitions = 0\n", "partitions must be at least 1"),
         (
             "apply_interval_ms = 2.5",
