@@ -236,12 +236,25 @@ impl<S: Snapshot> Coordinator<S> {
         let Some((client, cohorts)) = self.table.refused(tx, cohort.partition) else {
             return !self.table.contains(tx);
         };
-        for &partition in cohorts.iter().filter(|&&p| p != cohort.partition) {
+        let others = cohorts.iter().copied().filter(|&p| p != cohort.partition);
+        self.give_up(tx, client, others, format!("partition {}", cohort.partition), out);
+        true
+    }
+
+    /// The commit of `tx` is given up: `cohorts` forget it, and `client`
+    /// hears it aborted because `silent` did not take part.
+    fn give_up<Q, W, G, T, R>(
+        &self,
+        tx: TxId,
+        client: Addr,
+        cohorts: impl Iterator<Item = PartitionId>,
+        silent: String,
+        out: &mut Out<S, Q, W, G, T, R>,
+    ) {
+        for partition in cohorts {
             out.send(self.cohort(partition), TxnMsg::Abort { tx });
         }
-        let reason = AbortReason::Unavailable(format!("partition {}", cohort.partition));
-        out.send(client, TxnMsg::CommitAborted { tx, reason });
-        true
+        out.send(client, TxnMsg::CommitAborted { tx, reason: AbortReason::Unavailable(silent) });
     }
 
     /// A cohort asks what became of `tx`, prepared there long ago: the
@@ -276,12 +289,8 @@ impl<S: Snapshot> Coordinator<S> {
                 Self::refuse(client, Some(tx), SessionError::OutcomeUnknown, out);
                 continue;
             }
-            for &partition in &cohorts {
-                out.send(self.cohort(partition), TxnMsg::Abort { tx });
-            }
             let silent = cohorts.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
-            let reason = AbortReason::Unavailable(format!("a partition of {silent}"));
-            out.send(client, TxnMsg::CommitAborted { tx, reason });
+            self.give_up(tx, client, cohorts.into_iter(), format!("a partition of {silent}"), out);
         }
     }
 

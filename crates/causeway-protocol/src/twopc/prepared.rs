@@ -121,11 +121,10 @@ impl<P> PreparedSet<P> {
 
     /// Marks `tx` as committing alone at its proposal (one phase: no
     /// decision comes, and its coordinator is not asked about it); returns
-    /// that proposal, if `tx` is prepared here.
+    /// that proposal if `tx` is prepared here and was not marked already.
     pub fn mark_alone(&mut self, tx: TxId) -> Option<Timestamp> {
         let entry = self.by_tx.get_mut(&tx)?;
-        entry.alone = true;
-        Some(entry.pt)
+        (!std::mem::replace(&mut entry.alone, true)).then_some(entry.pt)
     }
 
     /// Whether `tx` is prepared here and commits alone.

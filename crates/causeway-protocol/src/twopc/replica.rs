@@ -73,13 +73,13 @@ fn dispatch<R: FamilyReplica>(
         // Too late to commit by itself: its coordinator may have given up.
         PrepareReq { tx, alone: Some(deadline), .. } if now > deadline => out.send(from, PrepareRefused { tx }),
         PrepareReq { tx, snapshot, ht, writes, alone } => {
-            let again = r.core().prepared.contains(tx);
             r.prepare(now, from, tx, snapshot, ht, writes, out);
             // The only cohort: its proposal is the commit time. It commits
             // once the prepare is durable — not before, or a read could see
             // what a crash then erases — by telling itself, as a
-            // coordinator would; the answer waits for both records.
-            if alone.is_some() && !again {
+            // coordinator would; the answer waits for both records. (A
+            // prepare delivered again is marked already: nothing more.)
+            if alone.is_some() {
                 if let Some(pt) = r.core_mut().prepared.mark_alone(tx) {
                     out.persist(FamilyRecord::Alone { tx });
                     out.send_after_durable(Addr::Replica(r.core().id), Commit { tx, ct: pt });

@@ -31,16 +31,21 @@ fn coordinator_addr() -> Addr {
     Addr::Replica(ReplicaId::new(0, 0))
 }
 
-fn prepare(r: &mut WrenReplica, now: u64, tx: u64, ht: Timestamp) -> Timestamp {
-    let mut out = Out::default();
-    let msg = WrenMsg::PrepareReq {
+/// A prepare of transaction `tx` writing `k = v{tx}`, above `ht`; `alone`:
+/// its deadline, if it writes this partition only.
+fn prepare_req(tx: u64, ht: Timestamp, alone: Option<u64>) -> WrenMsg {
+    WrenMsg::PrepareReq {
         tx: TxId(tx),
         snapshot: Snapshot::default(),
         ht,
         writes: vec![(Key::from("k"), Some(Value::from(format!("v{tx}"))))],
-        alone: None,
-    };
-    r.on_message(now, coordinator_addr(), msg, &mut out);
+        alone,
+    }
+}
+
+fn prepare(r: &mut WrenReplica, now: u64, tx: u64, ht: Timestamp) -> Timestamp {
+    let mut out = Out::default();
+    r.on_message(now, coordinator_addr(), prepare_req(tx, ht, None), &mut out);
     out.sync_at_once();
     match out.messages.as_slice() {
         [(_, WrenMsg::PrepareResp { pt, .. })] => *pt,
@@ -201,7 +206,7 @@ fn a_commit_writing_one_partition_takes_one_phase_and_no_decision_record() {
         other => panic!("expected a prepare alone, got {other:?}"),
     };
     let mut out = Out::default();
-    r.on_message(1_200, me, prepare, &mut out);
+    r.on_message(1_200, me, prepare.clone(), &mut out);
     let pt = match out.records.as_slice() {
         [FamilyRecord::Prepared { tx: p, pt, .. }, FamilyRecord::Alone { tx: a }] if *p == tx && *a == tx => *pt,
         other => panic!("expected a prepare and its mark, got {other:?}"),
@@ -212,6 +217,10 @@ fn a_commit_writing_one_partition_takes_one_phase_and_no_decision_record() {
         vec![(me, WrenMsg::PrepareResp { tx, pt }), (me, WrenMsg::Commit { tx, ct: pt })],
         "the answer and the commit wait for both records"
     );
+    let mut again = Out::default();
+    r.on_message(1_250, me, prepare, &mut again);
+    assert!(again.records.is_empty(), "delivered twice, marked once: {:?}", again.records);
+    assert_eq!(again.after_durable, vec![(me, WrenMsg::PrepareResp { tx, pt })], "answered again, committed once");
     let mut out = Out::default();
     r.on_message(1_300, me, WrenMsg::PrepareResp { tx, pt }, &mut out);
     assert!(out.records.is_empty(), "no decision record: {:?}", out.records);
@@ -238,15 +247,8 @@ fn a_prepare_alone_durable_before_a_crash_is_committed_at_the_restart() {
     let mut out = Out::default();
     r.start(1_000, &mut out);
     records.append(&mut out.records);
-    let msg = WrenMsg::PrepareReq {
-        tx: TxId(3),
-        snapshot: Snapshot::default(),
-        ht: Timestamp::ZERO,
-        writes: vec![(Key::from("k"), Some(Value::from("v")))],
-        alone: Some(10_000_000),
-    };
     let mut out = Out::default();
-    r.on_message(1_100, me, msg, &mut out);
+    r.on_message(1_100, me, prepare_req(3, Timestamp::ZERO, Some(10_000_000)), &mut out);
     records.append(&mut out.records);
     let pt = match out.after_durable.first() {
         Some((_, WrenMsg::PrepareResp { pt, .. })) => *pt,
@@ -272,15 +274,8 @@ fn a_prepare_alone_durable_before_a_crash_is_committed_at_the_restart() {
 #[test]
 fn a_prepare_alone_past_its_deadline_is_refused_and_its_commit_aborts() {
     let mut r = replica(1, 1);
-    let msg = WrenMsg::PrepareReq {
-        tx: TxId(4),
-        snapshot: Snapshot::default(),
-        ht: Timestamp::ZERO,
-        writes: vec![(Key::from("k"), Some(Value::from("v")))],
-        alone: Some(1_500),
-    };
     let mut out = Out::default();
-    r.on_message(1_501, coordinator_addr(), msg, &mut out);
+    r.on_message(1_501, coordinator_addr(), prepare_req(4, Timestamp::ZERO, Some(1_500)), &mut out);
     assert!(out.records.is_empty() && out.after_durable.is_empty(), "{out:?}");
     assert_eq!(out.messages, vec![(coordinator_addr(), WrenMsg::PrepareRefused { tx: TxId(4) })]);
     assert!(r.core().prepared.is_empty());

@@ -11,10 +11,11 @@
 //! per node syncs it. What "durable" means is the [`Fsync`] mode's:
 //!
 //! * `always` — synced to the disk: survives a crash of the machine. The
-//!   syncer syncs as soon as something was written and tells every
+//!   syncer syncs as soon as a message waits for records and tells every
 //!   replica how far; the messages that waited for those records leave
-//!   then. Group commit: one sync covers whatever all the replicas wrote
-//!   while the last one ran.
+//!   then. Group commit: one `write` and one sync cover whatever all the
+//!   replicas appended while the last one ran, including records nobody
+//!   waited for.
 //! * `batch` — handed to the OS at once (survives a crash of the process)
 //!   and synced every [`BATCH_INTERVAL`]: a machine crash loses at most that
 //!   much acknowledged work;

@@ -400,14 +400,7 @@ impl<R: Serialize + Send + 'static> ReplicaDisk<R> {
             // log shorter than a checkpoint's position, or the positions
             // past its end would be handed out again — and their records
             // skipped at the next start as covered.
-            let tail = {
-                let mut state = shared.lock();
-                state.log.write_through().and_then(|_| state.log.tail_handle())
-            };
-            let synced = tail
-                .map_err(|e| e.to_string())
-                .and_then(|tail| tail.sync_data().map_err(|e| format!("fdatasync {}: {e}", shared.wal.display())));
-            if let Err(e) = synced {
+            if let Err(e) = shared.sync_past(0, &mut None) {
                 crash_stop(id, &e);
             }
             let mut bytes = covers.to_le_bytes().to_vec();
@@ -456,7 +449,9 @@ impl<R: Serialize + Send + 'static> RecordLog<R> for ReplicaDisk<R> {
     /// A message waits for the replica's first `upto` records: the syncer
     /// is asked for the node-log position of the last of them.
     fn need_durable(&mut self, upto: usize) {
-        if let Some(&(_, at)) = self.pending.iter().find(|(count, _)| *count >= upto) {
+        // Counts grow along `pending`: the first entry that covers `upto`.
+        let i = self.pending.partition_point(|&(count, _)| count < upto);
+        if let Some(&(_, at)) = self.pending.get(i) {
             self.shared.want(at);
         }
     }
@@ -589,12 +584,16 @@ mod tests {
         segments.sort();
         assert!(segments.len() > 2);
         std::fs::remove_file(&segments[0]).unwrap();
-        match NodeDisk::<u64>::open(tmp.path(), "c", "n", &[a(), b()], Fsync::Never, 4 << 10) {
-            Err(StartError::Storage(why)) => {
-                assert!(why.contains("wal") && why.contains("records it needs are gone"), "{why}")
-            }
+        let why = refused(tmp.path());
+        assert!(why.contains("wal") && why.contains("records it needs are gone"), "{why}");
+    }
+
+    /// Why a start on `dir` is refused as damage to the storage.
+    fn refused(dir: &Path) -> String {
+        match NodeDisk::<u64>::open(dir, "c", "n", &[a(), b()], Fsync::Never, 4 << 10) {
+            Err(StartError::Storage(why)) => why,
             Err(e) => panic!("refused for the wrong reason: {e}"),
-            Ok(_) => panic!("a log missing its first segment was accepted"),
+            Ok(_) => panic!("a damaged log was accepted"),
         }
     }
 
@@ -706,10 +705,7 @@ mod tests {
             ra.checkpoint(vec![45]);
         }
         std::fs::remove_dir_all(wal_dir(tmp.path())).unwrap();
-        match NodeDisk::<u64>::open(tmp.path(), "c", "n", &[a(), b()], Fsync::Never, 4 << 10) {
-            Err(StartError::Storage(why)) => assert!(why.contains("lost records"), "{why}"),
-            Err(e) => panic!("refused for the wrong reason: {e}"),
-            Ok(_) => panic!("a log shorter than a checkpoint was accepted"),
-        }
+        let why = refused(tmp.path());
+        assert!(why.contains("lost records"), "{why}");
     }
 }

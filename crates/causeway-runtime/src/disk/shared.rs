@@ -4,6 +4,7 @@
 use causeway_protocol::ReplicaId;
 use causeway_storage::Log;
 use rustc_hash::FxHashMap;
+use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -35,6 +36,29 @@ pub(super) struct State {
 impl Shared {
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands what the replicas appended to the OS and syncs it, if the log
+    /// reaches past `synced`; returns how far it is synced then (`None`:
+    /// nothing past `synced`). `tail` keeps the tail segment's handle, by
+    /// its base, across calls (a rotation synced the old tail itself).
+    pub(super) fn sync_past(&self, synced: u64, tail: &mut Option<(u64, File)>) -> Result<Option<u64>, String> {
+        let target = {
+            let mut state = self.lock();
+            let target = state.log.len();
+            if target <= synced {
+                return Ok(None);
+            }
+            state.log.write_through().map_err(|e| e.to_string())?;
+            let base = state.log.tail_base();
+            if tail.as_ref().map(|(b, _)| *b) != Some(base) {
+                *tail = Some((base, state.log.tail_handle().map_err(|e| e.to_string())?));
+            }
+            target
+        };
+        let (_, file) = tail.as_ref().expect("taken above");
+        file.sync_data().map_err(|e| format!("fdatasync {}: {e}", self.wal.display()))?;
+        Ok(Some(target))
     }
 
     /// A message waits for the node's log up to position `at`.

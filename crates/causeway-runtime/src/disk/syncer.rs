@@ -39,7 +39,6 @@ impl Syncer {
 }
 
 fn run(shared: &Shared, fsync: Fsync, stop: &AtomicBool) {
-    let fail = |why: &dyn std::fmt::Display| -> ! { crash_stop_node(&shared.node, why) };
     let mut synced = *shared.synced.borrow();
     // The tail segment, as a handle of this thread's, by its base.
     let mut tail: Option<(u64, File)> = None;
@@ -52,41 +51,24 @@ fn run(shared: &Shared, fsync: Fsync, stop: &AtomicBool) {
             Fsync::Always if !stopping => shared.wanted.load(Ordering::Acquire) > synced,
             _ => true,
         };
-        let target = {
-            let mut state = shared.lock();
-            let target = if called { state.log.len() } else { synced };
-            if target > synced {
-                // Under `always` the replicas leave their records to this
-                // thread to hand to the OS.
-                state.log.write_through().unwrap_or_else(|e| fail(&e));
-                // A rotation synced the old tail; the records since are in
-                // the new one.
-                let base = state.log.tail_base();
-                if tail.as_ref().map(|(b, _)| *b) != Some(base) {
-                    let handle = state.log.tail_handle().unwrap_or_else(|e| fail(&e));
-                    tail = Some((base, handle));
+        let fresh = match called {
+            true => shared.sync_past(synced, &mut tail).unwrap_or_else(|e| crash_stop_node(&shared.node, &e)),
+            false => None,
+        };
+        match fresh {
+            Some(target) => {
+                synced = target;
+                shared.synced.send_replace(synced);
+                if fsync == Fsync::Batch && !stopping {
+                    std::thread::sleep(BATCH_INTERVAL);
                 }
             }
-            target
-        };
-        if target > synced {
-            let (_, file) = tail.as_ref().expect("taken above");
-            if let Err(e) = file.sync_data() {
-                fail(&format_args!("fdatasync {}: {e}", shared.wal.display()));
-            }
-            synced = target;
-            shared.synced.send_replace(synced);
-            if fsync == Fsync::Batch && !stopping {
-                std::thread::sleep(BATCH_INTERVAL);
-            }
-        } else if stopping {
-            return;
-        } else {
-            match fsync {
+            None if stopping => return,
+            None => match fsync {
                 Fsync::Batch => std::thread::sleep(BATCH_INTERVAL),
                 // Woken when a message waits (or by the stop).
                 _ => std::thread::park(),
-            }
+            },
         }
     }
 }
