@@ -18,12 +18,28 @@ impl Drop for Servers {
     }
 }
 
-/// Distinct free ports. They are held all at once so they differ; a race
-/// with other processes is possible but unlikely, and shows as a server
-/// failing to bind.
+/// Distinct free ports, for servers started after this returns. Taken
+/// below the kernel's ephemeral range (32768 and up): a port asked of the
+/// kernel (`bind` to port 0, as `causeway bench --processes` does for its
+/// servers, running beside these tests) or given to an outgoing connection
+/// could be the one just picked here, before our server binds it — the
+/// server then failed, and the test connected to someone else's. Each test
+/// process walks its own stretch of 20000..32000 (by its pid) and never
+/// hands out a port twice; ports found busy are skipped.
 pub fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<_> = (0..n).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    held.iter().map(|l| l.local_addr().unwrap().port()).collect()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(2_654_435_761) % 12_000;
+    let mut ports = Vec::with_capacity(n);
+    while ports.len() < n {
+        let i = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(i < 12_000, "no free port left below the ephemeral range");
+        let port = 20_000 + ((start + i) % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            ports.push(port);
+        }
+    }
+    ports
 }
 
 /// A Cure cluster of one DC and two nodes on `ports` (peer, client, peer,
