@@ -35,7 +35,11 @@
 //!   Kind 1 is a checkpoint (only as the first frame of a checkpoint
 //!   segment), kind 2 a record. A record's payload is at most 64 MiB, a
 //!   checkpoint's 1 GiB; a longer length field is damage, never an
-//!   allocation.
+//!   allocation The last segment may end in zeros past its records: with
+//!   [`Options::preallocate_bytes`] the log writes them out ahead of its
+//!   appends, so that a sync overwrites blocks the file holds instead of
+//!   growing it (one I/O instead of two: the data, not also the file's
+//!   size). A full segment is cut to its records before the next begins.
 //! * `*.tmp` — a segment or identity being written; renamed into place once
 //!   whole and synced, deleted by `open` if a crash left it.
 //!
@@ -66,6 +70,10 @@
 //!   [`Recovered::torn_tail`]. A last segment that never held a whole
 //!   checkpoint or header (a checkpoint or rotation cut short) is removed the
 //!   same way, when the segments before it hold the log.
+//!   Zeros from the end of the last segment's records to the end of its
+//!   file are room written ahead, not a tear: nothing is cut or reported.
+//!   Anything else there is cut (the file truncated), so that no byte of a
+//!   torn append can ever follow a later, shorter one.
 //! * **Damage elsewhere stops.** A bad frame *followed by a good one* cannot
 //!   be a torn append — the disk held later writes — so it is damage to
 //!   records that may have been synced and acted on. So is any bad frame in

@@ -6,7 +6,7 @@ use crate::fsutil;
 use crate::identity::Identity;
 use crate::recovery::{self, Recovered};
 use std::fs::File;
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// How the log lays out its files.
@@ -25,11 +25,18 @@ pub struct Options {
     /// the trimmed records were replaced by (the runtime: each replica's
     /// checkpoint of its own).
     pub trimmable: bool,
+    /// The tail segment is kept this many bytes (at least half of it)
+    /// ahead of its records with zeros written out, so that appending and
+    /// syncing overwrites blocks the file already holds instead of growing
+    /// it: an `fdatasync` that must also write the file's new size costs a
+    /// second I/O (docs/BENCHMARKS.md, "Preallocated segments"). 0: the
+    /// file ends at its last record.
+    pub preallocate_bytes: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_segment_bytes: 64 << 20, write_buffer_bytes: 1 << 20, trimmable: false }
+        Options { max_segment_bytes: 64 << 20, write_buffer_bytes: 1 << 20, trimmable: false, preallocate_bytes: 0 }
     }
 }
 
@@ -42,8 +49,10 @@ pub struct Log {
     /// The live segments, oldest first, by base; the last is the tail.
     segments: Vec<(u64, PathBuf)>,
     tail: File,
-    /// The tail's size, counting the frames still in `pending`.
+    /// The tail's records' end, counting the frames still in `pending`.
     tail_bytes: u64,
+    /// The tail file's size: past `tail_bytes` it holds zeros.
+    allocated: u64,
     /// Frames appended but not yet handed to the OS.
     pending: Vec<u8>,
     /// Whether the OS holds bytes of the tail not yet synced.
@@ -80,6 +89,7 @@ impl Log {
             segments: opened.segments,
             tail: opened.tail,
             tail_bytes: opened.tail_bytes,
+            allocated: opened.allocated,
             pending: Vec::new(),
             unsynced_writes: false,
             len,
@@ -172,6 +182,7 @@ impl Log {
         self.pending.clear();
         self.tail = file;
         self.tail_bytes = bytes.len() as u64;
+        self.allocated = self.tail_bytes;
         self.unsynced_writes = false;
         self.synced = self.len;
         self.bytes_since_checkpoint = 0;
@@ -250,8 +261,22 @@ impl Log {
         self.segments.iter().map(|(_, p)| p.as_path())
     }
 
-    /// Syncs the full tail, then starts a segment at the current position.
+    /// Syncs the full tail, cut to its records, then starts a segment at
+    /// the current position: only the last segment ends in zeros.
     fn rotate(&mut self) -> Result<(), StorageError> {
+        self.write_pending()?;
+        if self.allocated > self.tail_bytes {
+            let path = self.tail_path().to_path_buf();
+            let cut = self.tail.set_len(self.tail_bytes).map_err(StorageError::io("truncate", &path));
+            self.poison_on_error(cut)?;
+            self.allocated = self.tail_bytes;
+            // The new size is durable with the records (`fsync`, which
+            // writes the size however it changed).
+            let synced = self.tail.sync_all().map_err(StorageError::io("fsync", path));
+            self.poison_on_error(synced)?;
+            self.unsynced_writes = false;
+            self.synced = self.len;
+        }
         self.sync()?;
         let base = self.len;
         let name = format::segment_name(base);
@@ -259,19 +284,34 @@ impl Log {
         let written = fsutil::write_durably(&self.dir, &name, &header);
         self.tail = self.poison_on_error(written)?;
         self.tail_bytes = HEADER_LEN as u64;
+        self.allocated = self.tail_bytes;
         self.segments.push((base, self.dir.join(name)));
         Ok(())
     }
 
+    /// Hands the pending frames to the OS at the end of the tail's
+    /// records, and keeps the zeros ahead of them.
     fn write_pending(&mut self) -> Result<(), StorageError> {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let at = self.tail_bytes - self.pending.len() as u64;
         let path = self.tail_path().to_path_buf();
-        let written = self.tail.write_all(&self.pending).map_err(StorageError::io("write", path));
+        let written = self.tail.write_all_at(&self.pending, at).map_err(StorageError::io("write", &path));
         self.poison_on_error(written)?;
         self.pending.clear();
         self.unsynced_writes = true;
+        self.allocated = self.allocated.max(self.tail_bytes);
+        let ahead = self.options.preallocate_bytes;
+        if ahead > 0 && self.allocated - self.tail_bytes < ahead / 2 {
+            // Zeros written out, not `fallocate`: ext4 marks fallocated
+            // blocks unwritten, and the first write into each would change
+            // the file's metadata again.
+            let zeros = vec![0u8; (self.tail_bytes + ahead - self.allocated) as usize];
+            let extended = self.tail.write_all_at(&zeros, self.allocated).map_err(StorageError::io("write", path));
+            self.poison_on_error(extended)?;
+            self.allocated = self.tail_bytes + ahead;
+        }
         Ok(())
     }
 

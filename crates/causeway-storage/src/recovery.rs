@@ -58,10 +58,12 @@ pub(crate) struct Opened {
     pub recovered: Recovered,
     /// The live segments, oldest first, by base; the last is the tail.
     pub segments: Vec<(u64, PathBuf)>,
-    /// The tail segment, open for appending at its end.
+    /// The tail segment, open for writing.
     pub tail: File,
-    /// The tail's size in bytes.
+    /// Where the tail's records end: appends go on there.
     pub tail_bytes: u64,
+    /// The tail file's size: zeros past `tail_bytes` (preallocated).
+    pub allocated: u64,
     /// Bytes of record frames since the checkpoint (or the log's start).
     pub bytes_since_checkpoint: u64,
 }
@@ -71,6 +73,7 @@ struct Tail {
     base: u64,
     path: PathBuf,
     bytes: u64,
+    size: u64,
 }
 
 pub(crate) fn open(dir: &Path, identity: &Identity, trimmable: bool) -> Result<Opened, StorageError> {
@@ -166,6 +169,8 @@ pub(crate) fn open(dir: &Path, identity: &Identity, trimmable: bool) -> Result<O
                     at = f.end;
                 }
                 Ok(_) => return Err(corrupt(at, "a checkpoint frame after the start of a segment".into())),
+                // The zeros a preallocated tail holds past its records.
+                Err(_) if last && data[at..].iter().all(|&b| b == 0) => break,
                 Err(bad) if torn_at(at) => {
                     recovered.torn_tail = Some(truncate(&path, at, data.len(), bad)?);
                     break;
@@ -175,15 +180,19 @@ pub(crate) fn open(dir: &Path, identity: &Identity, trimmable: bool) -> Result<O
             }
         }
         bytes_since_checkpoint += (at - frames_start) as u64;
-        tail = Some(Tail { base: name_base, path: path.clone(), bytes: at as u64 });
+        // A torn tail was truncated at `at`; zeros after the records stay.
+        let size = if recovered.torn_tail.is_some() { at } else { data.len() };
+        tail = Some(Tail { base: name_base, path: path.clone(), bytes: at as u64, size: size as u64 });
         live.push((name_base, path));
     }
 
-    let (tail, tail_bytes) = match tail {
+    let (tail, tail_bytes, allocated) = match tail {
         Some(t) => {
-            let file = OpenOptions::new().append(true).open(&t.path).map_err(StorageError::io("open", &t.path))?;
+            // Not in append mode: writes go at the records' end, before
+            // the zeros a preallocated tail holds.
+            let file = OpenOptions::new().write(true).open(&t.path).map_err(StorageError::io("open", &t.path))?;
             debug_assert_eq!(live.last().map(|(b, _)| *b), Some(t.base));
-            (file, t.bytes)
+            (file, t.bytes, t.size)
         }
         None => {
             // Nothing (left) on disk: the log begins.
@@ -193,10 +202,10 @@ pub(crate) fn open(dir: &Path, identity: &Identity, trimmable: bool) -> Result<O
             let header = format::encode_header(Header { base, checkpoint: false });
             let file = fsutil::write_durably(dir, &name, &header)?;
             live.push((base, dir.join(name)));
-            (file, HEADER_LEN as u64)
+            (file, HEADER_LEN as u64, HEADER_LEN as u64)
         }
     };
-    Ok(Opened { recovered, segments: live, tail, tail_bytes, bytes_since_checkpoint })
+    Ok(Opened { recovered, segments: live, tail, tail_bytes, allocated, bytes_since_checkpoint })
 }
 
 /// Checks a segment's header against its name and the segments before it.

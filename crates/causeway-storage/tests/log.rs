@@ -50,7 +50,7 @@ fn segment_files(dir: &Path) -> Vec<PathBuf> {
 fn frame_offsets(path: &Path) -> (Vec<u64>, u64) {
     let data = fs::read(path).unwrap();
     let (mut at, mut offsets) = (28usize, Vec::new());
-    while at + 9 <= data.len() {
+    while at + 9 <= data.len() && !zero_header(&data[at..]) {
         offsets.push(at as u64);
         let len = u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
         at += 9 + len;
@@ -62,7 +62,7 @@ fn frame_offsets(path: &Path) -> (Vec<u64>, u64) {
 /// length fields say.
 fn frame_ends(data: &[u8]) -> Vec<usize> {
     let (mut at, mut ends) = (28usize, Vec::new());
-    while at + 9 <= data.len() {
+    while at + 9 <= data.len() && !zero_header(&data[at..]) {
         at += 9 + u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
         if at > data.len() {
             break;
@@ -70,6 +70,12 @@ fn frame_ends(data: &[u8]) -> Vec<usize> {
         ends.push(at);
     }
     ends
+}
+
+/// Nine zero bytes: no frame we write (kinds are 1 and 2), but the zeros a
+/// preallocated tail holds past its records.
+fn zero_header(at: &[u8]) -> bool {
+    at[..9].iter().all(|&b| b == 0)
 }
 
 fn flip(path: &Path, offset: u64) {
@@ -189,7 +195,7 @@ fn a_torn_tail_is_cut_reported_and_never_replayed() {
     // How a crash can leave the end of the last segment, and how many good
     // records remain (of 5) for each.
     type Tear = fn(&Path, &[u64], u64);
-    let cases: [(&str, Tear, usize); 6] = [
+    let cases: [(&str, Tear, usize); 5] = [
         ("an incomplete frame header", |p, _, size| truncate(p, size - 15 + 4), 4),
         ("a length running past the end", |p, _, size| truncate(p, size - 2), 4),
         ("a bad CRC on the last frame", |p, offs, _| flip(p, offs[4] + 9 + 3), 4),
@@ -201,7 +207,6 @@ fn a_torn_tail_is_cut_reported_and_never_replayed() {
             },
             3,
         ),
-        ("zeros after the last frame", |p, _, size| append_bytes(p, &vec![0; 4096 - size as usize % 4096]), 5),
         ("a huge length in the last frame", |p, offs, _| write_at(p, offs[4], &u32::MAX.to_le_bytes()), 4),
     ];
     for (what, tear, kept) in cases {
@@ -503,7 +508,9 @@ fn damage(rng: &mut Rng, files: &mut [(String, Vec<u8>)]) -> (String, Option<usi
 #[test]
 fn random_damage_gives_a_prefix_a_reported_cut_or_an_error_never_a_wrong_record() {
     let cases: u64 = std::env::var("CAUSEWAY_STORAGE_FUZZ").ok().and_then(|s| s.parse().ok()).unwrap_or(300);
-    for with_checkpoint in [false, true] {
+    for (with_checkpoint, preallocate_bytes) in [(false, 0), (true, 0), (false, 512), (true, 512)] {
+        let options = Options { preallocate_bytes, ..small() };
+        let open = |dir: &Path| Log::open_with(dir, &id(), options);
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("src");
         let (mut log, _) = open(&src).unwrap();
@@ -532,7 +539,7 @@ fn random_damage_gives_a_prefix_a_reported_cut_or_an_error_never_a_wrong_record(
         // the rules (damage that leaves every record whole is rare).
         let (mut whole, mut cut, mut shorter, mut corrupt) = (0, 0, 0, 0);
         for case in 0..cases {
-            let seed = case * 2 + with_checkpoint as u64;
+            let seed = case * 4 + with_checkpoint as u64 + 2 * (preallocate_bytes > 0) as u64;
             let mut rng = Rng(seed);
             let mut files = pristine.clone();
             let mut what = Vec::new();
@@ -545,16 +552,21 @@ fn random_damage_gives_a_prefix_a_reported_cut_or_an_error_never_a_wrong_record(
                 all_in_place &= in_place.is_some();
                 changed = in_place;
             }
-            // One change in place decides the outcome: in the last frame of
-            // the last segment it is a torn tail; anywhere else, damage.
+            // One change in place decides the outcome: in the zeros after
+            // the records of the last segment it is a torn tail that cuts
+            // nothing; in its last frame, a torn tail; anywhere else, damage.
             let expect = match changed {
                 Some(f) if ops == 1 => {
                     let (old, new) = (&pristine[f].1, &files[f].1);
                     let first_diff = old.iter().zip(new).position(|(a, b)| a != b);
                     let ends = frame_ends(old);
                     let last_frame = if ends.len() > 1 { ends[ends.len() - 2] } else { 28 };
+                    let records_end = ends.last().copied().unwrap_or(28);
                     let last_diff = old.iter().zip(new).rposition(|(a, b)| a != b);
                     match (first_diff, last_diff) {
+                        (Some(first), _) if f == files.len() - 1 && first >= records_end => {
+                            Some("cut past the records")
+                        }
                         (Some(first), _) if f == files.len() - 1 && first >= last_frame => Some("cut"),
                         // Damage that reaches into the last frame from before
                         // it may read either way.
@@ -579,9 +591,15 @@ fn random_damage_gives_a_prefix_a_reported_cut_or_an_error_never_a_wrong_record(
                     if all_in_place && n < written.len() {
                         assert!(rec.torn_tail.is_some(), "{ctx}: records lost without a reported cut");
                     }
-                    if let Some(expect) = expect {
-                        assert_eq!(expect, "cut", "{ctx}: opened with {n} records, torn {:?}", rec.torn_tail);
-                        assert!(rec.torn_tail.is_some() && n + 1 == written.len(), "{ctx}: {n} records");
+                    match expect {
+                        Some("cut") => assert!(rec.torn_tail.is_some() && n + 1 == written.len(), "{ctx}: {n} records"),
+                        Some("cut past the records") => {
+                            assert!(rec.torn_tail.is_some() && n == written.len(), "{ctx}: {n} records")
+                        }
+                        Some(other) => {
+                            panic!("{ctx}: expected {other}, opened with {n} records, torn {:?}", rec.torn_tail)
+                        }
+                        None => {}
                     }
                     match (rec.torn_tail.is_some(), n == written.len()) {
                         (true, _) => cut += 1,
@@ -599,14 +617,17 @@ fn random_damage_gives_a_prefix_a_reported_cut_or_an_error_never_a_wrong_record(
                 }
                 Err(StorageError::Corrupt { file, .. }) => {
                     assert!(file.starts_with(&dir), "{ctx}");
-                    assert_ne!(expect, Some("cut"), "{ctx}: damage only in the last frame is a torn tail");
+                    assert!(
+                        !expect.is_some_and(|e| e.starts_with("cut")),
+                        "{ctx}: damage only in or past the last frame is a torn tail"
+                    );
                     corrupt += 1;
                 }
                 Err(e) => panic!("{ctx}: {e}"),
             }
             fs::remove_dir_all(&dir).unwrap();
         }
-        eprintln!("checkpoint {with_checkpoint}: {whole} whole, {cut} cut, {shorter} shorter at a frame end, {corrupt} corrupt");
+        eprintln!("checkpoint {with_checkpoint}, preallocated {preallocate_bytes}: {whole} whole, {cut} cut, {shorter} shorter at a frame end, {corrupt} corrupt");
         assert!(cut > 0 && shorter > 0 && corrupt > 0);
     }
 }
@@ -685,4 +706,160 @@ fn trim_keeps_the_tail() {
     let (_, recovered) = Log::open_with(tmp.path(), &id(), trimmable()).unwrap();
     assert_eq!(recovered.len(), 30);
     assert_eq!(recovered.records, records(recovered.base as usize..30));
+}
+
+fn preallocated(preallocate_bytes: u64) -> Options {
+    Options { max_segment_bytes: 64 << 10, preallocate_bytes, ..Options::default() }
+}
+
+fn size(path: &Path) -> u64 {
+    fs::metadata(path).unwrap().len()
+}
+
+/// A preallocated tail keeps zeros written out ahead of its records, so an
+/// append and its sync overwrite the file in place rather than grow it; the
+/// zeros are room, not a torn tail, when the log opens again, and appends
+/// go on at the records' end.
+#[test]
+fn a_preallocated_tail_is_overwritten_in_place_and_reopens_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = preallocated(4096);
+    let (mut log, _) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    log.append(&record(0)).unwrap();
+    log.sync().unwrap();
+    let file = segment_files(tmp.path()).pop().unwrap();
+    let records_end = *frame_ends(&fs::read(&file).unwrap()).last().unwrap() as u64;
+    let allocated = size(&file);
+    assert!(allocated >= records_end + 2048, "zeros ahead: {allocated} bytes for records ending at {records_end}");
+    for i in 1..20 {
+        log.append(&record(i)).unwrap();
+        log.sync().unwrap();
+        assert_eq!(size(&file), allocated, "record {i}: synced in place, the file did not grow");
+    }
+    drop(log);
+
+    let (mut log, rec) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    assert_eq!(rec.records, records(0..20));
+    assert!(rec.torn_tail.is_none(), "zeros past the records are room: {:?}", rec.torn_tail);
+    assert_eq!(size(&file), allocated, "nothing cut");
+    // Appends go on at the records' end, and past the zeros first written:
+    // the file grows ahead of them, never behind.
+    for i in 20..200 {
+        log.append(&record(i)).unwrap();
+        log.sync().unwrap();
+        let data = fs::read(&file).unwrap();
+        let end = *frame_ends(&data).last().unwrap();
+        assert!(
+            data.len() >= end + 2048 && data[end..].iter().all(|&b| b == 0),
+            "record {i}: {} after {end}",
+            data.len()
+        );
+    }
+    assert!(size(&file) > allocated);
+    drop(log);
+    let (_, rec) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    assert_eq!(rec.records, records(0..200));
+    assert!(rec.torn_tail.is_none());
+}
+
+/// Bytes of an unsynced append that reached the preallocated zeros are a
+/// torn tail: cut (the file truncated at the records' end) and reported,
+/// so that a shorter record appended later can never be followed by them.
+#[test]
+fn a_torn_write_into_preallocated_zeros_is_cut_and_never_comes_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = preallocated(4096);
+    let (mut log, _) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    for i in 0..5 {
+        log.append(&record(i)).unwrap();
+    }
+    log.sync().unwrap();
+    drop(log);
+    let file = segment_files(tmp.path()).pop().unwrap();
+    let records_end = *frame_ends(&fs::read(&file).unwrap()).last().unwrap() as u64;
+    // Two frames that were being appended: the first lost its start, the
+    // second reached the disk whole.
+    let mut frames = Vec::new();
+    for r in [b"lost".as_slice(), b"whole but after a torn one"] {
+        frames.extend_from_slice(&(r.len() as u32).to_le_bytes());
+        let mut h = crc32fast::Hasher::new();
+        h.update(&[2]);
+        h.update(r);
+        frames.extend_from_slice(&h.finalize().to_le_bytes());
+        frames.push(2);
+        frames.extend_from_slice(r);
+    }
+    frames[..4].fill(0);
+    write_at(&file, records_end, &frames[4..]);
+
+    match Log::open_with(tmp.path(), &id(), options) {
+        Err(StorageError::Corrupt { offset, .. }) => assert_eq!(offset, records_end, "a good frame after a bad one"),
+        other => panic!("expected damage, got {other:?}"),
+    }
+    // Only the torn frame: cut, reported, gone from the file.
+    write_at(&file, records_end, &vec![0u8; frames.len()]);
+    write_at(&file, records_end, &frames[4..13]);
+    let (mut log, rec) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    assert_eq!(rec.records, records(0..5));
+    let torn = rec.torn_tail.expect("a torn frame past the records is reported");
+    assert_eq!((torn.file.as_path(), torn.offset), (file.as_path(), records_end));
+    assert_eq!(size(&file), records_end, "truncated at the records' end");
+    log.append(b"x").unwrap();
+    log.sync().unwrap();
+    drop(log);
+    let (_, rec) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    assert!(rec.torn_tail.is_none());
+    assert_eq!(rec.records.last().unwrap(), b"x");
+    assert_eq!(rec.records.len(), 6);
+}
+
+/// A full preallocated segment is cut to its records before the next one
+/// begins: only the last segment ends in zeros, and zeros anywhere else are
+/// damage.
+#[test]
+fn a_rotated_segment_ends_at_its_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = Options { max_segment_bytes: 1024, preallocate_bytes: 512, ..Options::default() };
+    let (mut log, _) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    for i in 0..200 {
+        log.append(&record(i)).unwrap();
+        if i % 7 == 0 {
+            log.sync().unwrap();
+        }
+    }
+    log.sync().unwrap();
+    drop(log);
+    let files = segment_files(tmp.path());
+    assert!(files.len() > 3, "{files:?}");
+    for f in &files[..files.len() - 1] {
+        let data = fs::read(f).unwrap();
+        assert_eq!(frame_ends(&data).last().copied(), Some(data.len()), "{f:?} ends at its last record");
+    }
+    let (_, rec) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    assert_eq!(rec.records, records(0..200));
+
+    let first = &files[0];
+    append_bytes(first, &[0; 64]);
+    expect_corrupt(Log::open_with(tmp.path(), &id(), options), first, size(first) - 64);
+}
+
+/// Zeros after the last record of a log that was not preallocated read as
+/// the same room: nothing is cut or reported.
+#[test]
+fn zeros_after_the_last_record_are_room_not_a_torn_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = write_records(tmp.path(), 5);
+    drop(log);
+    let file = segment_files(tmp.path()).pop().unwrap();
+    append_bytes(&file, &[0; 1000]);
+    let before = size(&file);
+    let (mut log, rec) = open(tmp.path()).unwrap();
+    assert_eq!(rec.records, records(0..5));
+    assert!(rec.torn_tail.is_none());
+    assert_eq!(size(&file), before);
+    log.append(&record(5)).unwrap();
+    log.sync().unwrap();
+    drop(log);
+    let (_, rec) = open(tmp.path()).unwrap();
+    assert_eq!(rec.records, records(0..6));
 }

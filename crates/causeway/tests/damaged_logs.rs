@@ -65,15 +65,28 @@ async fn fill_and_kill(config: &Path, port: u16, count: usize) -> PathBuf {
     segments.pop().expect("the node has a log segment")
 }
 
+/// Where the records of a segment end: past them the log holds zeros it
+/// wrote ahead (`causeway-storage`'s `Options::preallocate_bytes`). Frames
+/// are a length (u32 LE), a CRC (u32), a kind (1 or 2) and the payload,
+/// after a 28-byte header.
+fn records_end(segment: &[u8]) -> usize {
+    let mut at = 28;
+    while at + 9 <= segment.len() && segment[at + 8] != 0 {
+        at += 9 + u32::from_le_bytes(segment[at..at + 4].try_into().unwrap()) as usize;
+    }
+    assert!(at <= segment.len() && segment[at..].iter().all(|&b| b == 0), "zeros after the records");
+    at
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupted_record_stops_the_restart_naming_the_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     let (config, port) = single_node(dir.path());
     let segment = fill_and_kill(&config, port, 200).await;
     let mut bytes = std::fs::read(&segment).unwrap();
-    // A byte a third of the way in: good records follow the damaged one, so
-    // this is no torn write.
-    let at = bytes.len() / 3;
+    // A byte a third of the way into the records: good records follow the
+    // damaged one, so this is no torn write.
+    let at = records_end(&bytes) / 3;
     bytes[at] ^= 0x5a;
     std::fs::write(&segment, &bytes).unwrap();
 
@@ -97,9 +110,12 @@ async fn a_truncated_last_record_is_cut_and_everything_before_it_is_served() {
     let dir = tempfile::tempdir().unwrap();
     let (config, port) = single_node(dir.path());
     let segment = fill_and_kill(&config, port, 50).await;
-    let len = std::fs::metadata(&segment).unwrap().len();
-    // The last record loses its last bytes, as a write torn by a power cut.
-    std::fs::OpenOptions::new().write(true).open(&segment).unwrap().set_len(len - 3).unwrap();
+    // The last record loses its last bytes, as a write torn by a power cut:
+    // they never reached the zeros the log had written ahead of it.
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let end = records_end(&bytes);
+    bytes[end - 3..end].fill(0);
+    std::fs::write(&segment, &bytes).unwrap();
 
     let log = dir.path().join("restart.log");
     let mut servers =
