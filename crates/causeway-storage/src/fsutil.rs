@@ -15,7 +15,7 @@ pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
 
 /// Writes `bytes` as `dir/name` so that a crash leaves either no such file
 /// or the whole of it: to `name.tmp`, fsync, rename, fsync the directory.
-/// Returns the file, open for appending, positioned at its end.
+/// Returns the file, open for writing.
 pub fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> Result<File, StorageError> {
     let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
     let path = dir.join(name);

@@ -35,7 +35,7 @@
 //!   Kind 1 is a checkpoint (only as the first frame of a checkpoint
 //!   segment), kind 2 a record. A record's payload is at most 64 MiB, a
 //!   checkpoint's 1 GiB; a longer length field is damage, never an
-//!   allocation The last segment may end in zeros past its records: with
+//!   allocation. The last segment may end in zeros past its records: with
 //!   [`Options::preallocate_bytes`] the log writes them out ahead of its
 //!   appends, so that a sync overwrites blocks the file holds instead of
 //!   growing it (one I/O instead of two: the data, not also the file's
@@ -110,5 +110,5 @@ mod recovery;
 pub use error::StorageError;
 pub use format::{FORMAT_VERSION, MAX_CHECKPOINT_BYTES, MAX_RECORD_BYTES};
 pub use identity::{Identity, IDENTITY_FILE};
-pub use log::{Log, Options, Trim};
+pub use log::{Log, Options, Trim, MAX_PREALLOCATE_BYTES};
 pub use recovery::{Recovered, TornTail};

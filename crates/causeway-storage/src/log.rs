@@ -29,10 +29,14 @@ pub struct Options {
     /// ahead of its records with zeros written out, so that appending and
     /// syncing overwrites blocks the file already holds instead of growing
     /// it: an `fdatasync` that must also write the file's new size costs a
-    /// second I/O (docs/BENCHMARKS.md, "Preallocated segments"). 0: the
-    /// file ends at its last record.
+    /// second I/O (docs/BENCHMARKS.md, "Lazy syncs for background messages,
+    /// and preallocated segments"). 0: the file ends at its last record.
+    /// At most [`MAX_PREALLOCATE_BYTES`]; more is taken as that.
     pub preallocate_bytes: u64,
 }
+
+/// The most [`Options::preallocate_bytes`] a log keeps ahead.
+pub const MAX_PREALLOCATE_BYTES: u64 = 64 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -80,7 +84,8 @@ impl Log {
     }
 
     /// [`Log::open`] with explicit options.
-    pub fn open_with(dir: &Path, identity: &Identity, options: Options) -> Result<(Log, Recovered), StorageError> {
+    pub fn open_with(dir: &Path, identity: &Identity, mut options: Options) -> Result<(Log, Recovered), StorageError> {
+        options.preallocate_bytes = options.preallocate_bytes.min(MAX_PREALLOCATE_BYTES);
         let opened = recovery::open(dir, identity, options.trimmable)?;
         let len = opened.recovered.len();
         let log = Log {
@@ -174,12 +179,17 @@ impl Log {
         bytes.extend_from_slice(&format::encode_header(Header { base, checkpoint: true }));
         format::encode_frame(&mut bytes, Kind::Checkpoint, state);
         let name = format::segment_name(base);
+        // The old tail must end at its records: should this checkpoint
+        // never become whole, it is the last segment again; should it, the
+        // old segments go anyway. The records still pending are covered by
+        // the checkpoint and never written.
+        self.tail_bytes -= self.pending.len() as u64;
+        self.pending.clear();
+        self.cut_to_records()?;
         // A tail with this base holds no record (the log's length has not
         // moved since it began): the rename replaces it, whole or not at all.
         let written = fsutil::write_durably(&self.dir, &name, &bytes);
         let file = self.poison_on_error(written)?;
-        // The records the checkpoint covers need no more writing.
-        self.pending.clear();
         self.tail = file;
         self.tail_bytes = bytes.len() as u64;
         self.allocated = self.tail_bytes;
@@ -264,19 +274,8 @@ impl Log {
     /// Syncs the full tail, cut to its records, then starts a segment at
     /// the current position: only the last segment ends in zeros.
     fn rotate(&mut self) -> Result<(), StorageError> {
-        self.write_pending()?;
-        if self.allocated > self.tail_bytes {
-            let path = self.tail_path().to_path_buf();
-            let cut = self.tail.set_len(self.tail_bytes).map_err(StorageError::io("truncate", &path));
-            self.poison_on_error(cut)?;
-            self.allocated = self.tail_bytes;
-            // The new size is durable with the records (`fsync`, which
-            // writes the size however it changed).
-            let synced = self.tail.sync_all().map_err(StorageError::io("fsync", path));
-            self.poison_on_error(synced)?;
-            self.unsynced_writes = false;
-            self.synced = self.len;
-        }
+        self.write_records()?;
+        self.cut_to_records()?;
         self.sync()?;
         let base = self.len;
         let name = format::segment_name(base);
@@ -295,6 +294,35 @@ impl Log {
         if self.pending.is_empty() {
             return Ok(());
         }
+        self.write_records()?;
+        self.preallocate()
+    }
+
+    /// Cuts the tail file to its records (written, none pending) and makes
+    /// that durable, records and size (`fsync`, which writes the size
+    /// however it changed): a tail that stops being the last segment must
+    /// not end in zeros.
+    fn cut_to_records(&mut self) -> Result<(), StorageError> {
+        debug_assert!(self.pending.is_empty());
+        if self.allocated <= self.tail_bytes {
+            return Ok(());
+        }
+        let path = self.tail_path().to_path_buf();
+        let cut = self.tail.set_len(self.tail_bytes).map_err(StorageError::io("truncate", &path));
+        self.poison_on_error(cut)?;
+        self.allocated = self.tail_bytes;
+        let synced = self.tail.sync_all().map_err(StorageError::io("fsync", path));
+        self.poison_on_error(synced)?;
+        self.unsynced_writes = false;
+        self.synced = self.len;
+        Ok(())
+    }
+
+    /// Writes the pending frames at the end of the tail's records.
+    fn write_records(&mut self) -> Result<(), StorageError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
         let at = self.tail_bytes - self.pending.len() as u64;
         let path = self.tail_path().to_path_buf();
         let written = self.tail.write_all_at(&self.pending, at).map_err(StorageError::io("write", &path));
@@ -302,12 +330,19 @@ impl Log {
         self.pending.clear();
         self.unsynced_writes = true;
         self.allocated = self.allocated.max(self.tail_bytes);
+        Ok(())
+    }
+
+    /// Writes zeros ahead of the records when fewer than half of
+    /// [`Options::preallocate_bytes`] are left.
+    fn preallocate(&mut self) -> Result<(), StorageError> {
         let ahead = self.options.preallocate_bytes;
         if ahead > 0 && self.allocated - self.tail_bytes < ahead / 2 {
             // Zeros written out, not `fallocate`: ext4 marks fallocated
             // blocks unwritten, and the first write into each would change
             // the file's metadata again.
             let zeros = vec![0u8; (self.tail_bytes + ahead - self.allocated) as usize];
+            let path = self.tail_path().to_path_buf();
             let extended = self.tail.write_all_at(&zeros, self.allocated).map_err(StorageError::io("write", path));
             self.poison_on_error(extended)?;
             self.allocated = self.tail_bytes + ahead;

@@ -863,3 +863,31 @@ fn zeros_after_the_last_record_are_room_not_a_torn_tail() {
     let (_, rec) = open(tmp.path()).unwrap();
     assert_eq!(rec.records, records(0..6));
 }
+
+/// A checkpoint cuts the old tail to its records before it writes the new
+/// segment: should the checkpoint never become whole, the old tail is the
+/// last segment again, and it must not end in zeros when a newer segment
+/// lies after it.
+#[test]
+fn a_checkpoint_cuts_the_preallocated_tail_to_its_records_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = preallocated(4096);
+    let (mut log, _) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    for i in 0..10 {
+        log.append(&record(i)).unwrap();
+    }
+    log.sync().unwrap();
+    let tail = segment_files(tmp.path()).pop().unwrap();
+    assert!(size(&tail) > *frame_ends(&fs::read(&tail).unwrap()).last().unwrap() as u64, "zeros ahead");
+    // The checkpoint's segment cannot be written: its temporary name is taken.
+    let blocker = tmp.path().join("00000000000000000010.log.tmp");
+    fs::create_dir(&blocker).unwrap();
+    assert!(log.checkpoint(b"state").is_err());
+    drop(log);
+    let data = fs::read(&tail).unwrap();
+    assert_eq!(frame_ends(&data).last().copied(), Some(data.len()), "the old tail ends at its records");
+    fs::remove_dir(&blocker).unwrap();
+    let (_, rec) = Log::open_with(tmp.path(), &id(), options).unwrap();
+    assert_eq!(rec.records, records(0..10));
+    assert!(rec.torn_tail.is_none());
+}
