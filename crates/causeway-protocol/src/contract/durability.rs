@@ -24,10 +24,6 @@ pub trait RecordLog<R> {
     /// `fsync = "always"`) starts now; records no message waits for ride
     /// along with the next sync.
     fn need_durable(&mut self, _upto: usize) {}
-
-    /// As [`RecordLog::need_durable`], for a message sent lazily: the log
-    /// need not start a sync now, only within a bound of its own.
-    fn need_durable_soon(&mut self, _upto: usize) {}
 }
 
 impl<R: Clone> RecordLog<R> for MemoryLog<R> {
@@ -148,26 +144,18 @@ impl<M> SendGate<M> {
     /// Takes a step's records into `log` and its messages into the gate,
     /// and hands `send`, in order, the messages that may leave now. A step's
     /// `messages` leave at once unless earlier ones to the same destination
-    /// are held (they queue behind them, and ask for the sync those wait
-    /// for); its `after_durable` ones wait until the log is synced up to its
-    /// length after this step, asking for that sync at once unless all of
-    /// them were sent lazily. Hot path: nothing is allocated when nothing
-    /// waits.
+    /// are held (they queue behind them); its `after_durable` ones wait
+    /// until the log is synced up to its length after this step. Hot path:
+    /// nothing is allocated when nothing waits.
     pub fn take<T, R>(
         &mut self,
         out: &mut Effects<M, T, R>,
         log: &mut impl RecordLog<R>,
         mut send: impl FnMut(Addr, M),
     ) {
-        let hurry = std::mem::take(&mut out.hurry);
         for (to, msg) in out.messages.drain(..) {
             match self.held.get_mut(&to) {
                 Some(queue) => {
-                    // What it queues behind may have been sent lazily: it
-                    // may not wait for a sync nobody asked for.
-                    if let Some(needs) = queue.iter().rev().map(|&(needs, _)| needs).find(|&n| n > 0) {
-                        log.need_durable(needs);
-                    }
                     queue.push_back((0, msg));
                     self.count += 1;
                 }
@@ -180,10 +168,7 @@ impl<M> SendGate<M> {
         let needs = log.append_all(&mut out.records);
         let synced = log.durable();
         if needs > synced && !out.after_durable.is_empty() {
-            match hurry {
-                true => log.need_durable(needs),
-                false => log.need_durable_soon(needs),
-            }
+            log.need_durable(needs);
         }
         for (to, msg) in out.after_durable.drain(..) {
             if needs <= synced && !self.held.contains_key(&to) {
@@ -254,63 +239,6 @@ mod tests {
         log.sync_all();
         gate.release(log.synced(), |to, m| sent.push((to, m)));
         assert_eq!(sent, vec![(to, "first"), (elsewhere, "to another"), (to, "after 7"), (to, "later")]);
-    }
-
-    /// A log that records what the gate asked of it.
-    #[derive(Default)]
-    struct Asked {
-        log: MemoryLog<u32>,
-        now: Vec<usize>,
-        soon: Vec<usize>,
-    }
-
-    impl RecordLog<u32> for Asked {
-        fn append_all(&mut self, records: &mut Vec<u32>) -> usize {
-            self.log.append_all(records)
-        }
-        fn durable(&self) -> usize {
-            self.log.synced()
-        }
-        fn need_durable(&mut self, upto: usize) {
-            self.now.push(upto);
-        }
-        fn need_durable_soon(&mut self, upto: usize) {
-            self.soon.push(upto);
-        }
-    }
-
-    #[test]
-    fn a_lazy_message_asks_for_no_sync_until_one_that_may_not_wait_queues_behind_it() {
-        let (to, other) = (Addr::Replica(ReplicaId::new(0, 1)), Addr::Replica(ReplicaId::new(0, 2)));
-        let (mut log, mut gate) = (Asked::default(), SendGate::<&str>::default());
-        let mut out = Effects::<&str, (), u32>::default();
-        out.persist(1);
-        out.send_after_durable_lazily(to, "report");
-        gate.take(&mut out, &mut log, |_, _| panic!("nothing leaves before the sync"));
-        assert_eq!((&log.now[..], &log.soon[..]), (&[][..], &[1][..]), "a lazy wait starts no sync");
-
-        // Another destination's message does not hurry it.
-        let mut sent = Vec::new();
-        out.send(other, "elsewhere");
-        gate.take(&mut out, &mut log, |to, m| sent.push((to, m)));
-        assert_eq!(sent, vec![(other, "elsewhere")]);
-        assert!(log.now.is_empty());
-
-        // A message behind it may not wait for a sync nobody asked for.
-        out.send(to, "prepare");
-        gate.take(&mut out, &mut log, |to, m| sent.push((to, m)));
-        assert_eq!(log.now, vec![1], "what the queue waits for is asked now");
-
-        // A step with a message that may not wait asks at once, whatever
-        // else it sends lazily.
-        out.persist(2);
-        out.send_after_durable_lazily(other, "ack");
-        out.send_after_durable(other, "answer");
-        gate.take(&mut out, &mut log, |to, m| sent.push((to, m)));
-        assert_eq!((&log.now[..], &log.soon[..]), (&[1, 2][..], &[1][..]));
-        log.log.sync_all();
-        gate.release(log.durable(), |to, m| sent.push((to, m)));
-        assert_eq!(sent[1..], [(to, "report"), (to, "prepare"), (other, "ack"), (other, "answer")]);
     }
 
     #[test]

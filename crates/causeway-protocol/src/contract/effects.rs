@@ -31,10 +31,6 @@ pub struct Effects<M, T, R = NoRecord> {
     /// Messages that may leave only once every record appended so far
     /// (this step's and earlier ones') is durable; they follow `messages`.
     pub after_durable: Vec<(Addr, M)>,
-    /// Whether one of `after_durable` asks for a sync now
-    /// ([`Effects::send_after_durable`]) rather than waiting for the next
-    /// one ([`Effects::send_after_durable_lazily`]).
-    pub(crate) hurry: bool,
     faults: FaultPoints,
 }
 
@@ -45,7 +41,6 @@ impl<M, T, R> Default for Effects<M, T, R> {
             timers: Vec::new(),
             records: Vec::new(),
             after_durable: Vec::new(),
-            hurry: false,
             faults: FaultPoints::OFF,
         }
     }
@@ -79,37 +74,9 @@ impl<M, T, R> Effects<M, T, R> {
     }
 
     /// Sends `msg` once every record of this step is durable: those
-    /// persisted so far and those the step persists after this call. The
-    /// driver starts a sync for it at once: for what a client waits on.
+    /// persisted so far and those the step persists after this call.
     pub fn send_after_durable(&mut self, to: Addr, msg: M) {
         self.after_durable.push((to, msg));
-        self.hurry = true;
-    }
-
-    /// As [`Effects::send_after_durable`], but `msg` does not ask for a
-    /// sync of its own: it leaves with the next one something else asks
-    /// for, or once the driver's bound on a lazy wait has passed (the
-    /// runtime's `LAZY_SYNC_DELAY`), whichever comes first — and at once if
-    /// a message that may not wait queues behind it. For background traffic
-    /// (replication, stabilization, acknowledgements): under load its
-    /// records ride along with the commits' syncs instead of adding syncs
-    /// of their own. Durability is the same; only when the sync happens
-    /// differs.
-    pub fn send_after_durable_lazily(&mut self, to: Addr, msg: M) {
-        self.after_durable.push((to, msg));
-    }
-
-    /// Holds this step's `messages` too until its records are durable,
-    /// behind nothing and ahead of the `after_durable` ones, asking for a
-    /// sync at once.
-    pub fn hold_messages_until_durable(&mut self) {
-        if self.messages.is_empty() {
-            return;
-        }
-        let mut held: Vec<_> = self.messages.drain(..).collect();
-        held.append(&mut self.after_durable);
-        self.after_durable = held;
-        self.hurry = true;
     }
 
     /// As a driver whose disk syncs at once would: the records are durable
@@ -118,7 +85,6 @@ impl<M, T, R> Effects<M, T, R> {
     pub fn sync_at_once(&mut self) {
         self.records.clear();
         self.messages.append(&mut self.after_durable);
-        self.hurry = false;
     }
 
     pub fn is_empty(&self) -> bool {

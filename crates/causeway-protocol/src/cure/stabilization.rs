@@ -67,10 +67,7 @@ impl StableVector {
     /// its own view.
     pub fn gossip<T, R>(&mut self, vv: &VectorTs, oldest: VectorTs, out: &mut Effects<CureMsg, T, R>) {
         for &partner in &self.partners {
-            out.send_after_durable_lazily(
-                partner,
-                TxnMsg::Stabilization(Gossip { vv: vv.clone(), oldest: oldest.clone() }),
-            );
+            out.send_after_durable(partner, TxnMsg::Stabilization(Gossip { vv: vv.clone(), oldest: oldest.clone() }));
         }
         self.reports[self.me.partition.0 as usize] = Some((vv.clone(), oldest));
         self.recompute();

@@ -76,8 +76,10 @@ impl Reservations {
             self.txids = next_tx + TXID_BLOCK;
             out.persist(Reserved::TxIds(self.txids).into());
         }
-        if beyond {
-            out.hold_messages_until_durable();
+        if beyond && !out.messages.is_empty() {
+            let mut held: Vec<_> = out.messages.drain(..).collect();
+            held.append(&mut out.after_durable);
+            out.after_durable = held;
         }
     }
 }

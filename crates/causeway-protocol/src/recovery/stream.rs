@@ -141,7 +141,7 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
             return;
         }
         for &peer in &self.peers {
-            out.send_after_durable_lazily(peer, M::group(at, txs.clone()));
+            out.send_after_durable(peer, M::group(at, txs.clone()));
         }
         self.keep(at, txs);
     }
@@ -324,7 +324,7 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
                 out.send_after_durable(peer, M::control(Control::Resume { have: self.received[i], restarted: false }));
             } else if self.received[i] > self.ack_sent[i] {
                 self.ack_sent[i] = self.received[i];
-                out.send_after_durable_lazily(peer, M::control(Control::Ack { upto: self.received[i] }));
+                out.send_after_durable(peer, M::control(Control::Ack { upto: self.received[i] }));
             }
         }
     }

@@ -92,7 +92,7 @@ impl<W> Replicator<W> {
     /// Tells the peers that nothing up to `t` is still coming from here.
     pub fn heartbeat<S, Q, G, T, R>(&self, t: Timestamp, out: &mut Effects<TxnMsg<S, Q, W, G>, T, R>) {
         for &peer in self.streams.peers() {
-            out.send_after_durable_lazily(peer, TxnMsg::Heartbeat { t });
+            out.send_after_durable(peer, TxnMsg::Heartbeat { t });
         }
     }
 }

@@ -135,9 +135,7 @@ impl Bist {
     /// DC-wide and its minima are the new LST, RST and `S_old`.
     fn report_up<T, R>(&mut self, report: StableReport, out: &mut Effects<WrenMsg, T, R>) {
         match self.parent {
-            Some(parent) => {
-                out.send_after_durable_lazily(Addr::Replica(parent), TxnMsg::Stabilization(BistMsg::Up(report)))
-            }
+            Some(parent) => out.send_after_durable(Addr::Replica(parent), TxnMsg::Stabilization(BistMsg::Up(report))),
             None => self.on_down(report.local, report.remote, report.oldest, out),
         }
     }
@@ -156,10 +154,7 @@ impl Bist {
         self.s_old = self.s_old.join(oldest);
         self.agreed = true;
         for &child in &self.children {
-            out.send_after_durable_lazily(
-                Addr::Replica(child),
-                TxnMsg::Stabilization(BistMsg::Down { lst, rst, oldest }),
-            );
+            out.send_after_durable(Addr::Replica(child), TxnMsg::Stabilization(BistMsg::Down { lst, rst, oldest }));
         }
     }
 }

@@ -15,9 +15,7 @@
 //!   replica how far; the messages that waited for those records leave
 //!   then. Group commit: one `write` and one sync cover whatever all the
 //!   replicas appended while the last one ran, including records nobody
-//!   waited for. A message sent lazily (background traffic: replication,
-//!   stabilization, acknowledgements) starts no sync: it leaves with the
-//!   next one, or after [`LAZY_SYNC_DELAY`] if none comes.
+//!   waited for.
 //! * `batch` — handed to the OS at once (survives a crash of the process)
 //!   and synced every [`BATCH_INTERVAL`]: a machine crash loses at most that
 //!   much acknowledged work;
@@ -83,12 +81,6 @@ impl Fsync {
 
 /// How often `fsync = "batch"` syncs.
 pub const BATCH_INTERVAL: Duration = Duration::from_millis(5);
-
-/// Under `always`, the longest a message sent lazily waits for a sync
-/// nothing else asks for ([`RecordLog::need_durable_soon`]): short against
-/// the stabilization and replication rounds (5 ms) it delays, long enough
-/// that the messages of a round, and the commits under way, share a sync.
-pub const LAZY_SYNC_DELAY: Duration = Duration::from_millis(1);
 
 /// The default of the smallest run of a replica's records that calls for
 /// its checkpoint. A checkpoint is due once the replica's records since the
@@ -186,12 +178,6 @@ impl<R: Serialize + Send + 'static> RecordLog<R> for ReplicaLog<R> {
     fn need_durable(&mut self, upto: usize) {
         if let ReplicaLog::Disk(log) = self {
             log.need_durable(upto);
-        }
-    }
-
-    fn need_durable_soon(&mut self, upto: usize) {
-        if let ReplicaLog::Disk(log) = self {
-            log.need_durable_soon(upto);
         }
     }
 }

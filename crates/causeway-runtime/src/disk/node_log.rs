@@ -176,7 +176,6 @@ impl<R: Serialize + DeserializeOwned + Send + 'static> NodeDisk<R> {
             wal: wal.clone(),
             syncer: std::sync::OnceLock::new(),
             wanted: std::sync::atomic::AtomicU64::new(synced),
-            wanted_soon: std::sync::atomic::AtomicU64::new(synced),
         });
         let syncer = Syncer::start(&shared, fsync)
             .map_err(|e| StartError::Storage(format!("cannot start the sync thread of {}: {e}", wal.display())))?;
@@ -457,30 +456,15 @@ impl<R: Serialize + Send + 'static> RecordLog<R> for ReplicaDisk<R> {
     /// A message waits for the replica's first `upto` records: the syncer
     /// is asked for the node-log position of the last of them.
     fn need_durable(&mut self, upto: usize) {
-        if let Some(at) = self.position_of(upto) {
+        // Counts grow along `pending`: the first entry that covers `upto`.
+        let i = self.pending.partition_point(|&(count, _)| count < upto);
+        if let Some(&(_, at)) = self.pending.get(i) {
             self.shared.want(at);
-        }
-    }
-
-    /// As `need_durable`, for a message sent lazily: the syncer syncs the
-    /// position within [`LAZY_SYNC_DELAY`](super::LAZY_SYNC_DELAY), or
-    /// sooner with another sync.
-    fn need_durable_soon(&mut self, upto: usize) {
-        if let Some(at) = self.position_of(upto) {
-            self.shared.want_soon(at);
         }
     }
 }
 
 impl<R: Serialize + Send + 'static> ReplicaDisk<R> {
-    /// The node-log position of the replica's `upto`-th record, if it is
-    /// not known durable yet.
-    fn position_of(&self, upto: usize) -> Option<u64> {
-        // Counts grow along `pending`: the first entry that covers `upto`.
-        let i = self.pending.partition_point(|&(count, _)| count < upto);
-        self.pending.get(i).map(|&(_, at)| at)
-    }
-
     /// Writes `records` to the node's log, durable as the mode has it:
     /// under `batch` and `never` handed to the OS at once, and durable so;
     /// under `always` durable once the syncer says so — it hands them to
@@ -642,29 +626,6 @@ mod tests {
         .await
         .expect("synced within 10 s");
         assert_eq!(ra.durable(), 3, "one sync covers what was written");
-    }
-
-    /// Under `always`, records a lazily sent message waits for are synced
-    /// without anything else asking: after the lazy delay, not never.
-    #[tokio::test]
-    async fn under_always_a_lazy_wait_is_synced_after_its_delay() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut disk = NodeDisk::<u64>::open(tmp.path(), "c", "n", &[a()], Fsync::Always, 4 << 10).unwrap();
-        let mut ra = disk.replica(a(), vec![]).unwrap().log;
-        drop(disk);
-        for round in 1..=3 {
-            let upto = ra.append_all(&mut vec![round, round + 1]);
-            let asked = std::time::Instant::now();
-            ra.need_durable_soon(upto);
-            tokio::time::timeout(std::time::Duration::from_secs(10), async {
-                while ra.durable() < upto {
-                    ra.wait_durable().await;
-                }
-            })
-            .await
-            .unwrap_or_else(|_| panic!("round {round}: a lazy wait was never synced"));
-            assert!(asked.elapsed() >= super::super::LAZY_SYNC_DELAY, "round {round}: synced before the delay");
-        }
     }
 
     /// A checkpoint is written only once the node's log holds what it

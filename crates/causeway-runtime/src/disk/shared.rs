@@ -22,10 +22,6 @@ pub(super) struct Shared {
     /// The furthest node-log position a message waits for (`always`): the
     /// syncer syncs only while it is ahead of what is synced.
     pub(super) wanted: AtomicU64,
-    /// The furthest position a lazily sent message waits for (`always`):
-    /// the syncer syncs it within [`LAZY_SYNC_DELAY`](super::LAZY_SYNC_DELAY)
-    /// unless a sync for `wanted` covers it first.
-    pub(super) wanted_soon: AtomicU64,
     /// Bytes the replicas wrote to the log since the node started.
     pub(super) written: AtomicU64,
 }
@@ -68,23 +64,9 @@ impl Shared {
     /// A message waits for the node's log up to position `at`.
     pub(super) fn want(&self, at: u64) {
         if self.wanted.fetch_max(at, Ordering::AcqRel) < at {
-            self.wake_syncer();
-        }
-    }
-
-    /// A lazily sent message waits for the node's log up to position `at`.
-    /// The syncer is woken only when nothing waited lazily before (it then
-    /// starts the delay); later lazy waits join that one.
-    pub(super) fn want_soon(&self, at: u64) {
-        let before = self.wanted_soon.fetch_max(at, Ordering::AcqRel);
-        if before < at && before <= *self.synced.borrow() {
-            self.wake_syncer();
-        }
-    }
-
-    fn wake_syncer(&self) {
-        if let Some(thread) = self.syncer.get() {
-            thread.unpark();
+            if let Some(thread) = self.syncer.get() {
+                thread.unpark();
+            }
         }
     }
 }
