@@ -179,17 +179,17 @@ impl Log {
         bytes.extend_from_slice(&format::encode_header(Header { base, checkpoint: true }));
         format::encode_frame(&mut bytes, Kind::Checkpoint, state);
         let name = format::segment_name(base);
-        // The old tail must end at its records: should this checkpoint
-        // never become whole, it is the last segment again; should it, the
-        // old segments go anyway. The records still pending are covered by
-        // the checkpoint and never written.
-        self.tail_bytes -= self.pending.len() as u64;
-        self.pending.clear();
-        self.cut_to_records()?;
+        // The old tail must end at its written records: should this
+        // checkpoint never become whole, it is the last segment again. The
+        // records still pending are covered by the checkpoint and never
+        // written.
+        self.cut_tail_at(self.tail_bytes - self.pending.len() as u64)?;
         // A tail with this base holds no record (the log's length has not
         // moved since it began): the rename replaces it, whole or not at all.
         let written = fsutil::write_durably(&self.dir, &name, &bytes);
         let file = self.poison_on_error(written)?;
+        // The records the checkpoint covers need no more writing.
+        self.pending.clear();
         self.tail = file;
         self.tail_bytes = bytes.len() as u64;
         self.allocated = self.tail_bytes;
@@ -275,7 +275,7 @@ impl Log {
     /// the current position: only the last segment ends in zeros.
     fn rotate(&mut self) -> Result<(), StorageError> {
         self.write_records()?;
-        self.cut_to_records()?;
+        self.cut_tail_at(self.tail_bytes)?;
         self.sync()?;
         let base = self.len;
         let name = format::segment_name(base);
@@ -298,23 +298,22 @@ impl Log {
         self.preallocate()
     }
 
-    /// Cuts the tail file to its records (written, none pending) and makes
-    /// that durable, records and size (`fsync`, which writes the size
-    /// however it changed): a tail that stops being the last segment must
-    /// not end in zeros.
-    fn cut_to_records(&mut self) -> Result<(), StorageError> {
-        debug_assert!(self.pending.is_empty());
-        if self.allocated <= self.tail_bytes {
+    /// Cuts the zeros off the tail file at `end`, where its written records
+    /// end, and makes the file durable, records and size (`fsync`, which
+    /// writes the size however it changed): a tail that stops being the
+    /// last segment must not end in zeros. What counts as synced is the
+    /// caller's to say: records may still be pending.
+    fn cut_tail_at(&mut self, end: u64) -> Result<(), StorageError> {
+        if self.allocated <= end {
             return Ok(());
         }
         let path = self.tail_path().to_path_buf();
-        let cut = self.tail.set_len(self.tail_bytes).map_err(StorageError::io("truncate", &path));
+        let cut = self.tail.set_len(end).map_err(StorageError::io("truncate", &path));
         self.poison_on_error(cut)?;
-        self.allocated = self.tail_bytes;
+        self.allocated = end;
         let synced = self.tail.sync_all().map_err(StorageError::io("fsync", path));
         self.poison_on_error(synced)?;
         self.unsynced_writes = false;
-        self.synced = self.len;
         Ok(())
     }
 

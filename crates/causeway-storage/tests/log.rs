@@ -22,7 +22,12 @@ fn record(i: usize) -> Vec<u8> {
 
 /// A log in `dir` with records `0..n`, synced.
 fn write_records(dir: &Path, n: usize) -> Log {
-    let (mut log, _) = open(dir).unwrap();
+    write_records_with(dir, n, small())
+}
+
+/// [`write_records`] with explicit options.
+fn write_records_with(dir: &Path, n: usize, options: Options) -> Log {
+    let (mut log, _) = Log::open_with(dir, &id(), options).unwrap();
     for i in 0..n {
         log.append(&record(i)).unwrap();
     }
@@ -716,6 +721,11 @@ fn size(path: &Path) -> u64 {
     fs::metadata(path).unwrap().len()
 }
 
+/// Where the records of the segment at `path` end (zeros may follow).
+fn records_end(path: &Path) -> u64 {
+    frame_ends(&fs::read(path).unwrap()).last().copied().unwrap_or(28) as u64
+}
+
 /// A preallocated tail keeps zeros written out ahead of its records, so an
 /// append and its sync overwrite the file in place rather than grow it; the
 /// zeros are room, not a torn tail, when the log opens again, and appends
@@ -728,7 +738,7 @@ fn a_preallocated_tail_is_overwritten_in_place_and_reopens_clean() {
     log.append(&record(0)).unwrap();
     log.sync().unwrap();
     let file = segment_files(tmp.path()).pop().unwrap();
-    let records_end = *frame_ends(&fs::read(&file).unwrap()).last().unwrap() as u64;
+    let records_end = records_end(&file);
     let allocated = size(&file);
     assert!(allocated >= records_end + 2048, "zeros ahead: {allocated} bytes for records ending at {records_end}");
     for i in 1..20 {
@@ -769,14 +779,9 @@ fn a_preallocated_tail_is_overwritten_in_place_and_reopens_clean() {
 fn a_torn_write_into_preallocated_zeros_is_cut_and_never_comes_back() {
     let tmp = tempfile::tempdir().unwrap();
     let options = preallocated(4096);
-    let (mut log, _) = Log::open_with(tmp.path(), &id(), options).unwrap();
-    for i in 0..5 {
-        log.append(&record(i)).unwrap();
-    }
-    log.sync().unwrap();
-    drop(log);
+    drop(write_records_with(tmp.path(), 5, options));
     let file = segment_files(tmp.path()).pop().unwrap();
-    let records_end = *frame_ends(&fs::read(&file).unwrap()).last().unwrap() as u64;
+    let records_end = records_end(&file);
     // Two frames that were being appended: the first lost its start, the
     // second reached the disk whole.
     let mut frames = Vec::new();
@@ -872,13 +877,9 @@ fn zeros_after_the_last_record_are_room_not_a_torn_tail() {
 fn a_checkpoint_cuts_the_preallocated_tail_to_its_records_first() {
     let tmp = tempfile::tempdir().unwrap();
     let options = preallocated(4096);
-    let (mut log, _) = Log::open_with(tmp.path(), &id(), options).unwrap();
-    for i in 0..10 {
-        log.append(&record(i)).unwrap();
-    }
-    log.sync().unwrap();
+    let mut log = write_records_with(tmp.path(), 10, options);
     let tail = segment_files(tmp.path()).pop().unwrap();
-    assert!(size(&tail) > *frame_ends(&fs::read(&tail).unwrap()).last().unwrap() as u64, "zeros ahead");
+    assert!(size(&tail) > records_end(&tail), "zeros ahead");
     // The checkpoint's segment cannot be written: its temporary name is taken.
     let blocker = tmp.path().join("00000000000000000010.log.tmp");
     fs::create_dir(&blocker).unwrap();
