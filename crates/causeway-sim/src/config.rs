@@ -147,6 +147,7 @@ impl SimConfig {
                 return invalid("a cut must end after it starts");
             }
         }
+        self.check_clock_spread()?;
         if let Some(s) = self.spikes {
             if !(0.0..=1.0).contains(&s.probability) {
                 return invalid("the latency spike probability must be between 0 and 1");
@@ -155,6 +156,32 @@ impl SimConfig {
         self.workload.validate().map_err(ConfigError::Invalid)?;
         self.check_workload_limits()?;
         self.faults.validate(self.dcs, self.partitions).map_err(ConfigError::Invalid)?;
+        Ok(())
+    }
+}
+
+impl SimConfig {
+    /// The clocks of a DC must agree within half the commit timeout: a
+    /// replica takes a one-partition commit only until then by its own
+    /// clock, which keeps a coordinator's "outcome unknown" final
+    /// (`causeway_runtime::plan::MAX_CLOCK_SPREAD_US` on real clusters).
+    /// Offsets spread over up to `max_skew_us`, and drift widens that over
+    /// the run's duration, when the run has one.
+    fn check_clock_spread(&self) -> Result<(), ConfigError> {
+        let max = causeway_protocol::twopc::Rhythm::DEFAULT_COMMIT_TIMEOUT_US / 2;
+        let drifted = self.duration_us.unwrap_or(0).saturating_mul(2 * u64::from(self.max_drift_ppm)) / 1_000_000;
+        let spread = self.max_skew_us.saturating_add(drifted);
+        if spread >= max {
+            return Err(ConfigError::Invalid(format!(
+                "clocks may spread over {} ms (skew {} ms, drift {} ppm over the run), but the clocks of a DC must \
+                 agree within {} ms: half the commit timeout, after which a replica no longer takes a one-partition \
+                 commit",
+                spread / 1000,
+                self.max_skew_us / 1000,
+                self.max_drift_ppm,
+                max / 1000
+            )));
+        }
         Ok(())
     }
 }
@@ -171,5 +198,20 @@ mod tests {
         c.cuts.push(Cut { dc: 2, start_us: 0, end_us: 1 });
         assert!(c.validate().is_err());
         assert!(SimConfig::default().validate().is_ok());
+    }
+
+    /// Clocks further apart than half the commit timeout are refused,
+    /// counting the drift over the run's duration.
+    #[test]
+    fn clocks_further_apart_than_half_the_commit_timeout_are_refused() {
+        let c = SimConfig { max_skew_us: 499_000, max_drift_ppm: 0, ..SimConfig::default() };
+        assert!(c.validate().is_ok());
+        let c = SimConfig { max_skew_us: 500_000, ..c };
+        let Err(ConfigError::Invalid(why)) = c.validate() else { panic!("a 500 ms skew was accepted") };
+        assert!(why.contains("within 500 ms"), "{why}");
+        // 400 ms of skew and 100 ppm of drift over 1000 s: 600 ms apart.
+        let c = SimConfig { max_skew_us: 400_000, max_drift_ppm: 100, duration_us: Some(1_000_000_000), ..c };
+        assert!(c.validate().is_err());
+        assert!(SimConfig { duration_us: Some(100_000_000), ..c }.validate().is_ok());
     }
 }

@@ -94,6 +94,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Clock skew: node clock offsets are drawn from ±SKEW/2 milliseconds.
+    /// With the drift over --duration-ms, less than 500 (half the commit
+    /// timeout: the clocks of a DC must agree within it).
     #[arg(long, default_value_t = 10.0)]
     skew_ms: f64,
     /// Clock drift: drawn from ±DRIFT parts per million.

@@ -98,7 +98,11 @@ fn bad_input_gets_a_clear_error_not_a_panic() {
     assert_eq!(bad_cut.status.code(), Some(2));
     assert!(stderr(&bad_cut).contains("DC:START_MS-END_MS"), "{}", stderr(&bad_cut));
 
-    let panicked = [&missing, &out, &too_many, &bad_cut].iter().any(|o| stderr(o).contains("panicked"));
+    let skewed = causeway(&["sim", "--skew-ms", "600", "--txns", "10"]);
+    assert_eq!(skewed.status.code(), Some(2));
+    assert!(stderr(&skewed).contains("within 500 ms"), "{}", stderr(&skewed));
+
+    let panicked = [&missing, &out, &too_many, &bad_cut, &skewed].iter().any(|o| stderr(o).contains("panicked"));
     assert!(!panicked);
 }
 
