@@ -213,8 +213,8 @@ impl BenchSpec {
         )?;
         // The clocks of a DC must agree within half the commit timeout: a
         // replica takes a one-partition commit only until then by its own
-        // clock (`causeway_runtime::plan::MAX_CLOCK_SPREAD_US`).
-        let max_ms = causeway_runtime::plan::MAX_CLOCK_SPREAD_US as f64 / 1000.0;
+        // clock.
+        let max_ms = causeway_protocol::twopc::Rhythm::MAX_CLOCK_SPREAD_US as f64 / 1000.0;
         check(
             self.skew_ms.is_finite() && self.skew_ms >= 0.0 && self.skew_ms < max_ms,
             &format!("--skew-ms must be at least 0 and less than {max_ms} (the clocks of a DC must agree within half the commit timeout)"),

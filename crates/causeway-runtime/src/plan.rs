@@ -5,6 +5,7 @@
 
 use crate::disk::Fsync;
 use crate::error::StartError;
+use causeway_protocol::twopc::Rhythm;
 use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_transport::HostAddr;
 use causeway_workload::WanModel;
@@ -147,12 +148,8 @@ impl NodePlan {
     }
 }
 
-/// How far apart the clocks of one DC may be: half the coordinators'
-/// commit timeout. A replica takes a transaction that writes only its
-/// partition (one phase) until half that timeout after the commit request
-/// by its own clock, so that once the client has heard the outcome is
-/// unknown, it cannot commit.
-pub const MAX_CLOCK_SPREAD_US: i64 = (causeway_protocol::twopc::Rhythm::DEFAULT_COMMIT_TIMEOUT_US / 2) as i64;
+/// How far apart the clocks of one DC may be ([`Rhythm::MAX_CLOCK_SPREAD_US`]).
+const MAX_CLOCK_SPREAD_US: i64 = Rhythm::MAX_CLOCK_SPREAD_US as i64;
 
 impl ClusterPlan {
     /// The emulated clock offsets of the replicas of each DC, if they spread

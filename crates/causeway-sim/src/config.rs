@@ -158,17 +158,13 @@ impl SimConfig {
         self.faults.validate(self.dcs, self.partitions).map_err(ConfigError::Invalid)?;
         Ok(())
     }
-}
 
-impl SimConfig {
-    /// The clocks of a DC must agree within half the commit timeout: a
-    /// replica takes a one-partition commit only until then by its own
-    /// clock, which keeps a coordinator's "outcome unknown" final
-    /// (`causeway_runtime::plan::MAX_CLOCK_SPREAD_US` on real clusters).
-    /// Offsets spread over up to `max_skew_us`, and drift widens that over
-    /// the run's duration, when the run has one.
+    /// The clocks of a DC must agree within
+    /// [`Rhythm::MAX_CLOCK_SPREAD_US`](causeway_protocol::twopc::Rhythm::MAX_CLOCK_SPREAD_US),
+    /// as on real clusters. Offsets spread over up to `max_skew_us`, and
+    /// drift widens that over the run's duration, when the run has one.
     fn check_clock_spread(&self) -> Result<(), ConfigError> {
-        let max = causeway_protocol::twopc::Rhythm::DEFAULT_COMMIT_TIMEOUT_US / 2;
+        let max = causeway_protocol::twopc::Rhythm::MAX_CLOCK_SPREAD_US;
         let drifted = self.duration_us.unwrap_or(0).saturating_mul(2 * u64::from(self.max_drift_ppm)) / 1_000_000;
         let spread = self.max_skew_us.saturating_add(drifted);
         if spread >= max {

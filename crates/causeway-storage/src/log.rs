@@ -29,8 +29,8 @@ pub struct Options {
     /// ahead of its records with zeros written out, so that appending and
     /// syncing overwrites blocks the file already holds instead of growing
     /// it: an `fdatasync` that must also write the file's new size costs a
-    /// second I/O (docs/BENCHMARKS.md, "Lazy syncs for background messages,
-    /// and preallocated segments"). 0: the file ends at its last record.
+    /// second I/O (docs/BENCHMARKS.md, "Preallocated segments, and lazy
+    /// syncs tried"). 0: the file ends at its last record.
     /// At most [`MAX_PREALLOCATE_BYTES`]; more is taken as that.
     pub preallocate_bytes: u64,
 }
@@ -140,7 +140,10 @@ impl Log {
     /// then sync once.
     pub fn sync(&mut self) -> Result<u64, StorageError> {
         self.check_poisoned()?;
-        if self.synced == self.len && self.pending.is_empty() && !self.unsynced_writes {
+        if self.pending.is_empty() && !self.unsynced_writes {
+            // Every appended record is written and synced: by the last
+            // sync, or by the `fsync` of a cut tail (a rotation).
+            self.synced = self.len;
             return Ok(self.synced);
         }
         self.write_pending()?;
