@@ -9,6 +9,7 @@
 use crate::contract::{Protocol, Tuning};
 use crate::cure::{Cure, HCure};
 use crate::ec::Ec;
+use crate::paris::{Bpr, Paris};
 use crate::topology::Topology;
 use crate::wren::Wren;
 use std::fmt;
@@ -26,6 +27,10 @@ pub enum ProtocolKind {
     HCure,
     /// Eventual consistency: read the newest version, write at once, last writer wins.
     Ec,
+    /// PaRiS: partial replication, nonblocking reads from the universal stable time plus a client cache.
+    Paris,
+    /// BPR: PaRiS's blocking baseline; snapshots from the coordinator's clock, reads wait until installed.
+    Bpr,
 }
 
 /// A computation generic over the protocol, run by [`ProtocolKind::visit`].
@@ -35,8 +40,14 @@ pub trait ProtocolVisitor {
 }
 
 impl ProtocolKind {
-    pub const ALL: &'static [ProtocolKind] =
-        &[ProtocolKind::Wren, ProtocolKind::Cure, ProtocolKind::HCure, ProtocolKind::Ec];
+    pub const ALL: &'static [ProtocolKind] = &[
+        ProtocolKind::Wren,
+        ProtocolKind::Cure,
+        ProtocolKind::HCure,
+        ProtocolKind::Ec,
+        ProtocolKind::Paris,
+        ProtocolKind::Bpr,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -44,6 +55,8 @@ impl ProtocolKind {
             ProtocolKind::Cure => Cure::NAME,
             ProtocolKind::HCure => HCure::NAME,
             ProtocolKind::Ec => Ec::NAME,
+            ProtocolKind::Paris => Paris::NAME,
+            ProtocolKind::Bpr => Bpr::NAME,
         }
     }
 
@@ -54,6 +67,12 @@ impl ProtocolKind {
             ProtocolKind::Cure => "TCC with per-DC vector snapshots on physical clocks; reads may block (baseline)",
             ProtocolKind::HCure => "Cure on hybrid logical clocks; reads block only on pending commits (baseline)",
             ProtocolKind::Ec => "eventual consistency: newest version, writes at once, last writer wins (not TCC)",
+            ProtocolKind::Paris => {
+                "partial replication (each partition in R of the DCs); nonblocking reads from the universal stable time plus a client cache"
+            }
+            ProtocolKind::Bpr => {
+                "PaRiS's blocking baseline: snapshots from the coordinator's clock; reads wait until installed (baseline)"
+            }
         }
     }
 
@@ -102,6 +121,8 @@ impl ProtocolKind {
             ProtocolKind::Cure => visitor.visit::<Cure>(),
             ProtocolKind::HCure => visitor.visit::<HCure>(),
             ProtocolKind::Ec => visitor.visit::<Ec>(),
+            ProtocolKind::Paris => visitor.visit::<Paris>(),
+            ProtocolKind::Bpr => visitor.visit::<Bpr>(),
         }
     }
 }
@@ -141,7 +162,7 @@ mod tests {
             assert_eq!(kind.visit(Name), kind.name());
         }
         let names: Vec<_> = ProtocolKind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(names, ["wren", "cure", "h-cure", "ec"]);
+        assert_eq!(names, ["wren", "cure", "h-cure", "ec", "paris", "bpr"]);
         assert_eq!("H-Cure".parse::<ProtocolKind>(), Ok(ProtocolKind::HCure));
         assert!("paxos".parse::<ProtocolKind>().unwrap_err().contains("wren"));
     }

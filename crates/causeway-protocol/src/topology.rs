@@ -31,6 +31,10 @@ pub enum TopologyError {
     UnknownDc { partition: PartitionId, dc: DcId },
     #[error("partition {partition} is placed twice in {dc}")]
     DuplicateReplica { partition: PartitionId, dc: DcId },
+    #[error("a replication factor of {replication} needs at least {replication} data centers; the cluster has {dcs}")]
+    ReplicationAboveDcs { replication: u16, dcs: u16 },
+    #[error("the replication factor must be at least 1")]
+    NoReplication,
 }
 
 impl Topology {
@@ -38,6 +42,27 @@ impl Topology {
     pub fn full(dcs: u16, partitions: u32) -> Result<Self, TopologyError> {
         let all: Vec<DcId> = (0..dcs).map(DcId).collect();
         Self::with_placement(dcs, partitions, vec![all; partitions as usize])
+    }
+
+    /// Partial replication with `replication` (R) replicas of each
+    /// partition, dealt round-robin: the N·R replicas go to DCs 0, 1, …,
+    /// M−1, 0, … in partition order, so partition `n` lives in DCs
+    /// `n·R mod M` to `n·R + R − 1 mod M` and every DC holds ⌊N·R/M⌋ or
+    /// ⌈N·R/M⌉ partitions (none if N·R < M). R = M is full replication.
+    pub fn round_robin(dcs: u16, partitions: u32, replication: u16) -> Result<Self, TopologyError> {
+        if replication == 0 {
+            return Err(TopologyError::NoReplication);
+        }
+        if replication > dcs {
+            return Err(TopologyError::ReplicationAboveDcs { replication, dcs });
+        }
+        let placement = (0..partitions)
+            .map(|n| {
+                let first = u64::from(n) * u64::from(replication);
+                (0..replication).map(|i| DcId(((first + u64::from(i)) % u64::from(dcs)) as u16)).collect()
+            })
+            .collect();
+        Self::with_placement(dcs, partitions, placement)
     }
 
     /// Any placement, as long as every partition has at least one replica in
@@ -94,6 +119,29 @@ impl Topology {
 
     pub fn holds(&self, dc: DcId, partition: PartitionId) -> bool {
         self.replicas_of(partition).binary_search(&dc).is_ok()
+    }
+
+    /// The DC whose replica of `partition` serves requests from `from`:
+    /// `from` itself if it holds one; otherwise the DC's preferred remote
+    /// replica, spread round-robin over the DCs that hold the partition (the
+    /// PaRiS paper's §V-A: every client of a DC uses the same one, and
+    /// different DCs use different ones).
+    pub fn serving_dc(&self, from: DcId, partition: PartitionId) -> DcId {
+        let replicas = self.replicas_of(partition);
+        if replicas.binary_search(&from).is_ok() {
+            return from;
+        }
+        replicas[usize::from(from.0) % replicas.len()]
+    }
+
+    /// The largest number of replicas any partition has (R).
+    pub fn replication(&self) -> u16 {
+        self.placement.iter().map(|r| r.len() as u16).max().unwrap_or(0)
+    }
+
+    /// The DCs that hold no partition at all.
+    pub fn empty_dcs(&self) -> Vec<DcId> {
+        self.dcs().filter(|&dc| self.partitions().all(|p| !self.holds(dc, p))).collect()
     }
 
     pub fn is_fully_replicated(&self) -> bool {
@@ -198,6 +246,32 @@ mod tests {
         assert!(t.is_fully_replicated());
         assert_eq!(t.all_replicas().len(), 12);
         assert_eq!(t.replicas_of(PartitionId(2)), &[DcId(0), DcId(1), DcId(2)]);
+    }
+
+    #[test]
+    fn round_robin_spreads_replicas_evenly_and_serves_from_a_preferred_replica() {
+        let t = Topology::round_robin(3, 6, 2).unwrap();
+        assert_eq!(t.replicas_of(PartitionId(0)), &[DcId(0), DcId(1)]);
+        assert_eq!(t.replicas_of(PartitionId(1)), &[DcId(0), DcId(2)]);
+        assert_eq!(t.replicas_of(PartitionId(2)), &[DcId(1), DcId(2)]);
+        for dc in t.dcs() {
+            assert_eq!(t.replicas_in(dc).len(), 4, "{dc}");
+        }
+        assert_eq!(t.replication(), 2);
+        assert!(t.empty_dcs().is_empty());
+        // DC 2 holds partition 1 but not 0 (DCs 0, 1): DC 2 mod 2 = 0.
+        assert_eq!(t.serving_dc(DcId(2), PartitionId(1)), DcId(2));
+        assert_eq!(t.serving_dc(DcId(2), PartitionId(0)), DcId(0));
+        // DC 0 does not hold partition 2 (DCs 1, 2).
+        assert_eq!(t.serving_dc(DcId(0), PartitionId(2)), DcId(1));
+        // 5 DCs, 2 partitions, R = 3: six replicas, one DC holds two.
+        let t = Topology::round_robin(5, 2, 3).unwrap();
+        let held: Vec<usize> = t.dcs().map(|dc| t.replicas_in(dc).len()).collect();
+        assert_eq!(held, vec![2, 1, 1, 1, 1]);
+        assert!(Topology::round_robin(3, 4, 3).unwrap().is_fully_replicated());
+        assert_eq!(Topology::round_robin(2, 4, 3), Err(TopologyError::ReplicationAboveDcs { replication: 3, dcs: 2 }));
+        assert_eq!(Topology::round_robin(2, 4, 0), Err(TopologyError::NoReplication));
+        assert_eq!(Topology::round_robin(3, 1, 2).unwrap().empty_dcs(), vec![DcId(2)]);
     }
 
     #[test]

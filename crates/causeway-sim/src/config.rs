@@ -1,7 +1,7 @@
 //! What a simulation runs: cluster shape, WAN, clocks, faults and workload.
 
 use crate::faults::Faults;
-use causeway_protocol::Limits;
+use causeway_protocol::{Limits, Topology};
 use causeway_workload::{WanError, WanModel, WorkloadConfig, WorkloadKind};
 use thiserror::Error;
 
@@ -42,8 +42,12 @@ pub struct SimConfig {
     pub seed: u64,
     pub dcs: u16,
     pub partitions: u32,
-    /// Closed-loop clients per partition in every DC; each uses its
-    /// partition's replica as coordinator, as in the paper's set-up.
+    /// Replicas per partition (R ≤ `dcs`), placed round-robin
+    /// ([`Topology::round_robin`]); `None`: every DC holds every partition.
+    pub replication: Option<u16>,
+    /// Closed-loop clients per partition in every DC that holds it; each
+    /// uses its partition's replica as coordinator, as in the papers'
+    /// set-ups.
     pub clients_per_partition: u32,
     /// Stop starting transactions once this many have finished...
     pub txns: Option<u64>,
@@ -84,6 +88,7 @@ impl Default for SimConfig {
             seed: 1,
             dcs: 3,
             partitions: 4,
+            replication: None,
             clients_per_partition: 2,
             txns: Some(10_000),
             duration_us: None,
@@ -99,6 +104,16 @@ impl Default for SimConfig {
             readers: Vec::new(),
         }
     }
+}
+
+/// `dcs` × `partitions`, each partition in `replication` DCs placed
+/// round-robin, or in every DC.
+pub fn topology_of(dcs: u16, partitions: u32, replication: Option<u16>) -> Result<Topology, ConfigError> {
+    let topology = match replication {
+        None => Topology::full(dcs, partitions),
+        Some(r) => Topology::round_robin(dcs, partitions, r),
+    };
+    topology.map_err(|e| ConfigError::Invalid(e.to_string()))
 }
 
 impl SimConfig {
@@ -122,11 +137,18 @@ impl SimConfig {
         Ok(())
     }
 
+    /// The cluster's shape: `dcs` × `partitions`, each partition in
+    /// `replication` DCs.
+    pub fn topology(&self) -> Result<Topology, ConfigError> {
+        topology_of(self.dcs, self.partitions, self.replication)
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |m: &str| Err(ConfigError::Invalid(m.to_string()));
         if self.dcs == 0 || self.partitions == 0 {
             return invalid("a cluster needs at least one DC and one partition");
         }
+        let topology = self.topology()?;
         if self.dcs as usize > self.wan.regions.len() {
             return Err(ConfigError::TooManyDcs { dcs: self.dcs, regions: self.wan.regions.len() });
         }
@@ -155,7 +177,7 @@ impl SimConfig {
         }
         self.workload.validate().map_err(ConfigError::Invalid)?;
         self.check_workload_limits()?;
-        self.faults.validate(self.dcs, self.partitions).map_err(ConfigError::Invalid)?;
+        self.faults.validate(&topology).map_err(ConfigError::Invalid)?;
         Ok(())
     }
 

@@ -4,6 +4,7 @@
 //! and lost (and resent), and the protocols' fault points (buggify). Every
 //! one of them is drawn from the run's seed, so a failure replays.
 
+use causeway_protocol::{DcId, PartitionId, Topology};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -119,8 +120,9 @@ impl Faults {
         !self.crashes.is_empty()
     }
 
-    /// Says what is wrong, if anything, for a cluster of `dcs` × `partitions`.
-    pub fn validate(&self, dcs: u16, partitions: u32) -> Result<(), String> {
+    /// Says what is wrong, if anything, for a cluster of `topology`.
+    pub fn validate(&self, topology: &Topology) -> Result<(), String> {
+        let (dcs, partitions) = (topology.dc_count(), topology.partition_count());
         for c in &self.crashes {
             match c.target {
                 CrashTarget::Dc(dc) | CrashTarget::Replica { dc, .. } if dc >= dcs => {
@@ -128,6 +130,9 @@ impl Faults {
                 }
                 CrashTarget::Replica { partition, .. } if partition >= partitions => {
                     return Err(format!("a crash of partition {partition}, but the cluster has {partitions}"));
+                }
+                CrashTarget::Replica { dc, partition } if !topology.holds(DcId(dc), PartitionId(partition)) => {
+                    return Err(format!("a crash of partition {partition} in dc{dc}, which does not hold it"));
                 }
                 _ => {}
             }
@@ -152,18 +157,19 @@ impl Faults {
     }
 }
 
-/// `count` crashes drawn from `seed`: each of a random replica (a whole DC
-/// one time in five), starting in the first `window_us` of the run, down for
-/// 5 to 200 ms.
-pub fn random_crashes(seed: u64, dcs: u16, partitions: u32, count: u32, window_us: u64) -> Vec<Crash> {
+/// `count` crashes drawn from `seed`: each of a random replica of
+/// `topology` (a whole DC one time in five), starting in the first
+/// `window_us` of the run, down for 5 to 200 ms.
+pub fn random_crashes(seed: u64, topology: &Topology, count: u32, window_us: u64) -> Vec<Crash> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xc7a5_4ed0_0d1e);
     (0..count)
         .map(|_| {
-            let dc = rng.random_range(0..dcs);
-            let target = if rng.random_bool(0.2) {
+            let dc = rng.random_range(0..topology.dc_count());
+            let held = topology.replicas_in(DcId(dc));
+            let target = if rng.random_bool(0.2) || held.is_empty() {
                 CrashTarget::Dc(dc)
             } else {
-                CrashTarget::Replica { dc, partition: rng.random_range(0..partitions) }
+                CrashTarget::Replica { dc, partition: held[rng.random_range(0..held.len())].partition.0 }
             };
             let (at_us, down_us) = (rng.random_range(0..window_us.max(1)), rng.random_range(5_000..200_000));
             Crash { target, at_us, down_us, comes_back: ComesBack::FromItsDisk }

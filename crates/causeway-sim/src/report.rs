@@ -70,6 +70,8 @@ pub struct SimReport {
     pub seed: u64,
     pub dcs: u16,
     pub partitions: u32,
+    /// Replicas per partition under partial replication; `None`: full.
+    pub replication: Option<u16>,
     pub clients: usize,
     pub committed: usize,
     pub aborted: usize,
@@ -139,9 +141,10 @@ fn ms(us: f64) -> String {
 impl fmt::Display for SimReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let total = self.committed + self.aborted + self.unknown;
+        let replication = self.replication.map(|r| format!(", R = {r}")).unwrap_or_default();
         writeln!(
             f,
-            "{} on {} DCs x {} partitions, {} clients, seed {}",
+            "{} on {} DCs x {} partitions{replication}, {} clients, seed {}",
             self.protocol, self.dcs, self.partitions, self.clients, self.seed
         )?;
         writeln!(

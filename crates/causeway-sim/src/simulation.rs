@@ -159,8 +159,7 @@ pub struct Progress {
 impl<P: Protocol> Simulation<P> {
     pub fn new(cfg: SimConfig, protocol_config: &P::Config) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        let topology =
-            Arc::new(Topology::full(cfg.dcs, cfg.partitions).map_err(|e| ConfigError::Invalid(e.to_string()))?);
+        let topology = Arc::new(cfg.topology()?);
         P::validate(&topology, protocol_config).map_err(ConfigError::Invalid)?;
         let reseeds = cfg.faults.crashes.iter().any(|c| c.comes_back == ComesBack::Reseeded);
         if reseeds && P::reseed(ReplicaId::new(0, 0), topology.clone(), protocol_config).is_none() {
@@ -236,7 +235,7 @@ impl<P: Protocol> Simulation<P> {
             });
         }
         for dc in topology.dcs() {
-            for p in topology.partitions() {
+            for ReplicaId { partition: p, .. } in topology.replicas_in(dc) {
                 for k in 0..sim.cfg.clients_per_partition {
                     let id = ClientId { dc, index: p.0 * sim.cfg.clients_per_partition + k };
                     let setup = SessionSetup {
@@ -821,6 +820,7 @@ impl<P: Protocol> Simulation<P> {
             seed: self.cfg.seed,
             dcs: self.cfg.dcs,
             partitions: self.cfg.partitions,
+            replication: self.cfg.replication,
             clients: self.clients.len(),
             committed: self.history.iter().filter(|t| t.status == causeway_history::Status::Committed).count(),
             aborted: self.history.iter().filter(|t| t.status == causeway_history::Status::Aborted).count(),

@@ -9,9 +9,10 @@ mod common;
 use causeway_history::ViolationKind;
 use causeway_protocol::cure::{Cure, CureConfig, CureFault, HCure};
 use causeway_protocol::ec::{Ec, EcConfig, EcFault};
+use causeway_protocol::paris::{Bpr, Fault as ParisFault, Paris, ParisConfig};
 use causeway_protocol::wren::{Fault, Wren, WrenConfig};
 use causeway_protocol::Protocol;
-use causeway_sim::SimConfig;
+use causeway_sim::{LatencySpikes, SimConfig};
 use causeway_workload::WorkloadKind;
 use common::{hot_keys, run};
 
@@ -62,7 +63,63 @@ fn the_same_workload_is_clean_without_a_fault() {
         clean::<Cure>(seed);
         clean::<HCure>(seed);
         clean::<Ec>(seed);
+        clean::<Paris>(seed);
+        for config in [partial(hot_keys)(seed), partial(groups)(seed)] {
+            let (_, verdict) = run::<Paris>(config.clone(), &ParisConfig::default());
+            assert!(verdict.is_tcc(), "paris, partial, seed {seed}: {verdict}");
+            let (_, verdict) = run::<Bpr>(config, &ParisConfig::default());
+            assert!(verdict.is_tcc(), "bpr, partial, seed {seed}: {verdict}");
+        }
     }
+}
+
+/// `workload` with each partition in two of the three DCs: most
+/// transactions read and write partitions held in another DC, so each
+/// takes a few WAN round trips — five seconds, not 0.6, for as many. Now
+/// and then a message stalls for up to 200 ms: a replication stream falls
+/// behind the stabilization reports that travel other links.
+fn partial(workload: fn(u64) -> SimConfig) -> impl Fn(u64) -> SimConfig {
+    move |seed| {
+        let config = workload(seed);
+        let duration_us = config.duration_us.map(|_| 5_000_000);
+        let spikes = Some(LatencySpikes { probability: 0.02, max_extra_us: 200_000 });
+        SimConfig { replication: Some(2), duration_us, spikes, ..config }
+    }
+}
+
+fn caught_paris(fault: ParisFault, workload: impl Fn(u64) -> SimConfig) -> Vec<ViolationKind> {
+    let config = ParisConfig { fault, ..ParisConfig::default() };
+    for seed in 0..10 {
+        let (_, verdict) = run::<Paris>(workload(seed), &config);
+        let mut kinds: Vec<ViolationKind> = verdict.breaches(Paris::GUARANTEE).map(|v| v.kind).collect();
+        if !kinds.is_empty() {
+            kinds.sort();
+            kinds.dedup();
+            return kinds;
+        }
+    }
+    panic!("the checker did not notice {fault:?} in 10 seeds");
+}
+
+/// The UST must cover what each replica has received from the partition's
+/// other replicas, not only its own commits: else a transaction is visible
+/// at the replica that committed it before it reaches the others.
+#[test]
+fn paris_reporting_only_its_own_version_clock_is_caught() {
+    let kinds = caught_paris(ParisFault::LocalEntriesOnly, partial(groups));
+    assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
+}
+
+#[test]
+fn paris_handing_out_its_clock_as_the_snapshot_is_caught() {
+    let kinds = caught_paris(ParisFault::SnapshotFromClock, partial(hot_keys));
+    assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
+}
+
+#[test]
+fn a_paris_client_ignoring_its_cache_is_caught_missing_its_own_writes() {
+    let kinds = caught_paris(ParisFault::SkipClientCache, partial(hot_keys));
+    assert!(kinds.contains(&ViolationKind::CausalViolation), "{kinds:?}");
 }
 
 #[test]

@@ -15,19 +15,18 @@
 
 mod common;
 
-use causeway_history::{check, OpKind, Report, Status};
+use causeway_history::{check, Report};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
 use causeway_protocol::wren::Wren;
-use causeway_protocol::Protocol;
+use causeway_protocol::{Protocol, Topology};
 use causeway_sim::{
     random_crashes, ComesBack, Crash, CrashTarget, Cut, DiskModel, Faults, Readers, SimConfig, SimReport, Simulation,
 };
 use causeway_workload::{WorkloadConfig, WorkloadKind};
-use common::{par_seeds, seeds};
+use common::{lost_writes, par_seeds, seeds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// How long after the workload ends the cluster may take to heal and
 /// settle: the coordinator's commit timeout and the cohorts' resolve delay
@@ -42,7 +41,8 @@ fn crash_config(seed: u64) -> SimConfig {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0c4a_54e5);
     let dcs = rng.random_range(1..=3u16);
     let partitions = rng.random_range(1..=4u32);
-    let crashes = random_crashes(seed, dcs, partitions, rng.random_range(1..=4), 400_000);
+    let topology = Topology::full(dcs, partitions).unwrap();
+    let crashes = random_crashes(seed, &topology, rng.random_range(1..=4), 400_000);
     let sync_max = rng.random_range(0..=3_000);
     let mut cuts = Vec::new();
     if dcs > 1 && rng.random_bool(0.33) {
@@ -85,63 +85,6 @@ fn crash_config(seed: u64) -> SimConfig {
     config
 }
 
-/// For each key, the value of the last-writer-wins winner among the
-/// acknowledged writes (`None`: a delete won), and every value a
-/// transaction of unknown outcome wrote to it (`None`: it deleted it).
-type Expected = BTreeMap<String, (Option<String>, BTreeSet<Option<String>>)>;
-
-fn expected_finals(report: &SimReport) -> Expected {
-    let mut winners: BTreeMap<String, (&causeway_history::CommitTs, Option<String>)> = BTreeMap::new();
-    let mut unknown: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
-    for t in &report.history.txns {
-        // A transaction's last write of a key is the one that counts.
-        let mut last: BTreeMap<&str, Option<String>> = BTreeMap::new();
-        for op in t.ops.iter().filter(|op| matches!(op.op, OpKind::Write | OpKind::Delete)) {
-            last.insert(&op.key, op.value.clone());
-        }
-        match (t.status, &t.commit_ts) {
-            (Status::Committed, Some(stamp)) => {
-                for (key, value) in last {
-                    let entry = winners.entry(key.to_string()).or_insert((stamp, value.clone()));
-                    if stamp > entry.0 {
-                        *entry = (stamp, value);
-                    }
-                }
-            }
-            (Status::Unknown, _) => {
-                for (key, value) in last {
-                    unknown.entry(key.to_string()).or_default().insert(value);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut expected = Expected::new();
-    for (key, (_, value)) in winners {
-        let maybe = unknown.remove(&key).unwrap_or_default();
-        expected.insert(key, (value, maybe));
-    }
-    for (key, maybe) in unknown {
-        expected.insert(key, (None, maybe));
-    }
-    expected
-}
-
-/// The acknowledged writes some DC's final state lost.
-fn lost_writes(report: &SimReport) -> Vec<String> {
-    let expected = expected_finals(report);
-    let mut lost = Vec::new();
-    for dc in &report.history.finals {
-        for (key, (winner, maybe)) in &expected {
-            let held = dc.state.get(key).cloned();
-            if held != *winner && !maybe.contains(&held) {
-                lost.push(format!("dc{} {key}: holds {held:?}, the acknowledged winner is {winner:?}", dc.dc));
-            }
-        }
-    }
-    lost
-}
-
 /// What is wrong with one crash run of `P`.
 fn problems<P: Protocol>(report: &SimReport, verdict: &Report) -> Vec<String> {
     let mut problems = Vec::new();
@@ -152,7 +95,7 @@ fn problems<P: Protocol>(report: &SimReport, verdict: &Report) -> Vec<String> {
         problems
             .push(format!("did not heal and settle within {} s of the workload's end", SETTLE_LIMIT_US / 1_000_000));
     }
-    problems.extend(lost_writes(report));
+    problems.extend(lost_writes(report, |_, _| true));
     if report.counters.inputs_refused > 0 {
         problems.push(format!("{} inputs refused in an honest run", report.counters.inputs_refused));
     }
@@ -370,7 +313,7 @@ fn replay_a_seed() {
         Ok("ec") => Simulation::<Ec>::new(config, &Default::default()).unwrap().run(),
         _ => Simulation::<Wren>::new(config, &Default::default()).unwrap().run(),
     };
-    println!("{report}\n{:#?}\nlost: {:?}", check(&report.history), lost_writes(&report));
+    println!("{report}\n{:#?}\nlost: {:?}", check(&report.history), lost_writes(&report, |_, _| true));
     // CAUSEWAY_SESSION=dc1-c1 prints that session's transactions, the first
     // thing to read when a violation names one of them.
     if let Ok(session) = std::env::var("CAUSEWAY_SESSION") {

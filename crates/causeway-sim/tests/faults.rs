@@ -12,7 +12,7 @@ use causeway_history::{check, Guarantee};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
 use causeway_protocol::wren::Wren;
-use causeway_protocol::Protocol;
+use causeway_protocol::{Protocol, Topology};
 use causeway_sim::{random_crashes, DiskModel, Faults, SimConfig, SimReport, Simulation, TransportFaults};
 use common::{par_seeds, problems, random_config, run, seeds};
 
@@ -87,7 +87,7 @@ fn every_protocol_keeps_its_guarantee_with_its_fault_points_armed() {
 fn a_run_with_every_fault_replays_from_its_seed() {
     for seed in [3, 11] {
         let faults = || Faults {
-            crashes: random_crashes(seed, 3, 4, 3, 300_000),
+            crashes: random_crashes(seed, &Topology::full(3, 4).unwrap(), 3, 300_000),
             transport: Some(TransportFaults::default()),
             buggify: true,
             disk: DiskModel { sync_us: (100, 2_000), ..DiskModel::default() },
@@ -114,7 +114,7 @@ fn a_run_with_every_fault_replays_from_its_seed() {
 #[test]
 fn crashes_drawn_from_the_seed_are_injected_and_the_run_ends() {
     for seed in 0..6 {
-        let crashes = random_crashes(seed, 3, 4, 4, 300_000);
+        let crashes = random_crashes(seed, &Topology::full(3, 4).unwrap(), 4, 300_000);
         let faults = Faults { crashes, ..Faults::default() };
         let config = SimConfig { seed, txns: None, duration_us: Some(500_000), faults, ..SimConfig::default() };
         // Each protocol in turn: the injection is the simulator's, whichever it drives.

@@ -8,8 +8,9 @@ mod common;
 
 use causeway_history::{OpKind, Status};
 use causeway_protocol::cure::{Cure, HCure};
+use causeway_protocol::paris::{Bpr, Paris};
 use causeway_protocol::wren::Wren;
-use causeway_protocol::Protocol;
+use causeway_protocol::{DcId, Protocol};
 use causeway_sim::{Cut, SimConfig};
 use causeway_workload::WorkloadKind;
 use common::{par_seeds, run, seeds};
@@ -22,30 +23,46 @@ fn writer(value: &str) -> &str {
 
 #[test]
 fn no_wren_snapshot_ever_sees_a_group_half_written() {
-    groups_stay_whole::<Wren>(40);
+    groups_stay_whole::<Wren>(40, None);
 }
 
 #[test]
 fn no_cure_snapshot_ever_sees_a_group_half_written() {
-    groups_stay_whole::<Cure>(20);
+    groups_stay_whole::<Cure>(20, None);
 }
 
 #[test]
 fn no_h_cure_snapshot_ever_sees_a_group_half_written() {
-    groups_stay_whole::<HCure>(20);
+    groups_stay_whole::<HCure>(20, None);
 }
 
-fn groups_stay_whole<P: Protocol>(default_seeds: u64) {
+/// Each partition in two of the three DCs: a group's keys live in
+/// different DCs, and most reads of a group cross the WAN.
+#[test]
+fn no_paris_snapshot_ever_sees_a_group_half_written_under_partial_replication() {
+    groups_stay_whole::<Paris>(20, Some(2));
+}
+
+#[test]
+fn no_bpr_snapshot_ever_sees_a_group_half_written_under_partial_replication() {
+    groups_stay_whole::<Bpr>(20, Some(2));
+}
+
+fn groups_stay_whole<P: Protocol>(default_seeds: u64, replication: Option<u16>) {
     let n = seeds(default_seeds);
     let outcomes = par_seeds(n, |seed| {
         let config = SimConfig {
             seed,
             dcs: 3,
-            partitions: 1 + (seed % 6) as u32,
+            // Under partial replication, at least two partitions: a DC
+            // then misses some.
+            partitions: 1 + (seed % 6) as u32 + u32::from(replication.is_some()),
+            replication,
             clients_per_partition: 2,
             txns: None,
-            // Long enough for remote versions to arrive and be read.
-            duration_us: Some(800_000),
+            // Long enough for remote versions to arrive and be read; under
+            // partial replication most transactions cross the WAN.
+            duration_us: Some(if replication.is_some() { 4_000_000 } else { 800_000 }),
             // Remote groups are read only when they win last-writer-wins
             // against the local writers, whose versions are fresher by the
             // replication delay: clocks far apart (offsets of up to ±75 ms)
@@ -59,6 +76,7 @@ fn groups_stay_whole<P: Protocol>(default_seeds: u64) {
             workload: WorkloadKind::Groups { groups: 4, read_only_fraction: 0.8 },
             ..SimConfig::default()
         };
+        let topology = config.topology().expect("a valid placement");
         let (report, verdict) = run::<P>(config, &P::Config::default());
         assert!(verdict.is_tcc(), "{} seed {seed}: {verdict}", P::NAME);
         let mut group_reads = 0;
@@ -81,7 +99,8 @@ fn groups_stay_whole<P: Protocol>(default_seeds: u64) {
                 t.txid
             );
         }
-        // Every DC ends with each group written by a single transaction.
+        // Every DC ends with each group written by a single transaction,
+        // as far as it holds the group's keys.
         let groups: BTreeSet<Vec<&str>> = report
             .history
             .txns
@@ -96,7 +115,8 @@ fn groups_stay_whole<P: Protocol>(default_seeds: u64) {
             .collect();
         for f in &report.history.finals {
             for group in &groups {
-                let writers: Vec<Option<&str>> = group.iter().map(|k| f.state.get(*k).map(|v| writer(v))).collect();
+                let held = group.iter().filter(|k| topology.holds(DcId(f.dc), topology.partition_of(k.as_bytes())));
+                let writers: Vec<Option<&str>> = held.map(|k| f.state.get(*k).map(|v| writer(v))).collect();
                 assert!(
                     writers.windows(2).all(|w| w[0] == w[1]),
                     "{} seed {seed}: dc{} ends mixed: {writers:?}",

@@ -13,21 +13,12 @@ use causeway_protocol::{
     Addr, ClientId, DcId, Key, Replica, ReplicaId, SessionError, SessionEvent, Timestamp, Topology, Value,
 };
 use causeway_sim::harness::Harness;
-use common::scenario::{commit_where, key_in, run_txn, s};
+use common::scenario::{commit_where, key_in, read_values, run_txn, s};
 
 const START_US: u64 = 1_000_000;
 
 fn client(dc: u16, index: u32) -> ClientId {
     ClientId { dc: DcId(dc), index }
-}
-
-fn read_values(event: Option<SessionEvent>) -> Vec<Option<String>> {
-    match event {
-        Some(SessionEvent::Read(values)) => {
-            values.into_iter().map(|(_, v)| v.map(|v| String::from_utf8(v.to_vec()).unwrap())).collect()
-        }
-        other => panic!("expected a read result, got {other:?}"),
-    }
 }
 
 /// Reads `keys` in a fresh transaction, delivering only what `pick` allows.

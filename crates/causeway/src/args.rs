@@ -70,7 +70,8 @@ impl NetworkArgs {
 /// The cluster: its protocol, its shape, its network.
 #[derive(Args, Debug, Clone)]
 pub struct ClusterArgs {
-    /// Protocol the cluster runs: wren, cure, h-cure or ec.
+    /// Protocol the cluster runs: wren, cure, h-cure, ec, paris or bpr
+    /// (paris and bpr also run on partial replication: `sim --replication`).
     #[arg(long, default_value = "wren")]
     pub protocol: ProtocolKind,
     /// Data centers (with WAN latency, at most the regions of the WAN model:

@@ -6,7 +6,8 @@ use crate::verdict;
 use anyhow::{bail, Result};
 use causeway_protocol::{Protocol, ProtocolVisitor, Tuning};
 use causeway_sim::{
-    random_crashes, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation, TransportFaults,
+    random_crashes, topology_of, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation,
+    TransportFaults,
 };
 use causeway_workload::{WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
@@ -83,6 +84,12 @@ pub struct SimArgs {
     cluster: ClusterArgs,
     #[command(flatten)]
     clients: ClientArgs,
+    /// Partial replication: each partition lives in this many DCs (1 to
+    /// --dcs), placed round-robin so every DC holds as many partitions as
+    /// the others. Only PaRiS runs on partial replication; without the
+    /// flag every DC holds every partition.
+    #[arg(long, value_name = "R")]
+    replication: Option<u16>,
     /// Stop after this many transactions have finished (with neither --txns
     /// nor --duration-ms: after 10000 transactions).
     #[arg(long, conflicts_with = "duration_ms")]
@@ -104,9 +111,8 @@ pub struct SimArgs {
     /// Cut a DC off from the others: DC:START_MS-END_MS of simulated time (repeatable).
     #[arg(long = "cut", value_name = "DC:START_MS-END_MS")]
     cuts: Vec<CutArg>,
-    /// Crash a replica (or a whole DC with `*`) and restart it:
-    /// DC:PARTITION:START_MS-END_MS (repeatable). Protocols are not durable
-    /// yet: a restarted replica comes back empty.
+    /// Crash a replica (or a whole DC with `*`) and restart it from what
+    /// it had made durable: DC:PARTITION:START_MS-END_MS (repeatable).
     #[arg(long = "crash", value_name = "DC:PARTITION:START_MS-END_MS")]
     crash: Vec<CrashArg>,
     /// Crash this many random replicas (a whole DC one time in five), drawn
@@ -196,7 +202,8 @@ fn faults(args: &SimArgs) -> Result<Faults> {
     if args.crashes > 0 {
         let window_us = args.duration_ms.map_or(500_000, |ms| ms * 1000);
         let c = &args.cluster;
-        crashes.extend(random_crashes(args.seed, c.dcs, c.partitions, args.crashes, window_us));
+        let topology = topology_of(c.dcs, c.partitions, args.replication)?;
+        crashes.extend(random_crashes(args.seed, &topology, args.crashes, window_us));
     }
     let (dup, reorder, loss) = (args.duplicate_prob, args.reorder_prob, args.loss_prob);
     let transport = (dup > 0.0 || reorder > 0.0 || loss > 0.0).then(|| TransportFaults {
@@ -276,6 +283,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         seed: args.seed,
         dcs: c.dcs,
         partitions: c.partitions,
+        replication: args.replication,
         clients_per_partition: args.clients.clients,
         txns,
         duration_us: args.duration_ms.map(|ms| ms * 1000),

@@ -37,7 +37,7 @@ fn sim_runs_checks_and_writes_a_history_that_check_accepts() {
 
 #[test]
 fn sim_runs_every_protocol_and_reports_waits_and_bytes() {
-    for protocol in ["wren", "cure", "h-cure", "ec"] {
+    for protocol in ["wren", "cure", "h-cure", "ec", "paris", "bpr"] {
         let out = causeway(&["sim", "--protocol", protocol, "--txns", "400", "--seed", "3"]);
         let text = stdout(&out);
         assert!(out.status.success(), "{protocol}:\n{text}\n{}", stderr(&out));
@@ -52,6 +52,26 @@ fn sim_runs_every_protocol_and_reports_waits_and_bytes() {
     let out = causeway(&["sim", "--protocol", "paxos", "--txns", "10"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("h-cure"), "{}", stderr(&out));
+}
+
+/// PaRiS on partial replication: the history's final lines say each DC
+/// holds only some partitions, and `check` judges it as such.
+#[test]
+fn sim_runs_paris_on_partial_replication_and_check_accepts_its_history() {
+    let path = scratch("paris.jsonl");
+    let args = ["sim", "--protocol", "paris", "--replication", "2", "--partitions", "6", "--txns", "500"];
+    let out = causeway(&[&args[..], &["--history", path.to_str().unwrap()]].concat());
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    assert!(text.starts_with("paris on 3 DCs x 6 partitions, R = 2"), "{text}");
+    assert!(text.contains("reads waited   0 of"), "{text}");
+    assert!(text.contains("TCC: no violations"), "{text}");
+    let history = std::fs::read_to_string(&path).unwrap();
+    let finals: Vec<&str> = history.lines().filter(|l| l.contains(r#""type":"final""#)).collect();
+    assert_eq!(finals.len(), 3, "{history}");
+    assert!(finals.iter().all(|l| l.contains(r#""partial":true"#)), "{finals:?}");
+    let check = causeway(&["check", path.to_str().unwrap()]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
 }
 
 #[test]
@@ -102,7 +122,20 @@ fn bad_input_gets_a_clear_error_not_a_panic() {
     assert_eq!(skewed.status.code(), Some(2));
     assert!(stderr(&skewed).contains("within 500 ms"), "{}", stderr(&skewed));
 
-    let panicked = [&missing, &out, &too_many, &bad_cut, &skewed].iter().any(|o| stderr(o).contains("panicked"));
+    // Partial replication: only PaRiS runs on it, and R ≤ M.
+    let wren_partial = causeway(&["sim", "--replication", "2", "--txns", "10"]);
+    assert_eq!(wren_partial.status.code(), Some(2));
+    assert!(stderr(&wren_partial).contains("Wren needs full replication"), "{}", stderr(&wren_partial));
+    let too_few_dcs = causeway(&["sim", "--protocol", "paris", "--replication", "4", "--txns", "10"]);
+    assert_eq!(too_few_dcs.status.code(), Some(2));
+    assert!(stderr(&too_few_dcs).contains("at least 4 data centers"), "{}", stderr(&too_few_dcs));
+    let empty_dc = causeway(&["sim", "--protocol", "paris", "--replication", "1", "--partitions", "2", "--txns", "10"]);
+    assert_eq!(empty_dc.status.code(), Some(2));
+    assert!(stderr(&empty_dc).contains("dc2 holds no partition"), "{}", stderr(&empty_dc));
+
+    let panicked = [&missing, &out, &too_many, &bad_cut, &skewed, &wren_partial, &too_few_dcs, &empty_dc]
+        .iter()
+        .any(|o| stderr(o).contains("panicked"));
     assert!(!panicked);
 }
 

@@ -22,11 +22,9 @@
 
 use super::vector::{self, VectorTs};
 use crate::contract::{Key, Value};
-use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::mvstore::MvStore;
 use crate::twopc::SliceRequest;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// What a cohort keeps of a prepared transaction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,63 +37,8 @@ pub struct Prepared {
 /// A read slice whose snapshot this partition may not have installed yet.
 pub type SliceRead = SliceRequest<VectorTs>;
 
-/// Read slices waiting for their snapshot, by its local entry (then arrival).
-#[derive(Debug, Default)]
-pub struct ParkedReads {
-    parked: BTreeMap<(Timestamp, u64), SliceRead>,
-    seq: u64,
-    /// When the earliest armed wake-up timer fires (local clock).
-    wake_at: Option<PhysicalMicros>,
-}
-
-impl ParkedReads {
-    /// Parks `read`, whose snapshot's local entry is `t`.
-    pub fn park(&mut self, t: Timestamp, read: SliceRead) {
-        self.seq += 1;
-        self.parked.insert((t, self.seq), read);
-    }
-
-    /// Takes the parked read with the smallest local entry, if it is at or
-    /// below `bound`.
-    pub fn take_servable(&mut self, bound: Timestamp) -> Option<SliceRead> {
-        let entry = self.parked.first_entry()?;
-        if entry.key().0 > bound {
-            return None;
-        }
-        Some(entry.remove())
-    }
-
-    /// Cure: when the physical clock will have reached the smallest parked
-    /// snapshot, if it has not yet at `now` and no earlier wake-up is armed.
-    /// The caller arms a timer for that moment.
-    pub fn wake_due(&mut self, now: PhysicalMicros) -> Option<PhysicalMicros> {
-        let (&(t, _), _) = self.parked.first_key_value()?;
-        if t <= Timestamp::from_physical(now) {
-            return None; // the clock is not what it waits for
-        }
-        let due = t.physical() + u64::from(t.logical() > 0);
-        if self.wake_at.is_some_and(|at| at <= due) {
-            return None;
-        }
-        self.wake_at = Some(due);
-        Some(due)
-    }
-
-    /// A wake-up timer fired: whichever it was, the next check re-arms from
-    /// scratch (a drifting clock may not have reached the mark yet; an extra
-    /// timer costs one spurious check).
-    pub fn woken(&mut self) {
-        self.wake_at = None;
-    }
-
-    pub fn len(&self) -> usize {
-        self.parked.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.parked.is_empty()
-    }
-}
+/// Cure's parked reads, by their snapshot's local entry.
+pub type ParkedReads = crate::twopc::ParkedReads<VectorTs>;
 
 /// The freshest version of `key` visible in `snapshot`.
 pub fn read_at(store: &MvStore<VectorTs>, key: &[u8], snapshot: &VectorTs) -> Option<Value> {

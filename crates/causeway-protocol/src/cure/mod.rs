@@ -101,7 +101,7 @@ pub enum CureFault {
 
 fn validate(topology: &Topology, config: &CureConfig) -> Result<(), String> {
     if !topology.is_fully_replicated() {
-        return Err("Cure needs full replication: every DC must hold every partition".into());
+        return Err("Cure needs full replication: every DC must hold every partition (PaRiS runs on partial replication: --protocol paris)".into());
     }
     config.rhythm.validate()
 }

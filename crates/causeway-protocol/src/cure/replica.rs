@@ -289,7 +289,7 @@ impl FamilyReplica for CureReplica {
 
     /// FIFO links deliver a replica's groups in commit order, so the
     /// sender's entry can advance to `ct`.
-    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[TxWrites]) {
+    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[TxWrites], _out: &mut Out) {
         let Some(source) = self.core.replication.streams.source_of(from) else {
             self.core.refuse();
             return;
@@ -302,7 +302,12 @@ impl FamilyReplica for CureReplica {
         self.vv.raise(source, ct);
     }
 
-    fn stored_writes(txid: TxId, commit_vector: &VectorTs, writes: Vec<(Key, Option<Value>)>) -> TxWrites {
+    fn stored_writes(
+        _source: DcId,
+        txid: TxId,
+        commit_vector: &VectorTs,
+        writes: Vec<(Key, Option<Value>)>,
+    ) -> TxWrites {
         TxWrites { txid, commit_vector: commit_vector.clone(), writes }
     }
 
@@ -315,7 +320,7 @@ impl FamilyReplica for CureReplica {
         self.install(ct, source, txs);
     }
 
-    fn heartbeat(&mut self, from: Addr, t: Timestamp) {
+    fn heartbeat(&mut self, from: Addr, t: Timestamp, _out: &mut Out) {
         match self.core.replication.streams.source_of(from) {
             Some(source) => self.vv.raise(source, t),
             None => self.core.refuse(),

@@ -98,7 +98,7 @@ impl Protocol for Ec {
 
     fn validate(topology: &Topology, config: &EcConfig) -> Result<(), String> {
         if !topology.is_fully_replicated() {
-            return Err("EC needs full replication: every DC must hold every partition".into());
+            return Err("EC needs full replication: every DC must hold every partition (PaRiS runs on partial replication: --protocol paris)".into());
         }
         if config.apply_interval_us == 0 {
             return Err("Δ_R must be positive".into());

@@ -12,6 +12,7 @@ use crate::ids::{Addr, PartitionId, ReplicaId, TxId};
 use crate::topology::Topology;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// The effects of a step of a family protocol.
 type Out<S, Q, W, G, T, R> = Effects<TxnMsg<S, Q, W, G>, T, R>;
@@ -20,6 +21,10 @@ type Out<S, Q, W, G, T, R> = Effects<TxnMsg<S, Q, W, G>, T, R>;
 #[derive(Debug)]
 pub struct Coordinator<S> {
     me: ReplicaId,
+    /// Where each partition's cohort is: in this DC, or — under partial
+    /// replication, for a partition it does not hold — the DC's preferred
+    /// replica elsewhere ([`Topology::serving_dc`]).
+    topology: Arc<Topology>,
     table: TxTable<S>,
     next_tx: u64,
     /// A transaction whose client has been silent this long is forgotten,
@@ -37,9 +42,10 @@ pub struct Coordinator<S> {
 }
 
 impl<S: Snapshot> Coordinator<S> {
-    pub fn new(me: ReplicaId, timeout_us: u64) -> Self {
+    pub fn new(me: ReplicaId, topology: Arc<Topology>, timeout_us: u64) -> Self {
         Coordinator {
             me,
+            topology,
             table: TxTable::default(),
             next_tx: 0,
             timeout_us,
@@ -84,7 +90,8 @@ impl<S: Snapshot> Coordinator<S> {
     }
 
     fn cohort(&self, partition: PartitionId) -> Addr {
-        Addr::Replica(ReplicaId { dc: self.me.dc, partition, member: self.me.member })
+        let dc = self.topology.serving_dc(self.me.dc, partition);
+        Addr::Replica(ReplicaId { dc, partition, member: self.me.member })
     }
 
     fn refuse<Q, W, G, T, R>(to: Addr, tx: Option<TxId>, error: SessionError, out: &mut Out<S, Q, W, G, T, R>) {
@@ -100,7 +107,15 @@ impl<S: Snapshot> Coordinator<S> {
         snapshot: S,
         out: &mut Out<S, Q, W, G, T, R>,
     ) {
-        let tx = TxId::new(self.me.partition, self.next_tx);
+        // Under partial replication a cohort takes prepares from the
+        // coordinators of other DCs too, which count their ids alike: the
+        // DC's number in the low digits keeps them apart.
+        let counter = if self.topology.is_fully_replicated() {
+            self.next_tx
+        } else {
+            self.next_tx * u64::from(self.topology.dc_count()) + u64::from(self.me.dc.0)
+        };
+        let tx = TxId::new(self.me.partition, counter);
         self.next_tx += 1;
         self.table.open(now, tx, client, snapshot.clone());
         out.send(client, TxnMsg::StartTxResp { tx, snapshot });
@@ -132,10 +147,9 @@ impl<S: Snapshot> Coordinator<S> {
         client: Addr,
         tx: TxId,
         keys: Vec<Key>,
-        topology: &Topology,
         out: &mut Out<S, Q, W, G, T, R>,
     ) {
-        let slices = topology.group_by_partition(keys, |k| k);
+        let slices = self.topology.group_by_partition(keys, |k| k);
         let Some(entry) = self.entry(now, client, tx, out) else { return };
         if slices.is_empty() {
             out.send(client, TxnMsg::TxReadResp { tx, values: Vec::new() });
@@ -172,7 +186,6 @@ impl<S: Snapshot> Coordinator<S> {
         tx: TxId,
         hwt: Timestamp,
         writes: Vec<(Key, Option<Value>)>,
-        topology: &Topology,
         commit_timeout_us: u64,
         out: &mut Out<S, Q, W, G, T, R>,
     ) {
@@ -183,7 +196,7 @@ impl<S: Snapshot> Coordinator<S> {
         // A session sends each key once, but a coordinator takes no client's
         // word for it: one version per key and transaction.
         let last_writes = crate::txn::last_write_per_key(writes);
-        let per_partition = topology.group_by_partition(last_writes, |(k, _)| k);
+        let per_partition = self.topology.group_by_partition(last_writes, |(k, _)| k);
         let Some(entry) = self.entry(now, client, tx, out) else { return };
         let snapshot = entry.snapshot.clone();
         let ht = snapshot.ceiling().max(hwt);
@@ -229,10 +242,10 @@ impl<S: Snapshot> Coordinator<S> {
     /// running here (counted as refused input; a late one after the commit
     /// was given up is not).
     pub fn on_refused<Q, W, G, T, R>(&mut self, from: Addr, tx: TxId, out: &mut Out<S, Q, W, G, T, R>) -> bool {
-        let Addr::Replica(cohort) = from else { return false };
-        if cohort.dc != self.me.dc || cohort.member != self.me.member {
+        if !matches!(from, Addr::Replica(r) if from == self.cohort(r.partition)) {
             return false;
         }
+        let Addr::Replica(cohort) = from else { return false };
         let Some((client, cohorts)) = self.table.refused(tx, cohort.partition) else {
             return !self.table.contains(tx);
         };

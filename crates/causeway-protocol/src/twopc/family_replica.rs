@@ -85,11 +85,19 @@ pub trait FamilyReplica: Send + 'static {
     fn commit(&mut self, now: PhysicalMicros, tx: TxId, ct: Timestamp, out: &mut FamilyEffects<Self>);
 
     /// A peer in another DC replicates transactions committed at `ct`.
-    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[<Self::Family as Family>::Writes]);
+    fn replicated(
+        &mut self,
+        from: Addr,
+        ct: Timestamp,
+        txs: &[<Self::Family as Family>::Writes],
+        out: &mut FamilyEffects<Self>,
+    );
 
-    /// The writes of `txid` whose versions carry `meta`, as the family
-    /// replicates them: how a checkpoint says what the store holds.
+    /// The writes of `txid` whose versions carry `meta` and are stamped
+    /// with DC `source`, as the family replicates them: how a checkpoint
+    /// says what the store holds.
     fn stored_writes(
+        source: DcId,
         txid: TxId,
         meta: &Self::Meta,
         writes: Vec<(Key, Option<Value>)>,
@@ -109,7 +117,7 @@ pub trait FamilyReplica: Send + 'static {
     }
 
     /// A peer in another DC has nothing older than `t` still coming.
-    fn heartbeat(&mut self, from: Addr, t: Timestamp);
+    fn heartbeat(&mut self, from: Addr, t: Timestamp, out: &mut FamilyEffects<Self>);
 
     /// A stabilization message from a partition of this DC.
     fn stabilization(

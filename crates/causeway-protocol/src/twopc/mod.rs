@@ -20,13 +20,18 @@
 //!   store, and the three shared roles.
 //! * [`family_replica`] — what a protocol brings ([`FamilyReplica`]).
 //! * [`replica`] — the `Replica` it gets: which role takes which message.
+//! * [`parked`] — read slices waiting for their snapshot (Cure, BPR).
 //! * [`prepared`] — a cohort's prepared transactions and their proposals.
 //! * [`replication`] — commits in commit order to the other DCs, heartbeats.
+//! * [`tree`] — the tree of a DC's partitions that stabilization runs on.
+//! * [`version_vector`] — `VV`: how far a replica has installed its own
+//!   commits and received its peers'.
 //! * [`rhythm`] — Δ_R, Δ_G, the expiry of silent clients, and their timers.
 //! * [`reseed`] — what a replica answers one that lost its state, and how
 //!   the answers become that one's records ([`crate::recovery::seed`]).
 //! * [`rejoin`] — a restarted replica holds back new transactions until its
 //!   DC's stabilization has told it the stable times again.
+//! * [`write_cache`] — a session's own writes its snapshots may miss.
 //! * [`client`] — the session's side ([`CoordinatedClient`]).
 
 pub mod client;
@@ -34,6 +39,7 @@ pub mod coordinator;
 pub mod durable;
 pub mod family_replica;
 pub mod messages;
+pub mod parked;
 pub mod prepared;
 pub mod rejoin;
 pub mod replica;
@@ -41,19 +47,26 @@ pub mod replica_core;
 pub mod replication;
 pub mod reseed;
 pub mod rhythm;
+pub mod tree;
 pub mod tx_table;
+pub mod version_vector;
+pub mod write_cache;
 
 pub use client::{CausalPast, CoordinatedClient};
 pub use coordinator::Coordinator;
 pub use durable::FamilyRecord;
 pub use family_replica::{CoreOf, FamilyEffects, FamilyReplica, RecordOf, SliceRequest};
 pub use messages::{FamilyMsg, TxnMsg};
+pub use parked::ParkedReads;
 pub use prepared::PreparedSet;
 pub use replica::{recover, reseeding};
 pub use replica_core::FamilyCore;
 pub use replication::Replicator;
 pub use rhythm::{FamilyTimer, Rhythm};
+pub use tree::Tree;
 pub use tx_table::TxTable;
+pub use version_vector::VersionVector;
+pub use write_cache::WriteCache;
 
 use crate::hlc::Timestamp;
 use serde::de::DeserializeOwned;

@@ -52,12 +52,12 @@ fn dispatch<R: FamilyReplica>(
         },
         TxReadReq { tx, keys } => {
             let core = r.core_mut();
-            core.coordinator.on_read(now, from, tx, keys, &core.topology, out);
+            core.coordinator.on_read(now, from, tx, keys, out);
         }
         CommitReq { tx, hwt, writes } => {
             let core = r.core_mut();
             let timeout = core.rhythm.commit_timeout_us;
-            core.coordinator.on_commit_request(now, from, tx, hwt, writes, &core.topology, timeout, out);
+            core.coordinator.on_commit_request(now, from, tx, hwt, writes, timeout, out);
         }
         EndTx { tx } => r.core_mut().coordinator.end(tx),
         // After a re-seed, a read below the horizon may need versions the
@@ -98,7 +98,10 @@ fn dispatch<R: FamilyReplica>(
             }
             r.commit(now, tx, ct, out);
         }
-        Resolve { tx } if own_dc => r.core_mut().coordinator.on_resolve(from, tx, out),
+        // Under partial replication cohorts live in other DCs too.
+        Resolve { tx } if own_dc || !r.core().topology.is_fully_replicated() => {
+            r.core_mut().coordinator.on_resolve(from, tx, out)
+        }
         Abort { tx } => {
             let core = r.core_mut();
             // One that commits alone is not its coordinator's to abort.
@@ -109,14 +112,14 @@ fn dispatch<R: FamilyReplica>(
         }
         Replicate { ct, txs } => match r.core_mut().replication.streams.incoming(from, ct, true) {
             Incoming::Take(source) => {
-                r.replicated(from, ct, &txs);
+                r.replicated(from, ct, &txs, out);
                 out.persist(FamilyRecord::Applied { source, ct, txs });
             }
             Incoming::Drop => {}
             Incoming::Refuse => r.core_mut().refuse(),
         },
         Heartbeat { t } => match r.core_mut().replication.streams.incoming(from, t, false) {
-            Incoming::Take(_) => r.heartbeat(from, t),
+            Incoming::Take(_) => r.heartbeat(from, t, out),
             Incoming::Drop => {}
             Incoming::Refuse => r.core_mut().refuse(),
         },
@@ -338,7 +341,7 @@ fn replay<R: FamilyReplica>(replica: &mut R, records: &[RecordOf<R>]) {
             FamilyRecord::Decided { tx, ct } => core.coordinator.keep_decision(*tx, *ct),
             FamilyRecord::Applied { source, ct, txs } => {
                 core.replication.streams.restore_received(*source, *ct);
-                replica.replicated(peer_in(*source), *ct, txs);
+                replica.replicated(peer_in(*source), *ct, txs, &mut scratch);
             }
             FamilyRecord::Installed { source, ct, txs } => replica.reinstall(*source, *ct, txs),
             FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(*ct, *tx, writes.clone()),
@@ -404,7 +407,7 @@ pub fn checkpoint<R: FamilyReplica>(r: &R) -> Vec<RecordOf<R>> {
     // The versions, by the group (DC and commit time) that installed them.
     let mut groups: BTreeMap<(DcId, Timestamp), Vec<_>> = BTreeMap::new();
     for ((source, ct, txid), (meta, writes)) in core.store.by_transaction() {
-        groups.entry((source, ct)).or_default().push(R::stored_writes(txid, meta, writes));
+        groups.entry((source, ct)).or_default().push(R::stored_writes(source, txid, meta, writes));
     }
     records.extend(groups.into_iter().map(|((source, ct), txs)| FamilyRecord::Installed { source, ct, txs }));
     let streams = &core.replication.streams;

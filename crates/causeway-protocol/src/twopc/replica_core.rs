@@ -54,7 +54,7 @@ impl<F: Family, M, P> FamilyCore<F, M, P> {
             id,
             hlc: Hlc::new(),
             store: MvStore::default(),
-            coordinator: Coordinator::new(id, rhythm.tx_context_timeout_us),
+            coordinator: Coordinator::new(id, topology.clone(), rhythm.tx_context_timeout_us),
             prepared: PreparedSet::default(),
             replication: Replicator::new(id, &topology),
             reserved: Reservations::default(),

@@ -87,7 +87,7 @@ pub fn answer<R: FamilyReplica>(r: &R, from: Addr, attempt: u32, out: &mut Famil
         }
         let bytes: usize = writes.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len())).sum();
         let group = groups.entry((source, ct)).or_default();
-        group.0.push(R::stored_writes(txid, meta, writes));
+        group.0.push(R::stored_writes(source, txid, meta, writes));
         group.1 += bytes;
     }
     (facts.newest, facts.received) = (newest, streams.received_from(peer_dc));

@@ -102,7 +102,7 @@ impl Protocol for Wren {
     fn validate(topology: &Topology, config: &WrenConfig) -> Result<(), String> {
         if !topology.is_fully_replicated() {
             return Err(
-                "Wren needs full replication: every DC must hold every partition (partial replication comes with PaRiS, not yet available)".into()
+                "Wren needs full replication: every DC must hold every partition (PaRiS runs on partial replication: --protocol paris)".into()
             );
         }
         config.rhythm.validate()?;

@@ -10,7 +10,7 @@
 //! and the rest of the replica contract, is the family's
 //! ([`crate::twopc::replica`]).
 
-use super::apply::{self, VersionVector};
+use super::apply;
 use super::cohort::{Prepared, Reader};
 use super::messages::{BistMsg, StableReport, StartFrom, TxWrites, WrenFamily};
 use super::snapshot::{self, Snapshot};
@@ -20,7 +20,7 @@ use crate::contract::{Key, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::topology::Topology;
-use crate::twopc::{CoreOf, FamilyEffects, FamilyReplica, FamilyTimer, SliceRequest, TxnMsg};
+use crate::twopc::{CoreOf, FamilyEffects, FamilyReplica, FamilyTimer, SliceRequest, TxnMsg, VersionVector};
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -164,7 +164,7 @@ impl FamilyReplica for WrenReplica {
 
     /// Alg. 4, lines 22–26. FIFO links deliver a replica's groups in commit
     /// order, so the sender's version clock can advance to `ct`.
-    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[TxWrites]) {
+    fn replicated(&mut self, from: Addr, ct: Timestamp, txs: &[TxWrites], _out: &mut Out) {
         let Some(source) = self.core.replication.streams.source_of(from) else { return self.core.refuse() };
         let without_deletes: Vec<TxWrites>;
         let txs = if self.fault == Fault::DropRemoteDeletes {
@@ -186,7 +186,7 @@ impl FamilyReplica for WrenReplica {
         self.vv.raise(source, ct);
     }
 
-    fn stored_writes(txid: TxId, rdt: &Timestamp, writes: Vec<(Key, Option<Value>)>) -> TxWrites {
+    fn stored_writes(_source: DcId, txid: TxId, rdt: &Timestamp, writes: Vec<(Key, Option<Value>)>) -> TxWrites {
         TxWrites { txid, rdt: *rdt, writes }
     }
 
@@ -196,7 +196,7 @@ impl FamilyReplica for WrenReplica {
     }
 
     /// Alg. 4, lines 27–28.
-    fn heartbeat(&mut self, from: Addr, t: Timestamp) {
+    fn heartbeat(&mut self, from: Addr, t: Timestamp, _out: &mut Out) {
         match self.core.replication.streams.source_of(from) {
             Some(source) => self.vv.raise(source, t),
             None => self.core.refuse(),

@@ -9,8 +9,7 @@ use super::Fault;
 use crate::contract::{Key, SessionError, Value};
 use crate::hlc::Timestamp;
 use crate::session_core::SessionCore;
-use crate::twopc::{CausalPast, CoordinatedClient};
-use rustc_hash::FxHashMap;
+use crate::twopc::{CausalPast, CoordinatedClient, WriteCache};
 use serde::{Deserialize, Serialize};
 
 /// A Wren session.
@@ -26,7 +25,7 @@ pub struct WrenPast {
     hwt: Timestamp,
     /// The client cache `WC`: own writes with their commit time (`None`:
     /// a delete).
-    wc: FxHashMap<Key, (Option<Value>, Timestamp)>,
+    wc: WriteCache,
 }
 
 impl WrenPast {
@@ -68,8 +67,7 @@ impl CausalPast for WrenPast {
     fn adopt(&mut self, snapshot: Snapshot) -> bool {
         self.lst = snapshot.lt;
         self.rst = snapshot.rt;
-        let lst = self.lst;
-        self.wc.retain(|_, (_, ct)| *ct > lst);
+        self.wc.prune_upto(self.lst);
         true
     }
 
@@ -78,15 +76,13 @@ impl CausalPast for WrenPast {
         if self.fault == Fault::SkipClientCache {
             return None;
         }
-        self.wc.get(key).map(|(v, _)| v.clone())
+        self.wc.get(key)
     }
 
     /// Alg. 1, lines 30–32: the writes join the cache with their commit time.
     fn committed(&mut self, ct: Timestamp, writes: Vec<(Key, Option<Value>)>) {
         self.hwt = ct;
-        for (k, v) in writes {
-            self.wc.insert(k, (v, ct));
-        }
+        self.wc.committed(ct, writes);
     }
 
     fn last_commit(&self) -> Timestamp {
@@ -94,8 +90,7 @@ impl CausalPast for WrenPast {
     }
 
     fn export(&self) -> WrenSessionState {
-        let mut cache: Vec<_> = self.wc.iter().map(|(k, (v, ct))| (k.clone(), v.clone(), *ct)).collect();
-        cache.sort_by(|a, b| a.0.cmp(&b.0));
+        let cache = self.wc.export();
         WrenSessionState { lst: self.lst, rst: self.rst, hwt: self.hwt, cache }
     }
 
@@ -103,14 +98,7 @@ impl CausalPast for WrenPast {
         self.lst = self.lst.max(state.lst);
         self.rst = self.rst.max(state.rst);
         self.hwt = self.hwt.max(state.hwt);
-        for (key, value, ct) in state.cache {
-            match self.wc.get(&key) {
-                Some((_, mine)) if *mine >= ct => {}
-                _ => {
-                    self.wc.insert(key, (value, ct));
-                }
-            }
-        }
+        self.wc.import(state.cache);
         Ok(())
     }
 }

@@ -5,10 +5,8 @@
 //!
 //! Every Δ_G the leaves send their report — the minimum local entry and the
 //! minimum remote entry of their version vector, and their oldest running
-//! snapshot — to their parent. An inner node forwards the minimum of its own
-//! report and its children's as soon as each child has reported since its
-//! last forward; the root then sends the DC-wide minima back down. One round
-//! costs 2(N−1) messages instead of the N(N−1) of all-to-all gossip.
+//! snapshot — up the family's tree ([`Tree`]); the root sends the DC-wide
+//! minima back down.
 
 use super::messages::{BistMsg, StableReport, WrenMsg};
 use super::snapshot::Snapshot;
@@ -16,16 +14,13 @@ use crate::contract::Effects;
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, ReplicaId};
 use crate::topology::Topology;
-use crate::twopc::{Snapshot as _, TxnMsg};
+use crate::twopc::{Snapshot as _, Tree, TxnMsg};
 
 /// This replica's place in its DC's BiST tree, and the stable times it has
 /// learned.
 #[derive(Clone, Debug)]
 pub struct Bist {
-    parent: Option<ReplicaId>,
-    children: Vec<ReplicaId>,
-    /// Reports received from each child since the last forward.
-    fresh: Vec<Option<StableReport>>,
+    tree: Tree<StableReport>,
     /// Every partition of this DC has installed local items up to `lst`...
     lst: Timestamp,
     /// ...and remote items up to `rst`.
@@ -42,18 +37,10 @@ fn combine(a: StableReport, b: StableReport) -> StableReport {
 }
 
 impl Bist {
-    /// Lays the DC's replicas out as a complete `fanout`-ary tree in
-    /// partition order, rooted at the lowest partition.
+    /// `me`'s place in its DC's `fanout`-ary tree.
     pub fn new(me: ReplicaId, topology: &Topology, fanout: u32) -> Self {
-        let members = topology.replicas_in(me.dc);
-        let f = fanout.max(1) as usize;
-        let i = members.iter().position(|r| *r == me).expect("a replica is a member of its DC");
-        let parent = if i == 0 { None } else { Some(members[(i - 1) / f]) };
-        let children: Vec<ReplicaId> = (f * i + 1..=f * i + f).filter_map(|c| members.get(c).copied()).collect();
         Bist {
-            parent,
-            fresh: vec![None; children.len()],
-            children,
+            tree: Tree::new(me, topology, fanout),
             lst: Timestamp::ZERO,
             rst: Timestamp::ZERO,
             s_old: Snapshot::default(),
@@ -62,11 +49,7 @@ impl Bist {
     }
 
     pub fn parent(&self) -> Option<ReplicaId> {
-        self.parent
-    }
-
-    pub fn children(&self) -> &[ReplicaId] {
-        &self.children
+        self.tree.parent()
     }
 
     /// `(lst, rst)` as this replica knows them.
@@ -101,7 +84,7 @@ impl Bist {
     /// Every Δ_G: a leaf starts a round with its own report; inner nodes
     /// forward when their children have reported.
     pub fn tick<T, R>(&mut self, own: impl FnOnce(&Bist) -> StableReport, out: &mut Effects<WrenMsg, T, R>) {
-        if self.children.is_empty() {
+        if self.tree.is_leaf() {
             let report = own(self);
             self.report_up(report, out);
         }
@@ -116,25 +99,15 @@ impl Bist {
         own: impl FnOnce(&Bist) -> StableReport,
         out: &mut Effects<WrenMsg, T, R>,
     ) {
-        let Addr::Replica(child) = from else { return };
-        let Some(slot) = self.children.iter().position(|c| *c == child) else { return };
-        // A second report from one child before the others arrive replaces
-        // the first: both are lower bounds and the newer one is tighter.
-        self.fresh[slot] = Some(report);
-        if self.fresh.iter().any(Option::is_none) {
-            return;
-        }
-        let mut aggregate = own(self);
-        for slot in &mut self.fresh {
-            aggregate = combine(aggregate, slot.take().expect("all children fresh"));
-        }
+        let Some(reports) = self.tree.gather(from, report) else { return };
+        let aggregate = reports.into_iter().fold(own(self), combine);
         self.report_up(aggregate, out);
     }
 
     /// Sends a subtree's report to the parent; at the root, the report is
     /// DC-wide and its minima are the new LST, RST and `S_old`.
     fn report_up<T, R>(&mut self, report: StableReport, out: &mut Effects<WrenMsg, T, R>) {
-        match self.parent {
+        match self.tree.parent() {
             Some(parent) => out.send_after_durable(Addr::Replica(parent), TxnMsg::Stabilization(BistMsg::Up(report))),
             None => self.on_down(report.local, report.remote, report.oldest, out),
         }
@@ -153,34 +126,8 @@ impl Bist {
         self.rst = self.rst.max(rst);
         self.s_old = self.s_old.join(oldest);
         self.agreed = true;
-        for &child in &self.children {
+        for &child in self.tree.children() {
             out.send_after_durable(Addr::Replica(child), TxnMsg::Stabilization(BistMsg::Down { lst, rst, oldest }));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ids::{DcId, PartitionId};
-
-    /// Each partition of a DC's tree with its parent.
-    fn tree_shape(topology: &Topology, dc: DcId, fanout: u32) -> Vec<(PartitionId, Option<PartitionId>)> {
-        topology
-            .replicas_in(dc)
-            .into_iter()
-            .map(|r| (r.partition, Bist::new(r, topology, fanout).parent.map(|p| p.partition)))
-            .collect()
-    }
-
-    #[test]
-    fn tree_is_complete_and_rooted_at_the_first_partition() {
-        let t = Topology::full(2, 6).unwrap();
-        let shape = tree_shape(&t, DcId(1), 2);
-        let parents: Vec<Option<u32>> = shape.iter().map(|(_, p)| p.map(|p| p.0)).collect();
-        assert_eq!(parents, vec![None, Some(0), Some(0), Some(1), Some(1), Some(2)]);
-        let root = Bist::new(ReplicaId::new(1, 0), &t, 2);
-        assert!(root.parent().is_none());
-        assert_eq!(root.children(), &[ReplicaId::new(1, 1), ReplicaId::new(1, 2)]);
     }
 }

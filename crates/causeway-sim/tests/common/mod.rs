@@ -3,13 +3,14 @@
 
 pub mod scenario;
 
-use causeway_history::{check, Report};
+use causeway_history::{check, OpKind, Report, Status};
 use causeway_protocol::wren::{Wren, WrenConfig};
 use causeway_protocol::Protocol;
 use causeway_sim::{Cut, LatencySpikes, SimConfig, SimReport, Simulation};
 use causeway_workload::{WorkloadConfig, WorkloadKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How many seeds a property test runs: `CAUSEWAY_SEEDS` or the default.
 pub fn seeds(default: u64) -> u64 {
@@ -151,4 +152,62 @@ pub fn hot_keys(seed: u64) -> SimConfig {
         }),
         ..SimConfig::default()
     }
+}
+
+/// For each key, the value of the last-writer-wins winner among the
+/// acknowledged writes (`None`: a delete won), and every value a
+/// transaction of unknown outcome wrote to it (`None`: it deleted it).
+type Expected = BTreeMap<String, (Option<String>, BTreeSet<Option<String>>)>;
+
+fn expected_finals(report: &SimReport) -> Expected {
+    let mut winners: BTreeMap<String, (&causeway_history::CommitTs, Option<String>)> = BTreeMap::new();
+    let mut unknown: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
+    for t in &report.history.txns {
+        // A transaction's last write of a key is the one that counts.
+        let mut last: BTreeMap<&str, Option<String>> = BTreeMap::new();
+        for op in t.ops.iter().filter(|op| matches!(op.op, OpKind::Write | OpKind::Delete)) {
+            last.insert(&op.key, op.value.clone());
+        }
+        match (t.status, &t.commit_ts) {
+            (Status::Committed, Some(stamp)) => {
+                for (key, value) in last {
+                    let entry = winners.entry(key.to_string()).or_insert((stamp, value.clone()));
+                    if stamp > entry.0 {
+                        *entry = (stamp, value);
+                    }
+                }
+            }
+            (Status::Unknown, _) => {
+                for (key, value) in last {
+                    unknown.entry(key.to_string()).or_default().insert(value);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut expected = Expected::new();
+    for (key, (_, value)) in winners {
+        let maybe = unknown.remove(&key).unwrap_or_default();
+        expected.insert(key, (value, maybe));
+    }
+    for (key, maybe) in unknown {
+        expected.insert(key, (None, maybe));
+    }
+    expected
+}
+
+/// The acknowledged writes some DC's final state lost, among the keys
+/// `holds(dc, key)` says the DC holds.
+pub fn lost_writes(report: &SimReport, holds: impl Fn(u16, &str) -> bool) -> Vec<String> {
+    let expected = expected_finals(report);
+    let mut lost = Vec::new();
+    for dc in &report.history.finals {
+        for (key, (winner, maybe)) in expected.iter().filter(|(key, _)| holds(dc.dc, key)) {
+            let held = dc.state.get(key).cloned();
+            if held != *winner && !maybe.contains(&held) {
+                lost.push(format!("dc{} {key}: holds {held:?}, the acknowledged winner is {winner:?}", dc.dc));
+            }
+        }
+    }
+    lost
 }

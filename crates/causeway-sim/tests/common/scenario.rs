@@ -45,3 +45,13 @@ pub fn commit_where<P: Protocol>(
     h.deliver_where(pick);
     now.or_else(|| h.take_event(c))
 }
+
+/// The values of a read's completion, as strings.
+pub fn read_values(event: Option<SessionEvent>) -> Vec<Option<String>> {
+    match event {
+        Some(SessionEvent::Read(values)) => {
+            values.into_iter().map(|(_, v)| v.map(|v| String::from_utf8(v.to_vec()).unwrap())).collect()
+        }
+        other => panic!("expected a read result, got {other:?}"),
+    }
+}

@@ -1,0 +1,61 @@
+//! The client cache of a session's own writes that its snapshots may not
+//! include yet (Wren's CANToR cache, PaRiS's `WC_c`): read before the
+//! store, so that a session reads its own writes while the stable snapshot
+//! lags, and pruned as the snapshot passes their commit times.
+
+use crate::contract::{Key, Value};
+use crate::hlc::Timestamp;
+use rustc_hash::FxHashMap;
+
+/// Own writes with their commit time (`None`: a delete).
+#[derive(Debug, Default)]
+pub struct WriteCache {
+    entries: FxHashMap<Key, (Option<Value>, Timestamp)>,
+}
+
+impl WriteCache {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// What the session wrote last to `key`, if the snapshot may miss it.
+    pub fn get(&self, key: &Key) -> Option<Option<Value>> {
+        self.entries.get(key).map(|(v, _)| v.clone())
+    }
+
+    /// A snapshot that includes everything up to `t` is the session's:
+    /// the writes it includes leave.
+    pub fn prune_upto(&mut self, t: Timestamp) {
+        self.entries.retain(|_, (_, ct)| *ct > t);
+    }
+
+    /// The session committed `writes` at `ct`: they replace older entries.
+    pub fn committed(&mut self, ct: Timestamp, writes: Vec<(Key, Option<Value>)>) {
+        for (k, v) in writes {
+            self.entries.insert(k, (v, ct));
+        }
+    }
+
+    /// For a session token: every entry, by key.
+    pub fn export(&self) -> Vec<(Key, Option<Value>, Timestamp)> {
+        let mut cache: Vec<_> = self.entries.iter().map(|(k, (v, ct))| (k.clone(), v.clone(), *ct)).collect();
+        cache.sort_by(|a, b| a.0.cmp(&b.0));
+        cache
+    }
+
+    /// From a session token: an entry replaces one only if it is newer.
+    pub fn import(&mut self, cache: Vec<(Key, Option<Value>, Timestamp)>) {
+        for (key, value, ct) in cache {
+            match self.entries.get(&key) {
+                Some((_, mine)) if *mine >= ct => {}
+                _ => {
+                    self.entries.insert(key, (value, ct));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The PaRiS paper's claims, replayed step by step on the hand-cranked
+//! harness: a read of a partition the client's DC does not hold, answered
+//! by another DC in one round without waiting; read-your-writes through
+//! the client cache while the UST lags; a transaction whose partitions
+//! live in different DCs, visible atomically; and a DC cut off from the
+//! others, which freezes the UST everywhere while every DC keeps
+//! committing, then converges after the heal.
+
+mod common;
+
+use causeway_protocol::paris::{Paris, ParisConfig, ParisMsg, ParisReplica};
+use causeway_protocol::twopc::{FamilyTimer, TxnMsg};
+use causeway_protocol::{Addr, ClientId, DcId, PartitionId, Replica, ReplicaId, SessionEvent, Timestamp, Topology};
+use causeway_sim::harness::{Harness, InFlight};
+use common::scenario::{key_in, read_values, run_txn, s};
+
+const START_US: u64 = 1_000_000;
+
+fn client(dc: u16, index: u32) -> ClientId {
+    ClientId { dc: DcId(dc), index }
+}
+
+fn everything(_: &InFlight<ParisMsg>) -> bool {
+    true
+}
+
+/// One round of Δ_R and Δ_G everywhere, 10 ms later, delivering what
+/// `pick` lets through (twice Δ_G: a round's reports climb each DC's tree,
+/// cross to the other roots, and the next one brings the UST down).
+fn tick(h: &mut Harness<Paris>, pick: impl Fn(&InFlight<ParisMsg>) -> bool + Copy) {
+    h.advance_clocks(10_000);
+    for timer in [FamilyTimer::Apply, FamilyTimer::Stabilize, FamilyTimer::Stabilize] {
+        h.fire_all(timer);
+        h.deliver_where(pick);
+    }
+}
+
+/// Reads `keys` in a fresh transaction, delivering only what `pick` allows.
+fn read_txn(
+    h: &mut Harness<Paris>,
+    c: ClientId,
+    keys: &[&str],
+    pick: impl Fn(&InFlight<ParisMsg>) -> bool + Copy,
+) -> Vec<Option<String>> {
+    h.begin(c).unwrap();
+    h.deliver_where(pick);
+    assert_eq!(h.take_event(c), Some(SessionEvent::Started));
+    let immediate = h.read(c, keys).unwrap();
+    h.deliver_where(pick);
+    let values = read_values(immediate.or_else(|| h.take_event(c)));
+    assert_eq!(h.commit(c).unwrap(), Some(SessionEvent::Committed(None)), "read-only commits locally");
+    h.deliver_where(pick);
+    values
+}
+
+fn committed_at(event: SessionEvent) -> Timestamp {
+    match event {
+        SessionEvent::Committed(Some(stamp)) => stamp.ts,
+        other => panic!("expected a commit, got {other:?}"),
+    }
+}
+
+fn ust(h: &Harness<Paris>, id: ReplicaId) -> Timestamp {
+    let r: &ParisReplica = h.replica(id);
+    r.ust()
+}
+
+/// 3 DCs × 3 partitions, R = 2: DC 0 holds partitions 0 and 1, DC 1 holds
+/// 0 and 2, DC 2 holds 1 and 2.
+fn three_by_three() -> Topology {
+    let t = Topology::round_robin(3, 3, 2).unwrap();
+    assert_eq!(t.replicas_in(DcId(0)), vec![ReplicaId::new(0, 0), ReplicaId::new(0, 1)]);
+    assert_eq!(t.replicas_in(DcId(1)), vec![ReplicaId::new(1, 0), ReplicaId::new(1, 2)]);
+    t
+}
+
+#[test]
+fn a_partition_held_only_in_other_dcs_is_read_there_in_one_round_without_waiting() {
+    let topology = three_by_three();
+    let z = key_in(&topology, 2, "z");
+    let mut h = Harness::<Paris>::new(topology, ParisConfig::default(), START_US);
+    let (writer, reader) = (client(1, 0), client(0, 0));
+    h.add_session(writer, ReplicaId::new(1, 2));
+    h.add_session(reader, ReplicaId::new(0, 0));
+    let ct = committed_at(run_txn(&mut h, writer, &[(&z, "Z")]));
+    for _ in 0..4 {
+        tick(&mut h, everything);
+    }
+    assert!(ust(&h, ReplicaId::new(0, 0)) >= ct, "the UST passed the write");
+
+    h.begin(reader).unwrap();
+    h.deliver_all();
+    assert_eq!(h.take_event(reader), Some(SessionEvent::Started));
+    let (waited, at_once) = (h.reads_waited, h.reads_answered_at_once);
+    assert_eq!(h.read(reader, &[&z]).unwrap(), None);
+    // The coordinator's one slice request goes to DC 0's preferred replica
+    // of partition 2: DC 1's (DC 0 holds none).
+    h.deliver_where(|m| matches!(m.to, Addr::Replica(r) if r == ReplicaId::new(0, 0)));
+    let slices: Vec<Addr> =
+        h.in_flight.iter().filter(|m| matches!(m.msg, TxnMsg::SliceReq { .. })).map(|m| m.to).collect();
+    assert_eq!(slices, vec![Addr::Replica(ReplicaId::new(1, 2))], "one slice, to the other DC");
+    h.deliver_all();
+    assert_eq!(read_values(h.take_event(reader)), vec![s("Z")]);
+    assert_eq!((h.reads_waited - waited, h.reads_answered_at_once - at_once), (0, 1), "answered at once");
+}
+
+#[test]
+fn a_client_reads_its_own_writes_through_its_cache_while_a_cut_off_dc_freezes_the_ust() {
+    let topology = three_by_three();
+    let x = key_in(&topology, 1, "x");
+    let mut h = Harness::<Paris>::new(topology.clone(), ParisConfig::default(), START_US);
+    let (me, other, far) = (client(0, 0), client(0, 1), client(2, 0));
+    h.add_session(me, ReplicaId::new(0, 0));
+    h.add_session(other, ReplicaId::new(0, 1));
+    h.add_session(far, ReplicaId::new(2, 1));
+    for _ in 0..3 {
+        tick(&mut h, everything);
+    }
+    let before: Vec<Timestamp> = topology.all_replicas().into_iter().map(|r| ust(&h, r)).collect();
+    assert!(before.iter().all(|&t| t > Timestamp::ZERO), "every replica has a UST: {before:?}");
+
+    // DC 2 is cut off: nothing crosses between it and the others.
+    let cut = |m: &InFlight<ParisMsg>| {
+        let dc = |a: Addr| match a {
+            Addr::Replica(r) => r.dc,
+            Addr::Client(c) => c.dc,
+        };
+        (dc(m.from) == DcId(2)) == (dc(m.to) == DcId(2))
+    };
+    let ct = committed_at(run_txn(&mut h, me, &[(&x, "mine")]));
+    let ct_far = committed_at(run_txn(&mut h, far, &[(&x, "far")]));
+    for _ in 0..5 {
+        tick(&mut h, cut);
+    }
+    let during: Vec<Timestamp> = topology.all_replicas().into_iter().map(|r| ust(&h, r)).collect();
+    assert_eq!(during, before, "the UST froze in every DC");
+    assert!(ct > before[0] && ct_far > before[0], "both DCs kept committing");
+
+    // The client reads its write from its cache, asking no one; another
+    // client of its DC does not see it.
+    assert_eq!(read_txn(&mut h, me, &[&x], cut), vec![s("mine")]);
+    assert_eq!(h.session(me).role().past().cache_len(), 1);
+    assert_eq!(read_txn(&mut h, other, &[&x], cut), vec![None], "not in the UST");
+
+    // The heal: what was held back flows, the UST passes both writes, the
+    // cache empties, and the DCs that hold x agree on the newer write.
+    h.deliver_all();
+    for _ in 0..4 {
+        tick(&mut h, everything);
+    }
+    assert!(ust(&h, ReplicaId::new(0, 0)) >= ct.max(ct_far));
+    let winner = if (ct, DcId(0)) > (ct_far, DcId(2)) { "mine" } else { "far" };
+    assert_eq!(read_txn(&mut h, other, &[&x], everything), vec![s(winner)]);
+    assert_eq!(read_txn(&mut h, me, &[&x], everything), vec![s(winner)]);
+    assert_eq!(h.session(me).role().past().cache_len(), 0, "pruned once the UST includes it");
+    for dc in topology.replicas_of(PartitionId(1)) {
+        let values = h.replica(ReplicaId::at(*dc, PartitionId(1))).latest_values();
+        let held: Vec<_> = values.iter().filter(|(k, _)| k.as_ref() == x.as_bytes()).map(|(_, v)| v.as_ref()).collect();
+        assert_eq!(held, vec![winner.as_bytes()], "{dc} converged");
+    }
+}
+
+/// R = 1: partition 1 lives only in DC 1 and partition 2 only in DC 2. A
+/// client of DC 0 writes both; the commit reaches DC 2's cohort late.
+/// Until it does, nobody — in any DC — sees either write; then both at
+/// once.
+#[test]
+fn a_transaction_whose_partitions_live_in_different_dcs_becomes_visible_atomically() {
+    let topology = Topology::round_robin(3, 3, 1).unwrap();
+    let (a, b) = (key_in(&topology, 1, "a"), key_in(&topology, 2, "b"));
+    let mut h = Harness::<Paris>::new(topology, ParisConfig::default(), START_US);
+    let (writer, readers) = (client(0, 0), [client(0, 1), client(1, 0), client(2, 0)]);
+    h.add_session(writer, ReplicaId::new(0, 0));
+    for (i, r) in readers.iter().enumerate() {
+        h.add_session(*r, ReplicaId::new(i as u16, i as u32));
+    }
+    let late = |m: &InFlight<ParisMsg>| {
+        !(matches!(m.msg, TxnMsg::Commit { .. }) && m.to == Addr::Replica(ReplicaId::new(2, 2)))
+    };
+    h.begin(writer).unwrap();
+    h.deliver_all();
+    h.take_event(writer);
+    h.write(writer, &a, "A").unwrap();
+    h.write(writer, &b, "B").unwrap();
+    h.commit(writer).unwrap();
+    h.deliver_where(late);
+    let ct = committed_at(h.take_event(writer).expect("the client heard the commit"));
+    for _ in 0..4 {
+        tick(&mut h, late);
+        for &r in &readers {
+            assert_eq!(read_txn(&mut h, r, &[&a, &b], late), vec![None, None], "{r}: nothing before DC 2 commits");
+        }
+    }
+    assert!(ust(&h, ReplicaId::new(0, 0)) < ct, "the UST waits below the prepared transaction");
+    h.deliver_all();
+    for _ in 0..3 {
+        tick(&mut h, everything);
+    }
+    for &r in &readers {
+        assert_eq!(read_txn(&mut h, r, &[&a, &b], everything), vec![s("A"), s("B")], "{r}");
+    }
+}
