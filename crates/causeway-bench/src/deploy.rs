@@ -4,7 +4,7 @@
 
 use crate::spec::{BenchSpec, Deployment};
 use anyhow::{bail, Context, Result};
-use causeway_protocol::{DcId, ProtocolKind, Topology};
+use causeway_protocol::{DcId, PartitionId, ProtocolKind, ReplicaId, Topology};
 use causeway_runtime::{config, start, ClusterPlan, NodeHandle};
 use causeway_workload::WanModel;
 use std::fmt::Write as _;
@@ -70,7 +70,7 @@ pub async fn bring_up(spec: &BenchSpec) -> Result<Target> {
 
 async fn embedded(spec: &BenchSpec) -> Result<Target> {
     let wan = spec.wan.as_ref().map(|file| WanModel::load(file.as_deref())).transpose().map_err(anyhow::Error::msg)?;
-    let mut plan = ClusterPlan::embedded(spec.protocol, spec.dcs, spec.partitions, wan.as_ref(), 0)
+    let mut plan = ClusterPlan::embedded(spec.protocol, spec.dcs, spec.partitions, spec.replication, wan.as_ref(), 0)
         .and_then(|p| p.with_intervals_ms(spec.delta_r_ms, spec.delta_g_ms))
         .map_err(anyhow::Error::msg)?;
     for r in plan.topology.all_replicas() {
@@ -120,7 +120,8 @@ fn free_ports(n: usize) -> Result<Vec<u16>> {
 }
 
 /// The config file of a cluster with one node per replica on loopback.
-pub fn processes_config(spec: &BenchSpec, ports: &[u16]) -> String {
+/// `topology`: [`BenchSpec::topology`].
+pub fn processes_config(spec: &BenchSpec, topology: &Topology, ports: &[u16]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Written by causeway bench: one node per partition replica.");
     let _ = writeln!(s, "name = \"bench\"\nprotocol = \"{}\"\npartitions = {}", spec.protocol, spec.partitions);
@@ -145,8 +146,8 @@ pub fn processes_config(spec: &BenchSpec, ports: &[u16]) -> String {
         let _ = writeln!(s, "[[dc]]\nname = \"dc{d}\"");
     }
     let mut i = 0;
-    for d in 0..spec.dcs {
-        for p in 0..spec.partitions {
+    for ReplicaId { dc: DcId(d), partition: PartitionId(p), .. } in topology.all_replicas() {
+        {
             let _ = writeln!(
                 s,
                 "[[node]]\nname = \"dc{d}-p{p}\"\ndc = \"dc{d}\"\npartitions = [{p}]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\nclock_offset_ms = {}",
@@ -164,7 +165,8 @@ pub fn processes_config(spec: &BenchSpec, ports: &[u16]) -> String {
 }
 
 async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
-    let count = usize::from(spec.dcs) * spec.partitions as usize;
+    let topology = spec.topology().map_err(anyhow::Error::msg)?;
+    let count = topology.all_replicas().len();
     anyhow::ensure!(
         count <= config::MAX_NODES,
         "--processes runs one process per replica: at most {} replicas",
@@ -174,7 +176,7 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
     let dir = std::env::temp_dir().join(format!("causeway-bench-{}-{}", std::process::id(), ports[0]));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let config_path = dir.join("cluster.toml");
-    std::fs::write(&config_path, processes_config(spec, &ports))?;
+    std::fs::write(&config_path, processes_config(spec, &topology, &ports))?;
     let plan = config::load(&config_path)?;
     let mut guard = ChildGuard(Vec::new(), dir.clone());
     for node in &plan.nodes {
@@ -258,7 +260,7 @@ mod tests {
     fn the_processes_config_is_a_valid_cluster_of_one_node_per_replica() {
         let spec = BenchSpec { dcs: 3, partitions: 2, skew_ms: 4.0, wan: None, ..BenchSpec::default() };
         let ports: Vec<u16> = (0..12).map(|i| 20_000 + i).collect();
-        let text = processes_config(&spec, &ports);
+        let text = processes_config(&spec, &spec.topology().unwrap(), &ports);
         let plan = config::parse(&text, std::path::Path::new("bench.toml")).expect("a valid config");
         assert_eq!(plan.nodes.len(), 6);
         assert_eq!(plan.protocol, spec.protocol);

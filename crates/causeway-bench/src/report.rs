@@ -14,6 +14,10 @@ pub struct BenchReport {
     pub deployment: String,
     pub dcs: u16,
     pub partitions: u32,
+    /// Replicas per partition under partial replication (absent: every DC
+    /// holds every partition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<u16>,
     /// As asked (`--clients`); `clients_per_dc` is what ran.
     pub clients_per_partition: u32,
     pub clients_per_dc: u32,

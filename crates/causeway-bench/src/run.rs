@@ -163,6 +163,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
         deployment: spec.deployment.name().into(),
         dcs,
         partitions,
+        replication: spec.replication,
         clients_per_partition: spec.clients_per_partition,
         clients_per_dc,
         clients: clients_per_dc * u32::from(dcs),

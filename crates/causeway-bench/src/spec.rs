@@ -2,7 +2,7 @@
 //! long. Every field has the paper's default.
 
 use causeway_client::wire::Limits;
-use causeway_protocol::ProtocolKind;
+use causeway_protocol::{ProtocolKind, Topology};
 use causeway_workload::WorkloadConfig;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,8 +33,11 @@ impl Deployment {
 pub struct BenchSpec {
     pub protocol: ProtocolKind,
     pub dcs: u16,
-    /// Partitions per DC.
+    /// Partitions of the key space.
     pub partitions: u32,
+    /// Replicas per partition under partial replication (dealt
+    /// round-robin); `None`: every DC holds every partition.
+    pub replication: Option<u16>,
     pub deployment: Deployment,
     /// Closed-loop clients per partition (so `partitions ×` this per DC).
     pub clients_per_partition: u32,
@@ -91,6 +94,7 @@ impl Default for BenchSpec {
             protocol: ProtocolKind::Wren,
             dcs: 3,
             partitions: 4,
+            replication: None,
             deployment: Deployment::Embedded,
             clients_per_partition: 2,
             clients_per_dc: None,
@@ -152,6 +156,16 @@ pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
 }
 
 impl BenchSpec {
+    /// The cluster's shape: every partition in every DC, or in
+    /// `replication` of them.
+    pub fn topology(&self) -> Result<Topology, String> {
+        match self.replication {
+            None => Topology::full(self.dcs, self.partitions),
+            Some(r) => Topology::round_robin(self.dcs, self.partitions, r),
+        }
+        .map_err(|e| e.to_string())
+    }
+
     /// The prefix of every key the run reads and writes ([`BenchSpec::key_prefix`]).
     pub fn key_prefix(&self) -> String {
         match (&self.key_prefix, &self.deployment) {

@@ -205,17 +205,24 @@ impl ClusterPlan {
     }
 
     /// M DCs × N partitions in one process: one node runs every replica and
-    /// serves every DC's clients. `client_port`: the first DC's client port
-    /// (the others follow, so all of them must fit under 65536); 0 lets the
-    /// OS choose.
+    /// serves every DC's clients. `replication`: each partition in R DCs,
+    /// dealt round-robin ([`Topology::round_robin`]); `None`: every DC holds
+    /// every partition. `client_port`: the first DC's client port (the
+    /// others follow, so all of them must fit under 65536); 0 lets the OS
+    /// choose.
     pub fn embedded(
         protocol: ProtocolKind,
         dcs: u16,
         partitions: u32,
+        replication: Option<u16>,
         wan: Option<&WanModel>,
         client_port: u16,
     ) -> Result<ClusterPlan, String> {
-        let topology = Topology::full(dcs, partitions).map_err(|e| e.to_string())?;
+        let topology = match replication {
+            None => Topology::full(dcs, partitions),
+            Some(r) => Topology::round_robin(dcs, partitions, r),
+        }
+        .map_err(|e| e.to_string())?;
         let wan = wan.map(|m| WanDelays::from_model(m, dcs)).transpose()?;
         let ports = client_ports(client_port, dcs)?;
         let clients =
@@ -278,12 +285,12 @@ mod tests {
 
     #[test]
     fn client_ports_that_do_not_fit_are_refused_with_the_range_they_need() {
-        let plan = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, 65533).unwrap();
+        let plan = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, None, 65533).unwrap();
         let ports: Vec<u16> = plan.nodes[0].clients.iter().map(|(_, a)| a.port()).collect();
         assert_eq!(ports, vec![65533, 65534, 65535]);
-        let e = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, 65534).unwrap_err();
+        let e = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, None, 65534).unwrap_err();
         assert!(e.contains("65534–65536") && e.contains("start at 65533"), "{e}");
-        let free = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, 0).unwrap();
+        let free = ClusterPlan::embedded(ProtocolKind::Wren, 3, 1, None, None, 0).unwrap();
         assert!(free.nodes[0].clients.iter().all(|(_, a)| a.port() == 0));
         assert!(client_ports(7100, 3).unwrap().contains(7102));
         assert!(!client_ports(7100, 3).unwrap().contains(7103));

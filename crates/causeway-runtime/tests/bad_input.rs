@@ -17,7 +17,7 @@ fn b(s: &str) -> Bytes {
 }
 
 async fn cluster() -> NodeHandle {
-    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 2, 2, None, 0).unwrap();
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 2, 2, None, None, 0).unwrap();
     plan.limits = Limits { max_key_bytes: 8, max_value_bytes: 16, max_keys_per_read: 3, max_writes_per_txn: 2 };
     start(Arc::new(plan), "embedded").await.unwrap()
 }
@@ -241,7 +241,7 @@ async fn fill(addr: SocketAddr, prefix: &str, n: usize, per_txn: usize, size: us
 
 #[tokio::test]
 async fn a_dump_larger_than_a_frame_comes_in_pages() {
-    let plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, 0).unwrap();
+    let plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, None, 0).unwrap();
     let node = start(Arc::new(plan), "embedded").await.unwrap();
     let addr = node.client_addr(DcId(0)).unwrap();
     // 17 MiB: more than one 16 MiB frame could carry.
@@ -279,7 +279,7 @@ async fn a_dump_larger_than_a_frame_comes_in_pages() {
 async fn an_answer_larger_than_a_frame_is_an_error_that_says_so() {
     // Limits no config file accepts (a read answer could pass the frame
     // size); the server must still answer rather than drop the connection.
-    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, 0).unwrap();
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, None, 0).unwrap();
     plan.limits = Limits { max_value_bytes: 1 << 20, max_keys_per_read: 32, ..Limits::default() };
     let node = start(Arc::new(plan), "embedded").await.unwrap();
     let addr = node.client_addr(DcId(0)).unwrap();

@@ -21,8 +21,30 @@ async fn every_protocol_serves_clients_and_replicates_across_dcs() {
     }
 }
 
+/// Partial replication, R = 1: each of the three partitions lives in one
+/// DC only, so most keys a client touches are held in another DC — read
+/// and written there through the coordinator of the client's DC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paris_and_bpr_serve_partitions_held_only_in_other_dcs() {
+    for kind in [ProtocolKind::Paris, ProtocolKind::Bpr] {
+        let plan = ClusterPlan::embedded(kind, 3, 3, Some(1), None, 0).unwrap();
+        // DC 0 holds partition 0; x lives in DC 2 alone, y in DC 1 alone.
+        let t = &plan.topology;
+        assert_eq!(t.replicas_in(DcId(0)).len(), 1);
+        assert_eq!(
+            (t.replicas_of(t.partition_of(b"x")), t.replicas_of(t.partition_of(b"y"))),
+            (&[DcId(2)][..], &[DcId(1)][..])
+        );
+        a_write_in_one_dc_becomes_visible_in_another_with(kind, plan).await;
+    }
+}
+
 async fn a_write_in_one_dc_becomes_visible_in_another(kind: ProtocolKind) {
-    let plan = ClusterPlan::embedded(kind, 2, 2, None, 0).unwrap();
+    let plan = ClusterPlan::embedded(kind, 2, 2, None, None, 0).unwrap();
+    a_write_in_one_dc_becomes_visible_in_another_with(kind, plan).await;
+}
+
+async fn a_write_in_one_dc_becomes_visible_in_another_with(kind: ProtocolKind, plan: ClusterPlan) {
     let node = start(Arc::new(plan), "embedded").await.unwrap();
     let (mut a, welcome) = Raw::hello(node.client_addr(DcId(0)).unwrap()).await;
     assert!(matches!(welcome, Response::Welcome(w) if w.protocol == kind.name() && w.dc == 0));

@@ -39,7 +39,7 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
         metrics: None,
         data_dir: None,
     };
-    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, 0).unwrap();
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, None, 0).unwrap();
     plan.name = "peers".into();
     plan.topology = Arc::new(Topology::full(1, 2).unwrap());
     plan.nodes = vec![
@@ -119,7 +119,7 @@ async fn a_node_that_runs_another_protocol_is_refused_by_name() {
     let held: Vec<_> = (0..3).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
     let ports: Vec<u16> = held.iter().map(|l| l.local_addr().unwrap().port()).collect();
     drop(held);
-    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, 0).unwrap();
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, None, 0).unwrap();
     plan.name = "mixed".into();
     plan.nodes = vec![
         NodePlan {
@@ -166,7 +166,7 @@ async fn a_node_that_runs_another_protocol_is_refused_by_name() {
 
 #[tokio::test]
 async fn a_node_whose_own_address_does_not_resolve_says_so_at_start() {
-    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, 0).unwrap();
+    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, None, 0).unwrap();
     plan.nodes[0].clients = vec![(DcId(0), causeway_transport::HostAddr::Name("me.not-yet.invalid:7100".into()))];
     let e = start(Arc::new(plan), "embedded").await.err().expect("no address to listen on");
     let text = e.to_string();

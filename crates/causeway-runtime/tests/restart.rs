@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn plan(kind: ProtocolKind, dir: &std::path::Path) -> ClusterPlan {
-    let mut plan = ClusterPlan::embedded(kind, 2, 2, None, 0).unwrap();
+    let mut plan = ClusterPlan::embedded(kind, 2, 2, None, None, 0).unwrap();
     plan.nodes[0].data_dir = Some(dir.to_path_buf());
     plan
 }

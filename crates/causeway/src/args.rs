@@ -78,9 +78,16 @@ pub struct ClusterArgs {
     /// 5 in config/wan.toml).
     #[arg(long, default_value_t = 3)]
     pub dcs: u16,
-    /// Partitions per DC.
+    /// Partitions of the key space (each DC holds all of them, or with
+    /// --replication some).
     #[arg(long, default_value_t = 4)]
     pub partitions: u32,
+    /// Partial replication: each partition lives in this many DCs (1 to
+    /// --dcs), dealt round-robin so the DCs hold as many partitions as each
+    /// other. Only paris and bpr run on it; without the flag every DC holds
+    /// every partition.
+    #[arg(long, value_name = "R")]
+    pub replication: Option<u16>,
     #[command(flatten)]
     pub net: NetworkArgs,
 }
@@ -91,7 +98,7 @@ impl ClusterArgs {
     pub fn plan(&self, client_port: u16) -> Result<ClusterPlan> {
         let wan = self.net.model()?;
         let (delta_r, delta_g) = self.net.intervals_ms()?;
-        ClusterPlan::embedded(self.protocol, self.dcs, self.partitions, wan.as_ref(), client_port)
+        ClusterPlan::embedded(self.protocol, self.dcs, self.partitions, self.replication, wan.as_ref(), client_port)
             .and_then(|p| p.with_intervals_ms(delta_r, delta_g))
             .map_err(anyhow::Error::msg)
     }
@@ -115,4 +122,18 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
 /// `3 DCs × 4 partitions`.
 pub fn shape(dcs: u16, partitions: u32) -> String {
     format!("{} × {}", count(dcs, "DC"), count(partitions, "partition"))
+}
+
+/// A topology's shape, as [`placed`] says it.
+pub fn shape_of(topology: &causeway_protocol::Topology) -> String {
+    let partial = (!topology.is_fully_replicated()).then(|| topology.replication());
+    placed(topology.dc_count(), topology.partition_count(), partial)
+}
+
+/// `3 DCs × 4 partitions`, and `, each in 2 DCs` under partial replication.
+pub fn placed(dcs: u16, partitions: u32, replication: Option<u16>) -> String {
+    match replication {
+        Some(r) => format!("{}, each in {}", shape(dcs, partitions), count(r, "DC")),
+        None => shape(dcs, partitions),
+    }
 }

@@ -1,7 +1,7 @@
 //! `causeway bench`, `causeway sweep` and `causeway plot`: the benchmark
 //! harness from the command line (the work is in `causeway-bench`).
 
-use crate::args::{count, shape, ClientArgs, ClusterArgs, NetworkArgs};
+use crate::args::{count, placed, ClientArgs, ClusterArgs, NetworkArgs};
 use crate::output::{prepare_dir, OutputFile};
 use crate::serve::{init_logging, runtime};
 use crate::verdict;
@@ -201,7 +201,7 @@ fn clear_progress() {
 /// The run in one line: `wren on 3 DCs × 4 partitions in this process, …`.
 fn describe(spec: &BenchSpec) -> String {
     let w = &spec.workload;
-    let cluster = shape(spec.dcs, spec.partitions);
+    let cluster = placed(spec.dcs, spec.partitions, spec.replication);
     let place = match &spec.deployment {
         Deployment::Embedded => format!("{cluster} in this process"),
         Deployment::Processes { .. } => format!("{cluster}, one server process per replica"),
@@ -241,6 +241,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     spec.protocol = args.cluster.protocol;
     spec.dcs = args.cluster.dcs;
     spec.partitions = args.cluster.partitions;
+    spec.replication = args.cluster.replication;
     spec.clients_per_partition = args.clients.clients;
     spec.clients_per_dc = args.clients_per_dc;
     spec.workload.reads_per_txn = args.reads;
@@ -253,6 +254,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         spec.protocol = plan.protocol;
         spec.dcs = plan.topology.dc_count();
         spec.partitions = plan.topology.partition_count();
+        spec.replication = (!plan.topology.is_fully_replicated()).then(|| plan.topology.replication());
         spec.wan = plan.wan.is_some().then_some(None);
     }
     if let Some(p) = args.run.partitions_per_txn.filter(|p| *p > spec.partitions) {

@@ -3,7 +3,7 @@
 //! It is a benchmark run (`causeway-bench`) that records its history and
 //! mixes in read-only and aborted transactions, so every path is shown.
 
-use crate::args::{count, shape, ClientArgs, ClusterArgs};
+use crate::args::{count, placed, ClientArgs, ClusterArgs};
 use crate::bench::run_and_summarize;
 use crate::output::OutputFile;
 use crate::serve::{init_logging, EmbeddedDataDir};
@@ -61,6 +61,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         protocol: c.protocol,
         dcs: c.dcs,
         partitions: c.partitions,
+        replication: c.replication,
         deployment: Deployment::Embedded,
         clients_per_partition: args.clients.clients,
         clients_per_dc: None,
@@ -93,7 +94,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     println!(
         "causeway demo: {} on {} in this process, WAN emulation {}, {} per DC ({} per partition), {} s",
         spec.protocol,
-        shape(spec.dcs, spec.partitions),
+        placed(spec.dcs, spec.partitions, spec.replication),
         if spec.wan.is_some() { "on" } else { "off" },
         count(spec.clients_per_dc(), "client"),
         spec.clients_per_partition,

@@ -1,7 +1,7 @@
 //! `causeway server` (one node of a cluster from a config file) and
 //! `causeway dev` (a whole cluster in this process).
 
-use crate::args::{shape, ClusterArgs};
+use crate::args::{shape_of, ClusterArgs};
 use anyhow::{Context, Result};
 use causeway_runtime::plan::client_ports;
 use causeway_runtime::{config, start, start_with, StartOptions};
@@ -139,13 +139,12 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
         }
     }
     if args.check {
-        let (dcs, partitions) = (plan.topology.dc_count(), plan.topology.partition_count());
         println!(
             "{}: cluster {:?}, protocol {}, {}, {}: {}",
             args.config.display(),
             plan.name,
             plan.protocol,
-            shape(dcs, partitions),
+            shape_of(&plan.topology),
             crate::args::count(names.len() as u64, "node"),
             names.join(", ")
         );
@@ -202,12 +201,11 @@ pub fn dev(args: DevArgs) -> Result<ExitCode> {
     plan.nodes[0].data_dir = Some(data_dir.path.clone());
     let rt = runtime()?;
     rt.block_on(async {
-        let (protocol, dcs, partitions) = (plan.protocol, plan.topology.dc_count(), plan.topology.partition_count());
+        let (protocol, cluster) = (plan.protocol, shape_of(&plan.topology));
         let wan = plan.wan.is_some();
         let node = start(Arc::new(plan), "embedded").await?;
         println!(
-            "causeway dev: {protocol} on {} in this process, WAN emulation {}",
-            shape(dcs, partitions),
+            "causeway dev: {protocol} on {cluster} in this process, WAN emulation {}",
             if wan { "on" } else { "off" }
         );
         for (dc, addr) in &node.clients {

@@ -84,12 +84,6 @@ pub struct SimArgs {
     cluster: ClusterArgs,
     #[command(flatten)]
     clients: ClientArgs,
-    /// Partial replication: each partition lives in this many DCs (1 to
-    /// --dcs), placed round-robin so every DC holds as many partitions as
-    /// the others. Only PaRiS runs on partial replication; without the
-    /// flag every DC holds every partition.
-    #[arg(long, value_name = "R")]
-    replication: Option<u16>,
     /// Stop after this many transactions have finished (with neither --txns
     /// nor --duration-ms: after 10000 transactions).
     #[arg(long, conflicts_with = "duration_ms")]
@@ -202,7 +196,7 @@ fn faults(args: &SimArgs) -> Result<Faults> {
     if args.crashes > 0 {
         let window_us = args.duration_ms.map_or(500_000, |ms| ms * 1000);
         let c = &args.cluster;
-        let topology = topology_of(c.dcs, c.partitions, args.replication)?;
+        let topology = topology_of(c.dcs, c.partitions, c.replication)?;
         crashes.extend(random_crashes(args.seed, &topology, args.crashes, window_us));
     }
     let (dup, reorder, loss) = (args.duplicate_prob, args.reorder_prob, args.loss_prob);
@@ -283,7 +277,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         seed: args.seed,
         dcs: c.dcs,
         partitions: c.partitions,
-        replication: args.replication,
+        replication: c.replication,
         clients_per_partition: args.clients.clients,
         txns,
         duration_us: args.duration_ms.map(|ms| ms * 1000),

@@ -202,6 +202,10 @@ fn server_reports_config_mistakes_and_unknown_nodes() {
     let out = causeway(&["server", "--config", good, "--node", "oregon-1", "--check"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("3 DCs × 2 partitions, 6 nodes"), "{}", stdout(&out));
+    let paris = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/cluster-paris.toml");
+    let out = causeway(&["server", "--config", paris, "--node", "ireland-p2", "--check"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("protocol paris, 3 DCs × 4 partitions, each in 2 DCs, 8 nodes"), "{}", stdout(&out));
 }
 
 #[test]

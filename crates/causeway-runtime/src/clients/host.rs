@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn client_ids_skip_live_sessions_when_the_counter_wraps() {
-        let plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, 0).unwrap();
+        let plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 1, None, None, 0).unwrap();
         let metrics = Arc::new(Metrics::new(<<Wren as Protocol>::Message as Message>::CLASSES));
         let router = Router::new(&plan, 0, Default::default(), None, metrics.clone());
         let host = ClientHost::<Wren>::new(HostSetup {

@@ -175,3 +175,13 @@ fn host_names_stay_names_until_used() {
     );
     assert!(error_of(&twice).contains("duplicate address"), "{}", error_of(&twice));
 }
+
+/// The PaRiS example places its partitions as `--replication 2` does.
+#[test]
+fn the_paris_example_places_partitions_round_robin() {
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/cluster-paris.toml"));
+    let plan = load(path).expect("the example is valid");
+    assert_eq!(plan.protocol, ProtocolKind::Paris);
+    assert_eq!(*plan.topology, Topology::round_robin(3, 4, 2).unwrap());
+    assert_eq!(plan.nodes.len(), 8);
+}
