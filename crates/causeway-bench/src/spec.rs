@@ -138,7 +138,8 @@ pub fn new_run_id() -> String {
 
 /// The paper's transaction: `reads` + `writes` over 4 partitions, zipf
 /// 0.99, 100,000 keys per partition, every transaction an update, none
-/// aborted, reads in one call.
+/// aborted, reads in one call; under partial replication 95 % of them
+/// local-DC (the PaRiS paper's default).
 pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
     WorkloadConfig {
         reads_per_txn: reads,
@@ -152,6 +153,7 @@ pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
         delete_fraction: 0.0,
         max_read_rounds: 1,
         think_time_us: 0,
+        multi_dc_fraction: 0.05,
     }
 }
 

@@ -309,7 +309,7 @@ impl Worker {
                 break;
             }
             seq += 1;
-            let plan = self.generator.next(&mut self.rng);
+            let plan = self.generator.next(&mut self.rng, self.dc);
             let txid = format!("{}-{seq}", self.name);
             let started = Instant::now();
             let mut ops = Vec::new();

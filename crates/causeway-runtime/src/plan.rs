@@ -148,26 +148,33 @@ impl NodePlan {
     }
 }
 
-/// How far apart the clocks of one DC may be ([`Rhythm::MAX_CLOCK_SPREAD_US`]).
+/// How far apart the clocks of one DC (of the cluster, under partial
+/// replication) may be ([`Rhythm::MAX_CLOCK_SPREAD_US`]).
 const MAX_CLOCK_SPREAD_US: i64 = Rhythm::MAX_CLOCK_SPREAD_US as i64;
 
 impl ClusterPlan {
-    /// The emulated clock offsets of the replicas of each DC, if they spread
-    /// over [`MAX_CLOCK_SPREAD_US`] or more: which DC, and how far.
+    /// The emulated clock offsets of the replicas of each DC — of the whole
+    /// cluster under partial replication, where a cohort takes commits from
+    /// other DCs' coordinators — if they spread over [`MAX_CLOCK_SPREAD_US`]
+    /// or more: where, and how far.
     pub fn clock_spread_error(&self) -> Option<String> {
-        let mut by_dc: BTreeMap<DcId, (i64, i64)> = BTreeMap::new();
+        let partial = !self.topology.is_fully_replicated();
+        let mut by_dc: BTreeMap<Option<DcId>, (i64, i64)> = BTreeMap::new();
         for node in &self.nodes {
             for &r in &node.replicas {
                 let o = self.clock_offset_us(r);
-                let e = by_dc.entry(r.dc).or_insert((o, o));
+                let e = by_dc.entry((!partial).then_some(r.dc)).or_insert((o, o));
                 *e = (e.0.min(o), e.1.max(o));
             }
         }
         by_dc.into_iter().find(|(_, (lo, hi))| hi - lo >= MAX_CLOCK_SPREAD_US).map(|(dc, (lo, hi))| {
+            let whose = match dc {
+                Some(dc) => format!("DC {}", dc.0),
+                None => "the cluster (partial replication: a cohort takes commits from every DC)".into(),
+            };
             format!(
-                "the clock offsets of DC {} spread over {} ms; they must agree within {} ms (half the commit timeout: \
-                 a replica takes a one-partition commit only until then by its own clock)",
-                dc.0,
+                "the clock offsets of {whose} spread over {} ms; they must agree within {} ms (half the commit \
+                 timeout: a replica takes a one-partition commit only until then by its own clock)",
                 (hi - lo) / 1000,
                 MAX_CLOCK_SPREAD_US / 1000
             )

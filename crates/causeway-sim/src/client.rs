@@ -104,7 +104,7 @@ impl<S: Session> WorkloadClient<S> {
         out: &mut SessionEffects<S>,
     ) -> Option<TxnRecord> {
         debug_assert!(self.is_idle());
-        let mut plan = gen.next(&mut self.rng);
+        let mut plan = gen.next(&mut self.rng, causeway_protocol::DcId(self.dc));
         if self.reads_only_from.is_some_and(|from| elapsed >= from) {
             plan.writes.clear();
             plan.abort = false;

@@ -38,6 +38,10 @@ fn paris_config(seed: u64) -> SimConfig {
     for cut in &mut config.cuts {
         cut.dc %= config.dcs;
     }
+    // The paper's localities: 100:0, 95:5, 90:10 and 50:50.
+    if let causeway_workload::WorkloadKind::Random(w) = &mut config.workload {
+        w.multi_dc_fraction = [0.0, 0.05, 0.1, 0.5][rng.random_range(0..4)];
+    }
     if rng.random_bool(0.5) {
         let topology = config.topology().expect("a valid placement");
         config.faults.crashes = random_crashes(seed, &topology, rng.random_range(1..=4), 400_000);

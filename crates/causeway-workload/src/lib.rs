@@ -5,6 +5,8 @@
 //! * [`wan`] — the WAN model: round-trip times between regions and the
 //!   latency inside a DC (`config/wan.toml`).
 //! * [`keys`] — key spaces bucketed by partition.
+//! * [`locality`] — local-DC against multi-DC transactions under partial
+//!   replication.
 //! * [`zipf`] — zipf key popularity, sampled through a guide table.
 //! * [`plan`] — the workload's shape ([`WorkloadKind`]) and the transaction
 //!   plans a [`Generator`] draws from it.
@@ -14,11 +16,13 @@
 //! passes in: the same seed plans the same transactions.
 
 pub mod keys;
+pub mod locality;
 pub mod plan;
 pub mod wan;
 pub mod zipf;
 
 pub use keys::KeySpace;
+pub use locality::Locality;
 pub use plan::{Generator, PlannedWrite, TxnPlan, WorkloadConfig, WorkloadKind};
 pub use wan::{WanError, WanModel, DEFAULT_WAN_TOML};
 pub use zipf::ZipfTable;

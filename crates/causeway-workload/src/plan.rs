@@ -3,7 +3,7 @@
 
 use crate::keys::KeySpace;
 use crate::zipf::ZipfTable;
-use causeway_protocol::{Key, Topology};
+use causeway_protocol::{DcId, Key, Topology};
 use rand::seq::index::sample;
 use rand::Rng;
 
@@ -33,6 +33,12 @@ pub struct WorkloadConfig {
     pub max_read_rounds: u32,
     /// Think time between a client's transactions, in microseconds.
     pub think_time_us: u64,
+    /// Under partial replication, the share of "multi-DC" transactions,
+    /// which touch random partitions anywhere; the others are "local-DC":
+    /// they touch only partitions the client's DC holds (the PaRiS paper's
+    /// locality, 95:5 by default). Without partial replication every
+    /// transaction is both.
+    pub multi_dc_fraction: f64,
 }
 
 impl Default for WorkloadConfig {
@@ -52,6 +58,7 @@ impl Default for WorkloadConfig {
             delete_fraction: 0.0,
             max_read_rounds: 2,
             think_time_us: 0,
+            multi_dc_fraction: 0.05,
         }
     }
 }
@@ -89,6 +96,7 @@ impl WorkloadKind {
                     ("abort fraction", w.abort_fraction),
                     ("rewrite fraction", w.rewrite_fraction),
                     ("delete fraction", w.delete_fraction),
+                    ("multi-DC fraction", w.multi_dc_fraction),
                 ] {
                     if !(0.0..=1.0).contains(&f) {
                         return Err(format!("the {name} must be between 0 and 1"));
@@ -138,6 +146,9 @@ pub struct Generator {
     kind: WorkloadKind,
     keys: KeySpace,
     zipf: Option<ZipfTable>,
+    /// Under partial replication, the partitions each DC holds (a local-DC
+    /// transaction's choice); empty under full replication.
+    held: Vec<Vec<usize>>,
 }
 
 impl Generator {
@@ -156,7 +167,12 @@ impl Generator {
             WorkloadKind::Random(w) if w.zipf > 0.0 => Some(ZipfTable::new(w.keys_per_partition as usize, w.zipf)),
             _ => None,
         };
-        Generator { kind, keys, zipf }
+        let held = if topology.is_fully_replicated() {
+            Vec::new()
+        } else {
+            topology.dcs().map(|dc| topology.replicas_in(dc).iter().map(|r| r.partition.0 as usize).collect()).collect()
+        };
+        Generator { kind, keys, zipf, held }
     }
 
     pub fn keys(&self) -> &KeySpace {
@@ -173,9 +189,10 @@ impl Generator {
         keys[i].clone()
     }
 
-    pub fn next(&self, rng: &mut impl Rng) -> TxnPlan {
+    /// The next transaction of a client of DC `dc`.
+    pub fn next(&self, rng: &mut impl Rng, dc: DcId) -> TxnPlan {
         match &self.kind {
-            WorkloadKind::Random(w) => self.random_txn(rng, w),
+            WorkloadKind::Random(w) => self.random_txn(rng, w, dc),
             WorkloadKind::Groups { groups, read_only_fraction } => {
                 let g = rng.random_range(0..*groups as usize);
                 let group: Vec<Key> = (0..self.keys.partitions()).map(|p| self.keys.partition(p)[g].clone()).collect();
@@ -197,10 +214,17 @@ impl Generator {
         }
     }
 
-    fn random_txn(&self, rng: &mut impl Rng, w: &WorkloadConfig) -> TxnPlan {
+    fn random_txn(&self, rng: &mut impl Rng, w: &WorkloadConfig, dc: DcId) -> TxnPlan {
         let n = self.keys.partitions();
-        let p = (w.partitions_per_txn as usize).min(n);
-        let partitions: Vec<usize> = sample(rng, n, p).into_vec();
+        // Drawn only under partial replication, so that a fully replicated
+        // cluster's plans are what they were before locality existed.
+        let partitions: Vec<usize> = match self.held.get(usize::from(dc.0)) {
+            Some(held) if !rng.random_bool(w.multi_dc_fraction) => {
+                let p = (w.partitions_per_txn as usize).min(held.len());
+                sample(rng, held.len(), p).into_iter().map(|i| held[i]).collect()
+            }
+            _ => sample(rng, n, (w.partitions_per_txn as usize).min(n)).into_vec(),
+        };
         let read_only = w.writes_per_txn == 0 || rng.random_bool(w.read_only_fraction);
         let reads: Vec<Key> =
             (0..w.reads_per_txn as usize).map(|i| self.pick_in(rng, partitions[i % partitions.len()])).collect();
@@ -251,7 +275,7 @@ mod tests {
         let g = Generator::new(WorkloadKind::Random(w), &t);
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         for _ in 0..100 {
-            let plan = g.next(&mut rng);
+            let plan = g.next(&mut rng, DcId(0));
             let reads: Vec<&Key> = plan.read_rounds.iter().flatten().collect();
             assert_eq!(reads.len(), 19);
             assert_eq!(plan.writes.len(), 1);
@@ -259,6 +283,33 @@ mod tests {
             parts.sort();
             parts.dedup();
             assert_eq!(parts.len(), 4, "reads spread over exactly 4 partitions");
+        }
+    }
+
+    /// Under partial replication a local-DC transaction touches only the
+    /// partitions the client's DC holds; the multi-DC share touches others.
+    #[test]
+    fn local_dc_transactions_stay_in_the_clients_dc() {
+        let t = Topology::round_robin(3, 6, 1).unwrap();
+        let w = WorkloadConfig { read_only_fraction: 0.0, partitions_per_txn: 2, ..Default::default() };
+        let g = Generator::new(WorkloadKind::Random(w), &t);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut remote = 0;
+        for i in 0..2000 {
+            let dc = DcId(i % 3);
+            let plan = g.next(&mut rng, dc);
+            let keys = plan.read_rounds.iter().flatten().chain(plan.writes.iter().map(|w| &w.key));
+            if keys.into_iter().any(|k| !t.holds(dc, t.partition_of(k))) {
+                remote += 1;
+            }
+        }
+        // 5 % multi-DC, and most of those touch a partition held elsewhere.
+        assert!((50..=100).contains(&remote), "{remote} of 2000 left their DC");
+        let all_local = WorkloadConfig { multi_dc_fraction: 0.0, ..Default::default() };
+        let g = Generator::new(WorkloadKind::Random(all_local), &t);
+        for _ in 0..200 {
+            let plan = g.next(&mut rng, DcId(1));
+            assert!(plan.read_rounds.iter().flatten().all(|k| t.holds(DcId(1), t.partition_of(k))));
         }
     }
 

@@ -11,6 +11,7 @@ use causeway_bench::{figures, paper_workload, BenchReport, BenchSpec, Deployment
 use causeway_load::Progress;
 use causeway_protocol::ProtocolKind;
 use causeway_runtime::disk::Fsync;
+use causeway_workload::Locality;
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -46,6 +47,12 @@ pub struct RunFlags {
     /// Zipf exponent of key popularity inside a partition (0: uniform).
     #[arg(long, default_value_t = 0.99)]
     zipf: f64,
+    /// Under partial replication (--replication), LOCAL:MULTI: how many
+    /// transactions touch only partitions the client's DC holds against how
+    /// many touch random partitions anywhere (the PaRiS paper's 100:0, 95:5,
+    /// 90:10, 50:50).
+    #[arg(long, default_value = "95:5", value_name = "LOCAL:MULTI")]
+    locality: Locality,
     /// Bytes per written value.
     #[arg(long, default_value_t = 8)]
     value_size: usize,
@@ -106,6 +113,7 @@ impl RunFlags {
         workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
         workload.keys_per_partition = self.keys;
         workload.zipf = self.zipf;
+        workload.multi_dc_fraction = self.locality.multi_dc_fraction();
         Ok(BenchSpec {
             deployment,
             workload,

@@ -9,7 +9,7 @@ use causeway_sim::{
     random_crashes, topology_of, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation,
     TransportFaults,
 };
-use causeway_workload::{WanModel, WorkloadConfig, WorkloadKind};
+use causeway_workload::{Locality, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -154,6 +154,12 @@ pub struct SimArgs {
     /// Zipf constant of key popularity (0 for uniform).
     #[arg(long, default_value_t = 0.99)]
     zipf: f64,
+    /// Under partial replication (--replication), LOCAL:MULTI: how many
+    /// transactions touch only partitions the client's DC holds against how
+    /// many touch random partitions anywhere (the PaRiS paper's 100:0, 95:5,
+    /// 90:10, 50:50).
+    #[arg(long, default_value = "95:5", value_name = "LOCAL:MULTI")]
+    locality: Locality,
     /// Fraction of read-only transactions.
     #[arg(long, default_value_t = 0.1)]
     read_only: f64,
@@ -261,6 +267,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
             partitions_per_txn: partitions_per_txn(&args)?,
             keys_per_partition: args.keys,
             zipf: args.zipf,
+            multi_dc_fraction: args.locality.multi_dc_fraction(),
             read_only_fraction: args.read_only,
             abort_fraction: args.aborts,
             delete_fraction: args.deletes,

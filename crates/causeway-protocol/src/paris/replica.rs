@@ -21,7 +21,7 @@ use crate::ids::{Addr, DcId, ReplicaId, TxId};
 use crate::mvstore::{MvStore, Version};
 use crate::topology::Topology;
 use crate::twopc::{
-    CoreOf, FamilyEffects, FamilyReplica, FamilyTimer, ParkedReads, SliceRequest, TxnMsg, VersionVector,
+    CoreOf, FamilyEffects, FamilyRecord, FamilyReplica, FamilyTimer, ParkedReads, SliceRequest, TxnMsg, VersionVector,
 };
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -48,7 +48,7 @@ pub struct ParisReplica {
 /// oldest snapshot its running transactions may read.
 fn own_report(vv: &VersionVector, core: &CoreOf<ParisReplica>, ust: &Ust, fault: Fault) -> UstReport {
     let installed = if fault == Fault::LocalEntriesOnly { vv.local() } else { vv.settled() };
-    UstReport { installed, oldest: core.coordinator.oldest_snapshot(ust.ust()) }
+    UstReport { installed, oldest: core.coordinator.oldest_snapshot(ust.ust()).min(ust.oldest_cap()) }
 }
 
 /// `UPDATE` of Alg. 4 for every write of a group of transactions committed
@@ -75,6 +75,14 @@ impl ParisReplica {
             blocking,
             parked: ParkedReads::default(),
             core: CoreOf::<ParisReplica>::new(id, topology, config.rhythm),
+        }
+    }
+
+    /// At a DC's root, the UST made durable now and then
+    /// ([`Ust::to_persist`]).
+    fn persist_ust(&mut self, out: &mut Out) {
+        if let Some(at) = self.ust.to_persist() {
+            out.persist(FamilyRecord::Stable { at });
         }
     }
 
@@ -248,6 +256,7 @@ impl FamilyReplica for ParisReplica {
             UstMsg::Up(report) => {
                 let (vv, core, fault) = (&self.vv, &self.core, self.fault);
                 self.ust.on_report(from, report, |ust| own_report(vv, core, ust, fault), out);
+                self.persist_ust(out);
             }
             UstMsg::Across(report) => {
                 if !self.ust.on_across(from, report) {
@@ -272,6 +281,7 @@ impl FamilyReplica for ParisReplica {
         if !out.buggify("paris.ust.skip_report") {
             let report = own_report(&self.vv, &self.core, &self.ust, self.fault);
             self.ust.tick(report, out);
+            self.persist_ust(out);
         }
     }
 
@@ -286,6 +296,14 @@ impl FamilyReplica for ParisReplica {
     /// One snapshot for every origin: the UST.
     fn visible_from(&self, _origin: DcId) -> Timestamp {
         self.ust.ust()
+    }
+
+    fn restore_stable(&mut self, at: Timestamp) {
+        self.ust.restore(at);
+    }
+
+    fn stable_to_keep(&self) -> Option<Timestamp> {
+        self.ust.persisted()
     }
 
     fn stable_times_known(&self) -> bool {

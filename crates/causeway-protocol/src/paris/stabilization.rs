@@ -6,11 +6,18 @@
 //! entry of their version vectors and their oldest running snapshot; the
 //! root's aggregate is the DC's GST. The root sends it to the roots of the
 //! other DCs, and takes the minimum over the newest report of every DC as
-//! the UST, which it sends down its tree. A root that has not heard from
-//! every DC since it (re)started hands out nothing: a UST from part of the
-//! cluster is no UST. A DC cut off from the others therefore freezes the
-//! UST everywhere (the paper's §III-C): snapshots stop advancing, and the
-//! clients' caches keep their own writes readable.
+//! the UST, which it sends down its tree. A UST from part of the cluster is
+//! no UST: a root computes none until it has heard from every DC. A DC cut
+//! off from the others therefore freezes the UST everywhere (the paper's
+//! §III-C): snapshots stop advancing, and the clients' caches keep their
+//! own writes readable.
+//!
+//! A root makes its UST durable now and then ([`Ust::to_persist`]) and
+//! never reports an oldest snapshot above what it made durable; restarted,
+//! it resumes from that UST — at or above every `S_old` the cluster can
+//! have collected with — and serves its DC again without waiting to hear
+//! from every DC, which a cut may prevent for long. Other replicas get
+//! the UST from their root again.
 
 use super::messages::{ParisMsg, UstMsg, UstReport};
 use crate::contract::Effects;
@@ -30,9 +37,17 @@ pub struct Ust {
     dcs: Vec<Option<UstReport>>,
     ust: Timestamp,
     s_old: Timestamp,
-    /// A UST from the root arrived since this replica started.
+    /// A UST from the root arrived since this replica started (or, at a
+    /// root, was made durable before it).
     agreed: bool,
+    /// At a root: the UST last made durable, the cap of the oldest snapshot
+    /// it reports.
+    persisted: Timestamp,
 }
+
+/// How far a root's UST moves before it is made durable again: the GC
+/// bound lags at most this much behind the UST.
+const PERSIST_EVERY_US: u64 = 50_000;
 
 impl Ust {
     pub fn new(me: ReplicaId, topology: &Topology, fanout: u32) -> Self {
@@ -50,7 +65,46 @@ impl Ust {
             ust: Timestamp::ZERO,
             s_old: Timestamp::ZERO,
             agreed: false,
+            persisted: Timestamp::ZERO,
         }
+    }
+
+    fn is_root(&self) -> bool {
+        self.tree.parent().is_none()
+    }
+
+    /// The most this replica may report as the oldest snapshot in use: at a
+    /// root, the UST it made durable (so that a restart resumes at or above
+    /// any `S_old` built on its reports).
+    pub fn oldest_cap(&self) -> Timestamp {
+        if self.is_root() {
+            self.persisted
+        } else {
+            Timestamp::MAX
+        }
+    }
+
+    /// At a root, a UST to make durable in this step, if it moved far
+    /// enough since the last one (taken as made durable).
+    pub fn to_persist(&mut self) -> Option<Timestamp> {
+        let due = self.is_root() && self.ust.physical() >= self.persisted.physical().saturating_add(PERSIST_EVERY_US);
+        due.then(|| {
+            self.persisted = self.ust;
+            self.ust
+        })
+    }
+
+    /// A UST made durable before a crash: resumed, and as good as one from
+    /// the root (it was this root's, or one it had been told).
+    pub fn restore(&mut self, ust: Timestamp) {
+        self.ust = self.ust.max(ust);
+        self.persisted = self.persisted.max(ust);
+        self.agreed = true;
+    }
+
+    /// What a checkpoint keeps: the UST made durable.
+    pub fn persisted(&self) -> Option<Timestamp> {
+        (self.persisted > Timestamp::ZERO).then_some(self.persisted)
     }
 
     /// The UST as this replica knows it: the snapshot of a transaction
@@ -117,15 +171,22 @@ impl Ust {
         // is no UST to give.
         let own = usize::from(self.me.dc.0);
         let counted = std::iter::once(own).chain(self.other_roots.iter().map(|r| usize::from(r.dc.0)));
-        let mut all = UstReport { installed: Timestamp::MAX, oldest: Timestamp::MAX };
+        let mut all = Some(UstReport { installed: Timestamp::MAX, oldest: Timestamp::MAX });
         for i in counted {
-            let Some(report) = self.dcs[i] else { return };
-            all = all.meet(report);
+            all = all.zip(self.dcs[i]).map(|(a, r)| a.meet(r));
         }
-        // The oldest snapshot in use is no newer than the UST handed down
-        // with it: a replica that restarted adopts both together.
-        let ust = all.installed.max(self.ust);
-        self.on_down(ust, all.oldest.min(ust), out);
+        match all {
+            // The oldest snapshot in use is no newer than the UST handed
+            // down with it: a replica that restarted adopts both together.
+            Some(all) => {
+                let ust = all.installed.max(self.ust);
+                self.on_down(ust, all.oldest.min(ust), out);
+            }
+            // Restarted from a durable UST, and not heard from every DC
+            // since: the children get what this root has.
+            None if self.agreed => self.on_down(self.ust, self.s_old, out),
+            None => {}
+        }
     }
 
     /// The report of another DC, from its root.

@@ -87,6 +87,12 @@ pub enum FamilyRecord<P, W> {
     /// partition, and commits at its proposal by itself (one phase) — its
     /// coordinator records no decision. Replayed, it is committed.
     Alone { tx: TxId },
+    /// A stable snapshot this replica knew, at or above everything it has
+    /// told others the oldest snapshot in use may be (PaRiS's UST, at the
+    /// root of a DC): a restart resumes from it instead of waiting to hear
+    /// from every DC again ([`super::FamilyReplica::restore_stable`]).
+    /// Kept in checkpoints.
+    Stable { at: Timestamp },
 }
 
 impl<P, W> From<Reserved> for FamilyRecord<P, W> {

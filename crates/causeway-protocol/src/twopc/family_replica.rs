@@ -164,6 +164,17 @@ pub trait FamilyReplica: Send + 'static {
     /// LST, Cure's local entry of the GSV).
     fn dc_stable(&self) -> Timestamp;
 
+    /// A stable snapshot from a [`FamilyRecord::Stable`] record, taken again
+    /// after a crash.
+    fn restore_stable(&mut self, at: Timestamp) {
+        let _ = at;
+    }
+
+    /// What a checkpoint keeps as [`FamilyRecord::Stable`], if anything.
+    fn stable_to_keep(&self) -> Option<Timestamp> {
+        None
+    }
+
     /// Bytes of visibility metadata per version
     /// ([`Replica::version_metadata_bytes`](crate::contract::Replica::version_metadata_bytes)).
     fn metadata_bytes(&self) -> u64;

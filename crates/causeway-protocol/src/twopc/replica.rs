@@ -350,6 +350,7 @@ fn replay<R: FamilyReplica>(replica: &mut R, records: &[RecordOf<R>]) {
                 core.prepared.mark_alone(*tx);
             }
             FamilyRecord::Reseeding => {}
+            FamilyRecord::Stable { at } => replica.restore_stable(*at),
             FamilyRecord::Reseeded { horizon, holes } => {
                 core.horizon = core.horizon.max(*horizon);
                 core.holes = holes.clone();
@@ -425,6 +426,7 @@ pub fn checkpoint<R: FamilyReplica>(r: &R) -> Vec<RecordOf<R>> {
         }
     }
     records.extend(core.coordinator.decisions().map(|(tx, ct)| FamilyRecord::Decided { tx, ct }));
+    records.extend(r.stable_to_keep().map(|at| FamilyRecord::Stable { at }));
     records
 }
 

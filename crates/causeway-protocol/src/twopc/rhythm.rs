@@ -62,12 +62,14 @@ impl Rhythm {
     /// [`Rhythm::commit_timeout_us`] unless set.
     pub const DEFAULT_COMMIT_TIMEOUT_US: u64 = 1_000_000;
 
-    /// How far apart the clocks of one DC may be: half the coordinators'
-    /// default commit timeout. A replica takes a transaction that writes
-    /// only its partition (one phase) until half the timeout after the
-    /// commit request by its own clock, so that once the client has heard
-    /// the outcome is unknown, it cannot commit. The config, `bench` and
-    /// the simulator refuse clocks further apart.
+    /// How far apart the clocks of one DC may be — of the whole cluster
+    /// under partial replication, where a cohort takes commits from other
+    /// DCs' coordinators: half the coordinators' default commit timeout. A
+    /// replica takes a transaction that writes only its partition (one
+    /// phase) until half the timeout after the commit request by its own
+    /// clock, so that once the client has heard the outcome is unknown, it
+    /// cannot commit. The config, `bench` and the simulator (which both
+    /// count every clock of the cluster) refuse clocks further apart.
     pub const MAX_CLOCK_SPREAD_US: u64 = Rhythm::DEFAULT_COMMIT_TIMEOUT_US / 2;
 
     /// The shared settings applied.

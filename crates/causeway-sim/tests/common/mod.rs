@@ -52,6 +52,8 @@ pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
         // round trips without piling up transactions: remote versions then
         // arrive, become stable and get read.
         think_time_us: rng.random_range(1_000..30_000),
+        // Under partial replication only (PaRiS's tests draw their own).
+        multi_dc_fraction: 0.05,
     };
     SimConfig {
         seed,
