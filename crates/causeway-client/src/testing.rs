@@ -338,7 +338,14 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
             if config.behavior == Behavior::StuckDump {
                 next = Some(Bytes::from_static(b"stuck"));
             }
-            Ok(R::Dump(Dump { dc: config.dc, partitions: vec![0], partition_count: 1, entries, next }))
+            Ok(R::Dump(Dump {
+                dc: config.dc,
+                partitions: vec![0],
+                partition_count: 1,
+                cluster_partitions: 1,
+                entries,
+                next,
+            }))
         }
         Request::Stats { .. } => Ok(R::Stats(NodeStats { node: "mock".into(), ..NodeStats::default() })),
     };

@@ -3,6 +3,7 @@
 
 use causeway_client::{Client, Error};
 use causeway_history::FinalState;
+use causeway_protocol::topology::fnv1a64;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -17,8 +18,9 @@ fn text(b: &[u8]) -> String {
 /// checker will judge).
 /// Endpoints of one DC on several nodes each hold part of its data; their
 /// dumps are merged into one final line per DC, partial if some partition
-/// of the DC was not covered — as when a node is down: an endpoint that
-/// cannot be reached is left out (an error only if none can be).
+/// of the key space was not covered — as when a node is down (an endpoint
+/// that cannot be reached is left out; an error only if none can be), or
+/// under partial replication.
 pub async fn final_states(
     endpoints: &[(u16, SocketAddr)],
     prefix: &str,
@@ -56,13 +58,13 @@ pub async fn final_states(
             let mine = dump.entries.iter().filter(|(k, _)| k.starts_with(prefix.as_bytes()));
             state.extend(mine.map(|(k, v)| (text(k), text(v))));
             covered.extend(&dump.partitions);
-            *count = dump.partition_count;
+            *count = dump.cluster_partitions;
         }
+        let converged = converged(&per_dc);
         let round: Vec<FinalState> = per_dc
             .into_iter()
             .map(|(dc, (state, covered, count))| FinalState { dc, state, partial: (covered.len() as u32) < count })
             .collect();
-        let converged = converged(&round);
         if converged && last.as_ref() == Some(&round) || started.elapsed() > limit {
             return Ok(round);
         }
@@ -71,10 +73,18 @@ pub async fn final_states(
     }
 }
 
-/// What the endpoints of one DC returned: data, partitions covered, partitions in all.
+/// What the endpoints of one DC returned: data, partitions covered, partitions of the key space.
 type DcParts = (BTreeMap<String, String>, BTreeSet<u32>, u32);
 
-/// Whether every DC agrees on every key.
-fn converged(states: &[FinalState]) -> bool {
-    states.windows(2).all(|w| w[0].state == w[1].state)
+/// Whether every DC agrees on every key it holds: a key one DC lists, every
+/// other DC covering its partition lists with the same value.
+fn converged(per_dc: &BTreeMap<u16, DcParts>) -> bool {
+    per_dc.values().all(|(a, _, count)| {
+        per_dc.values().all(|(b, covered, _)| {
+            a.iter().all(|(k, v)| {
+                let partition = (fnv1a64(k.as_bytes()) % u64::from((*count).max(1))) as u32;
+                !covered.contains(&partition) || b.get(k) == Some(v)
+            })
+        })
+    })
 }

@@ -116,6 +116,10 @@ pub struct Dump {
     pub partitions: Vec<u32>,
     /// The partitions the DC holds in all; fewer in `partitions`: a partial dump.
     pub partition_count: u32,
+    /// The partitions of the key space (keys hash over them): more than
+    /// `partition_count` under partial replication, where a DC holds only
+    /// some.
+    pub cluster_partitions: u32,
     pub entries: Vec<(Bytes, Bytes)>,
     /// More keys follow: ask again with `after: next`. `None` on the last page.
     pub next: Option<Bytes>,

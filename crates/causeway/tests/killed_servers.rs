@@ -12,6 +12,9 @@
 //! started again with `--reseed`, it gets its partition's data back from
 //! the other DCs.
 //!
+//! And PaRiS on partial replication (each partition in two of the three
+//! DCs: four servers), killed and restarted the same way.
+//!
 //! Victims come from a seed (printed; `CAUSEWAY_SEED` replays a choice).
 //! The protocol is Wren; `CAUSEWAY_PROTOCOL=cure` (or `h-cure`) runs another.
 //! A failing history is saved beside the servers' logs.
@@ -19,6 +22,7 @@
 mod common;
 
 use causeway_history::check;
+use causeway_protocol::{DcId, PartitionId, Topology};
 use common::metrics_text;
 use common::six::{self, REGIONS};
 use rand::{Rng, SeedableRng};
@@ -48,12 +52,18 @@ struct Cluster {
 impl Cluster {
     /// A cluster of its own, under a directory named after `test`.
     fn new(test: &str) -> Cluster {
+        let protocol = std::env::var("CAUSEWAY_PROTOCOL").unwrap_or_else(|_| "wren".into());
+        Cluster::placed(test, &protocol, |_, _| true)
+    }
+
+    /// A cluster of `protocol` with the nodes of the replicas `holds(dc,
+    /// partition)` admits.
+    fn placed(test: &str, protocol: &str, holds: impl Fn(usize, usize) -> bool) -> Cluster {
         let dir = std::env::temp_dir().join(format!("causeway-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let tuning = "[tuning]\napply_interval_ms = 5\nstabilization_interval_ms = 5\n";
-        let protocol = std::env::var("CAUSEWAY_PROTOCOL").unwrap_or_else(|_| "wren".into());
-        let (config, nodes) = six::write_config(&dir, "killed", &protocol, tuning, six::loopback(), true);
+        let (config, nodes) = six::write_config_placed(&dir, "killed", protocol, tuning, six::loopback(), true, holds);
         let children = nodes.iter().map(|_| None).collect();
         Cluster { config, nodes, children, logs: dir }
     }
@@ -98,6 +108,12 @@ impl Cluster {
         let history = six::history(txns, &self.nodes, "load-", Duration::from_secs(60)).await;
         let finals = &history.finals;
         assert!(finals.windows(2).all(|w| w[0].state == w[1].state), "the DCs did not converge");
+        self.tcc(history)
+    }
+
+    /// The history must pass the checker (a failing one is saved beside the
+    /// servers' logs), its final lines included.
+    fn tcc(&self, history: causeway_history::History) -> causeway_history::History {
         let verdict = check(&history);
         let saved = self.logs.join("history.jsonl");
         if !verdict.is_tcc() {
@@ -235,6 +251,61 @@ async fn servers_killed_under_load_come_back_with_everything_they_acknowledged()
         resumed[0],
         resumed[resumed.len() - 1],
         resumed[resumed.len() / 2],
+    );
+}
+
+/// PaRiS with each of the two partitions in two of the three DCs (Virginia
+/// holds both, Oregon partition 0, Ireland partition 1): servers killed
+/// under load — single ones, then Virginia whole — and restarted. The
+/// history passes the checker, and every DC ends holding, for each key of
+/// its partitions, what the others that hold it hold (`final_states` waits
+/// for that; the checker judges the values).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paris_servers_killed_under_load_on_partial_replication_come_back() {
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let seed = std::env::var("CAUSEWAY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9a415_u64);
+    eprintln!("killed paris servers: seed {seed} (CAUSEWAY_SEED={seed} replays the victims)");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let topology = Topology::round_robin(3, 2, 2).unwrap();
+    let holds = |d: usize, p: usize| topology.holds(DcId(d as u16), PartitionId(p as u32));
+    let mut cluster = Cluster::placed("killed-paris", "paris", holds);
+    assert_eq!(cluster.nodes.len(), 4);
+    cluster.start_all().await;
+
+    let started = Instant::now();
+    let run = six::start_load(&cluster.nodes, Duration::from_secs(30), 3, seed);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let virginia: Vec<usize> = (0..cluster.nodes.len()).filter(|&i| cluster.nodes[i].dc == 0).collect();
+    let mut plan: Vec<Vec<usize>> = (0..3).map(|_| vec![rng.random_range(0..cluster.nodes.len())]).collect();
+    plan.insert(1, virginia);
+    for victims in plan {
+        for &i in &victims {
+            cluster.kill(i);
+            eprintln!("killed paris servers: {} killed {:.1?} into the run", cluster.nodes[i].name, started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(if victims.len() > 1 { 3000 } else { 1000 })).await;
+        for &i in &victims {
+            cluster.start(i);
+        }
+        for &i in &victims {
+            cluster.wait_serving(i).await;
+        }
+        let took = cluster.stable_time_resumes().await;
+        eprintln!("killed paris servers: restarted; the UST moves again everywhere in {took:.1?}");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+    assert!(started.elapsed() < Duration::from_secs(29), "the kills outlasted the load: {:?}", started.elapsed());
+    let report = run.await.unwrap().expect("the load runs through the kills");
+    let settling = Instant::now();
+    let history = six::history_of_some(report.records, &cluster.nodes, "load-", Duration::from_secs(60)).await;
+    eprintln!("killed paris servers: final states read in {:.1?}", settling.elapsed());
+    let partial: Vec<bool> = history.finals.iter().map(|f| f.partial).collect();
+    assert_eq!(partial, [false, true, true], "Virginia holds both partitions, Oregon and Ireland one");
+    cluster.tcc(history);
+    assert!(report.committed > 200, "only {} transactions committed", report.committed);
+    eprintln!(
+        "killed paris servers: {} committed, {} aborted, {} unknown; verdict: TCC",
+        report.committed, report.aborted, report.unknown
     );
 }
 

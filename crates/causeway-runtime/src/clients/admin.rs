@@ -62,7 +62,8 @@ pub fn dump_response<P: Protocol>(host: &ClientHost<P>, dc: DcId, (entries, next
     let mut partitions: Vec<u32> = host.router.local_replicas().filter(|r| r.dc == dc).map(|r| r.partition.0).collect();
     partitions.sort_unstable();
     let partition_count = topology.partitions().filter(|&p| topology.holds(dc, p)).count() as u32;
-    Response::Dump(Dump { dc: dc.0, partitions, partition_count, entries, next })
+    let cluster_partitions = topology.partition_count();
+    Response::Dump(Dump { dc: dc.0, partitions, partition_count, cluster_partitions, entries, next })
 }
 
 /// The answer to `Stats`.
