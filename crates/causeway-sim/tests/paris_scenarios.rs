@@ -12,7 +12,7 @@ use causeway_protocol::paris::{Paris, ParisConfig, ParisMsg, ParisReplica};
 use causeway_protocol::twopc::{FamilyTimer, TxnMsg};
 use causeway_protocol::{Addr, ClientId, DcId, PartitionId, Replica, ReplicaId, SessionEvent, Timestamp, Topology};
 use causeway_sim::harness::{Harness, InFlight};
-use common::scenario::{key_in, read_values, run_txn, s};
+use common::scenario::{key_in, read_txn, read_values, run_txn, s};
 
 const START_US: u64 = 1_000_000;
 
@@ -33,24 +33,6 @@ fn tick(h: &mut Harness<Paris>, pick: impl Fn(&InFlight<ParisMsg>) -> bool + Cop
         h.fire_all(timer);
         h.deliver_where(pick);
     }
-}
-
-/// Reads `keys` in a fresh transaction, delivering only what `pick` allows.
-fn read_txn(
-    h: &mut Harness<Paris>,
-    c: ClientId,
-    keys: &[&str],
-    pick: impl Fn(&InFlight<ParisMsg>) -> bool + Copy,
-) -> Vec<Option<String>> {
-    h.begin(c).unwrap();
-    h.deliver_where(pick);
-    assert_eq!(h.take_event(c), Some(SessionEvent::Started));
-    let immediate = h.read(c, keys).unwrap();
-    h.deliver_where(pick);
-    let values = read_values(immediate.or_else(|| h.take_event(c)));
-    assert_eq!(h.commit(c).unwrap(), Some(SessionEvent::Committed(None)), "read-only commits locally");
-    h.deliver_where(pick);
-    values
 }
 
 fn committed_at(event: SessionEvent) -> Timestamp {

@@ -13,30 +13,12 @@ use causeway_protocol::{
     Addr, ClientId, DcId, Key, Replica, ReplicaId, SessionError, SessionEvent, Timestamp, Topology, Value,
 };
 use causeway_sim::harness::Harness;
-use common::scenario::{commit_where, key_in, read_values, run_txn, s};
+use common::scenario::{commit_where, key_in, read_txn, read_values, run_txn, s};
 
 const START_US: u64 = 1_000_000;
 
 fn client(dc: u16, index: u32) -> ClientId {
     ClientId { dc: DcId(dc), index }
-}
-
-/// Reads `keys` in a fresh transaction, delivering only what `pick` allows.
-fn read_txn(
-    h: &mut Harness<Wren>,
-    c: ClientId,
-    keys: &[&str],
-    pick: impl Fn(&causeway_sim::harness::InFlight<WrenMsg>) -> bool + Copy,
-) -> Vec<Option<String>> {
-    h.begin(c).unwrap();
-    h.deliver_where(pick);
-    assert_eq!(h.take_event(c), Some(SessionEvent::Started));
-    let immediate = h.read(c, keys).unwrap();
-    h.deliver_where(pick);
-    let values = read_values(immediate.or_else(|| h.take_event(c)));
-    assert_eq!(h.commit(c).unwrap(), Some(SessionEvent::Committed(None)), "read-only commits locally");
-    h.deliver_where(pick);
-    values
 }
 
 /// One round of Δ_R and Δ_G everywhere, `step_us` later, delivering what `pick` allows.

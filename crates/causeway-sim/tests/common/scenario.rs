@@ -55,3 +55,22 @@ pub fn read_values(event: Option<SessionEvent>) -> Vec<Option<String>> {
         other => panic!("expected a read result, got {other:?}"),
     }
 }
+
+/// Reads `keys` in a fresh read-only transaction, delivering only what
+/// `pick` allows; the values read.
+pub fn read_txn<P: Protocol>(
+    h: &mut Harness<P>,
+    c: ClientId,
+    keys: &[&str],
+    pick: impl Fn(&InFlight<P::Message>) -> bool + Copy,
+) -> Vec<Option<String>> {
+    h.begin(c).unwrap();
+    h.deliver_where(pick);
+    assert_eq!(h.take_event(c), Some(SessionEvent::Started));
+    let immediate = h.read(c, keys).unwrap();
+    h.deliver_where(pick);
+    let values = read_values(immediate.or_else(|| h.take_event(c)));
+    assert_eq!(h.commit(c).unwrap(), Some(SessionEvent::Committed(None)), "read-only commits locally");
+    h.deliver_where(pick);
+    values
+}
