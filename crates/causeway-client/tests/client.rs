@@ -199,7 +199,13 @@ async fn session_tokens_carry_over_to_another_connection() {
 
 #[tokio::test]
 async fn invalid_arguments_are_rejected_without_contacting_the_server() {
-    let limits = Limits { max_key_bytes: 8, max_value_bytes: 16, max_keys_per_read: 3, max_writes_per_txn: 10 };
+    let limits = Limits {
+        max_key_bytes: 8,
+        max_value_bytes: 16,
+        max_keys_per_read: 3,
+        max_writes_per_txn: 10,
+        ..Limits::default()
+    };
     let server = mock(Behavior::Normal, limits).await;
     let mut c = Client::connect(server.addr()).await.unwrap();
     c.begin().await.unwrap();

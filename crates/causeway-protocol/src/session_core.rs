@@ -112,6 +112,12 @@ pub trait ClientRole {
     /// The transaction committed at `stamp` with `writes`.
     fn committed(&mut self, stamp: &CommitStamp, writes: Vec<(Key, Option<Value>)>);
 
+    /// How many of its own writes the session would cache once `writes`
+    /// commit, if it keeps a cache ([`Limits::max_cached_writes`]).
+    fn cached_after(&self, _writes: &[(Key, Option<Value>)]) -> Option<usize> {
+        None
+    }
+
     /// The transaction is over, however it ended.
     fn finished(&mut self);
 
@@ -276,6 +282,11 @@ impl<R: ClientRole> SessionCore<R> {
             return Ok(Some(SessionEvent::Committed(None)));
         }
         let writes = self.txn.take_writes();
+        if let Some(Err(e)) = self.role.cached_after(&writes).map(|n| self.limits.check_cached(n)) {
+            self.role.release(now, out);
+            self.end_transaction();
+            return Ok(Some(SessionEvent::Failed(e)));
+        }
         self.role.request_commit(now, &writes, out);
         self.phase = Phase::Committing { writes };
         Ok(None)

@@ -25,6 +25,7 @@
 //! max_value_bytes = 65536
 //! max_keys_per_read = 128
 //! max_writes_per_txn = 128
+//! max_cached_writes = 100000   # a session's own writes not yet stable (Wren, PaRiS)
 //!
 //! [wan]                     # optional: emulate WAN latency between DCs
 //! emulate = true
@@ -111,6 +112,7 @@ struct LimitsFile {
     max_value_bytes: Option<u32>,
     max_keys_per_read: Option<u32>,
     max_writes_per_txn: Option<u32>,
+    max_cached_writes: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -212,12 +214,14 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         max_value_bytes: file.limits.max_value_bytes.unwrap_or(d.max_value_bytes),
         max_keys_per_read: file.limits.max_keys_per_read.unwrap_or(d.max_keys_per_read),
         max_writes_per_txn: file.limits.max_writes_per_txn.unwrap_or(d.max_writes_per_txn),
+        max_cached_writes: file.limits.max_cached_writes.unwrap_or(d.max_cached_writes),
     };
     for (what, v) in [
         ("max_key_bytes", limits.max_key_bytes),
         ("max_value_bytes", limits.max_value_bytes),
         ("max_keys_per_read", limits.max_keys_per_read),
         ("max_writes_per_txn", limits.max_writes_per_txn),
+        ("max_cached_writes", limits.max_cached_writes),
     ] {
         if v == 0 {
             return Err(format!("[limits] {what} must be at least 1"));

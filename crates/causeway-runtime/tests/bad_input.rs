@@ -18,7 +18,13 @@ fn b(s: &str) -> Bytes {
 
 async fn cluster() -> NodeHandle {
     let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 2, 2, None, None, 0).unwrap();
-    plan.limits = Limits { max_key_bytes: 8, max_value_bytes: 16, max_keys_per_read: 3, max_writes_per_txn: 2 };
+    plan.limits = Limits {
+        max_key_bytes: 8,
+        max_value_bytes: 16,
+        max_keys_per_read: 3,
+        max_writes_per_txn: 2,
+        ..Limits::default()
+    };
     start(Arc::new(plan), "embedded").await.unwrap()
 }
 

@@ -138,7 +138,12 @@ impl<P: Protocol> Harness<P> {
 
     /// A session of `coordinator`'s DC; its clock reads its coordinator's.
     pub fn add_session(&mut self, id: ClientId, coordinator: ReplicaId) {
-        let setup = SessionSetup { id, coordinator, topology: self.topology.clone(), limits: Limits::default() };
+        self.add_session_with(id, coordinator, Limits::default());
+    }
+
+    /// [`Harness::add_session`] with other limits.
+    pub fn add_session_with(&mut self, id: ClientId, coordinator: ReplicaId, limits: Limits) {
+        let setup = SessionSetup { id, coordinator, topology: self.topology.clone(), limits };
         let s = P::session(setup, &self.config);
         self.sessions.insert(id, (s, coordinator));
     }

@@ -12,7 +12,7 @@ use causeway_protocol::paris::{Paris, ParisConfig, ParisMsg, ParisReplica};
 use causeway_protocol::twopc::{FamilyTimer, TxnMsg};
 use causeway_protocol::{Addr, ClientId, DcId, PartitionId, Replica, ReplicaId, SessionEvent, Timestamp, Topology};
 use causeway_sim::harness::{Harness, InFlight};
-use common::scenario::{key_in, read_txn, read_values, run_txn, s};
+use common::scenario::{key_in, read_txn, read_values, run_txn, run_txn_where, s};
 
 const START_US: u64 = 1_000_000;
 
@@ -109,8 +109,8 @@ fn a_client_reads_its_own_writes_through_its_cache_while_a_cut_off_dc_freezes_th
         };
         (dc(m.from) == DcId(2)) == (dc(m.to) == DcId(2))
     };
-    let ct = committed_at(run_txn(&mut h, me, &[(&x, "mine")]));
-    let ct_far = committed_at(run_txn(&mut h, far, &[(&x, "far")]));
+    let ct = committed_at(run_txn_where(&mut h, me, &[(&x, "mine")], cut));
+    let ct_far = committed_at(run_txn_where(&mut h, far, &[(&x, "far")], cut));
     for _ in 0..5 {
         tick(&mut h, cut);
     }
@@ -268,4 +268,41 @@ fn versions_no_snapshot_can_read_are_collected() {
         assert_eq!(causeway_protocol::twopc::FamilyReplica::core(r).chain_len(x.as_bytes()), 2, "dc{dc}");
         assert!(r.counters().versions_collected >= 4, "dc{dc}: {:?}", r.counters());
     }
+}
+
+/// While the UST is frozen a session's cache holds every write it commits;
+/// past the limit, a commit that would add to it is refused — nothing of
+/// it takes effect — and the session may go on writing the keys it holds
+/// and reading; once the UST moves again, the cache empties and commits go
+/// through.
+#[test]
+fn a_full_client_cache_refuses_commits_until_the_ust_moves_again() {
+    use causeway_protocol::{Limits, SessionError};
+    let topology = three_by_three();
+    let keys: Vec<String> = (0..4).map(|i| key_in(&topology, 0, &format!("k{i}-"))).collect();
+    let mut h = Harness::<Paris>::new(topology, ParisConfig::default(), START_US);
+    let (me, other) = (client(0, 0), client(0, 1));
+    h.add_session_with(me, ReplicaId::new(0, 0), Limits { max_cached_writes: 3, ..Limits::default() });
+    h.add_session(other, ReplicaId::new(0, 1));
+    for _ in 0..3 {
+        tick(&mut h, everything);
+    }
+    for k in &keys[..3] {
+        committed_at(run_txn_where(&mut h, me, &[(k, "v")], cut_off_dc_2));
+        tick(&mut h, cut_off_dc_2);
+    }
+    assert_eq!(h.session(me).role().past().cache_len(), 3);
+    match run_txn_where(&mut h, me, &[(&keys[3], "v")], cut_off_dc_2) {
+        SessionEvent::Failed(SessionError::TooLarge { size: 4, limit: 3, .. }) => {}
+        other => panic!("expected the commit refused, got {other:?}"),
+    }
+    assert_eq!(read_txn(&mut h, other, &[&keys[3]], cut_off_dc_2), vec![None], "nothing of it took effect");
+    committed_at(run_txn_where(&mut h, me, &[(&keys[0], "again")], cut_off_dc_2));
+    assert_eq!(read_txn(&mut h, me, &[&keys[0], &keys[1]], cut_off_dc_2), vec![s("again"), s("v")]);
+    h.deliver_all();
+    for _ in 0..4 {
+        tick(&mut h, everything);
+    }
+    committed_at(run_txn(&mut h, me, &[(&keys[3], "v")]));
+    assert!(h.session(me).role().past().cache_len() <= 1, "pruned once the UST moved");
 }

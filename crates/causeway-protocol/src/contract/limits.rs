@@ -14,11 +14,22 @@ pub struct Limits {
     pub max_keys_per_read: u32,
     /// Writes buffered in one transaction.
     pub max_writes_per_txn: u32,
+    /// A session's own writes its snapshots do not include yet, kept in its
+    /// cache (Wren, PaRiS): while the stable time does not move (a DC cut
+    /// off, under PaRiS) the cache grows with every commit; past this, a
+    /// commit is refused rather than the cache growing without bound.
+    pub max_cached_writes: u32,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_key_bytes: 1024, max_value_bytes: 64 << 10, max_keys_per_read: 128, max_writes_per_txn: 128 }
+        Limits {
+            max_key_bytes: 1024,
+            max_value_bytes: 64 << 10,
+            max_keys_per_read: 128,
+            max_writes_per_txn: 128,
+            max_cached_writes: 100_000,
+        }
     }
 }
 
@@ -30,6 +41,17 @@ fn within(what: &str, size: usize, limit: u32) -> Result<(), SessionError> {
 }
 
 impl Limits {
+    /// A commit after which the session would cache `cached` of its own
+    /// writes its snapshot does not include yet.
+    pub fn check_cached(&self, cached: usize) -> Result<(), SessionError> {
+        within(
+            "own writes not yet in the stable snapshot, kept in the session's cache (the stable time is not \
+             advancing: a DC cut off?); try again once it does",
+            cached,
+            self.max_cached_writes,
+        )
+    }
+
     /// The most bytes of keys and values one read answer or one
     /// transaction's write set can hold under these limits. Servers keep it
     /// well under the frame size, so every message fits in one frame.
@@ -89,7 +111,13 @@ mod tests {
 
     #[test]
     fn each_limit_is_checked_and_named() {
-        let l = Limits { max_key_bytes: 3, max_value_bytes: 4, max_keys_per_read: 2, max_writes_per_txn: 2 };
+        let l = Limits {
+            max_key_bytes: 3,
+            max_value_bytes: 4,
+            max_keys_per_read: 2,
+            max_writes_per_txn: 2,
+            max_cached_writes: 5,
+        };
         assert!(l.check_key(b"abc").is_ok());
         assert!(matches!(l.check_key(b""), Err(SessionError::InvalidArgument(_))));
         assert!(matches!(l.check_key(b"abcd"), Err(SessionError::TooLarge { size: 4, limit: 3, .. })));

@@ -92,6 +92,10 @@ impl CausalPast for ParisPast {
         }
     }
 
+    fn cached_after(&self, writes: &[(Key, Option<Value>)]) -> Option<usize> {
+        (!self.blocking).then(|| self.wc.len_after(writes))
+    }
+
     fn last_commit(&self) -> Timestamp {
         self.hwt
     }

@@ -37,6 +37,12 @@ pub trait CausalPast: Send + 'static {
     /// The session's transaction committed `writes` at `ct`.
     fn committed(&mut self, ct: Timestamp, writes: Vec<(Key, Option<Value>)>);
 
+    /// How many writes the session's cache would hold once `writes`
+    /// commit, if it keeps one.
+    fn cached_after(&self, _writes: &[(Key, Option<Value>)]) -> Option<usize> {
+        None
+    }
+
     /// The commit time of the session's last update: its next one commits
     /// above it.
     fn last_commit(&self) -> Timestamp;
@@ -141,6 +147,10 @@ impl<C: CausalPast> ClientRole for CoordinatedClient<C> {
 
     fn committed(&mut self, stamp: &CommitStamp, writes: Vec<(Key, Option<Value>)>) {
         self.past.committed(stamp.ts, writes);
+    }
+
+    fn cached_after(&self, writes: &[(Key, Option<Value>)]) -> Option<usize> {
+        self.past.cached_after(writes)
     }
 
     fn finished(&mut self) {

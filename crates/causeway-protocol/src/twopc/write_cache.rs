@@ -22,6 +22,14 @@ impl WriteCache {
         self.entries.is_empty()
     }
 
+    /// How many entries the cache would hold once `writes` commit.
+    pub fn len_after(&self, writes: &[(Key, Option<Value>)]) -> usize {
+        let mut new: Vec<&Key> = writes.iter().map(|(k, _)| k).filter(|k| !self.entries.contains_key(*k)).collect();
+        new.sort_unstable();
+        new.dedup();
+        self.entries.len() + new.len()
+    }
+
     /// What the session wrote last to `key`, if the snapshot may miss it.
     pub fn get(&self, key: &Key) -> Option<Option<Value>> {
         self.entries.get(key).map(|(v, _)| v.clone())

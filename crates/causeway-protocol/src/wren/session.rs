@@ -85,6 +85,10 @@ impl CausalPast for WrenPast {
         self.wc.committed(ct, writes);
     }
 
+    fn cached_after(&self, writes: &[(Key, Option<Value>)]) -> Option<usize> {
+        Some(self.wc.len_after(writes))
+    }
+
     fn last_commit(&self) -> Timestamp {
         self.hwt
     }

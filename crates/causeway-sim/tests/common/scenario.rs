@@ -15,15 +15,25 @@ pub fn s(v: &str) -> Option<String> {
 /// Runs a transaction to completion, delivering everything: begin, writes,
 /// commit. Returns how it ended.
 pub fn run_txn<P: Protocol>(h: &mut Harness<P>, c: ClientId, writes: &[(&str, &str)]) -> SessionEvent {
+    run_txn_where(h, c, writes, |_| true)
+}
+
+/// [`run_txn`], delivering only the messages `pick` lets through.
+pub fn run_txn_where<P: Protocol>(
+    h: &mut Harness<P>,
+    c: ClientId,
+    writes: &[(&str, &str)],
+    pick: impl FnMut(&InFlight<P::Message>) -> bool + Copy,
+) -> SessionEvent {
     let now = h.begin(c).unwrap();
-    h.deliver_all();
+    h.deliver_where(pick);
     // Some protocols start a transaction without asking the cluster.
     assert_eq!(now.or_else(|| h.take_event(c)), Some(SessionEvent::Started));
     for (k, v) in writes {
         h.write(c, k, v).unwrap();
     }
     let now = h.commit(c).unwrap();
-    h.deliver_all();
+    h.deliver_where(pick);
     now.or_else(|| h.take_event(c)).expect("the transaction finished")
 }
 
