@@ -330,6 +330,10 @@ pub struct SweepArgs {
     /// Data centers, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "3")]
     dcs: Vec<u16>,
+    /// Partial replication: each partition in this many DCs, in every run
+    /// (paris and bpr only; at most the fewest --dcs).
+    #[arg(long, value_name = "R")]
+    replication: Option<u16>,
     /// Reads:writes per transaction, comma-separated (the paper: 19:1, 18:2, 10:10).
     #[arg(long, value_delimiter = ',', default_value = "19:1")]
     mix: Vec<Mix>,
@@ -345,8 +349,24 @@ pub struct SweepArgs {
 pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
     init_logging();
     anyhow::ensure!(args.run.config.is_none(), "a sweep starts its own clusters; --config is for `causeway bench`");
+    if let Some(r) = args.replication {
+        let fewest = args.dcs.iter().copied().min().unwrap_or(0);
+        anyhow::ensure!(
+            (1..=fewest).contains(&r),
+            "--replication {r}: each partition must live in 1 to {fewest} DCs (the fewest of --dcs)"
+        );
+        // A protocol that refuses partial replication says so now, not
+        // run by run.
+        let partitions = args.partitions.iter().copied().max().unwrap_or(1);
+        let topology = causeway_protocol::Topology::round_robin(fewest, partitions, r).map_err(anyhow::Error::msg)?;
+        for p in &args.protocols {
+            p.check(&topology, &causeway_protocol::Tuning::default()).map_err(anyhow::Error::msg)?;
+        }
+    }
+    let mut base = args.run.spec(&args.net)?;
+    base.replication = args.replication;
     let sweep = Sweep {
-        base: args.run.spec(&args.net)?,
+        base,
         protocols: args.protocols,
         clients: args.clients,
         clients_per_dc: args.clients_per_dc,

@@ -133,7 +133,11 @@ fn bad_input_gets_a_clear_error_not_a_panic() {
     assert_eq!(empty_dc.status.code(), Some(2));
     assert!(stderr(&empty_dc).contains("dc2 holds no partition"), "{}", stderr(&empty_dc));
 
-    let panicked = [&missing, &out, &too_many, &bad_cut, &skewed, &wren_partial, &too_few_dcs, &empty_dc]
+    let sweep_wren = causeway(&["sweep", "--protocols", "paris,wren", "--replication", "2", "--out", "/nonexistent/x"]);
+    assert_eq!(sweep_wren.status.code(), Some(2));
+    assert!(stderr(&sweep_wren).contains("Wren needs full replication"), "{}", stderr(&sweep_wren));
+
+    let panicked = [&missing, &out, &too_many, &bad_cut, &skewed, &wren_partial, &too_few_dcs, &empty_dc, &sweep_wren]
         .iter()
         .any(|o| stderr(o).contains("panicked"));
     assert!(!panicked);
