@@ -88,10 +88,17 @@ fn partial(workload: fn(u64) -> SimConfig) -> impl Fn(u64) -> SimConfig {
 }
 
 fn caught_paris(fault: ParisFault, workload: impl Fn(u64) -> SimConfig) -> Vec<ViolationKind> {
+    caught_paris_as::<Paris>(fault, workload)
+}
+
+fn caught_paris_as<P: Protocol<Config = ParisConfig>>(
+    fault: ParisFault,
+    workload: impl Fn(u64) -> SimConfig,
+) -> Vec<ViolationKind> {
     let config = ParisConfig { fault, ..ParisConfig::default() };
     for seed in 0..10 {
-        let (_, verdict) = run::<Paris>(workload(seed), &config);
-        let mut kinds: Vec<ViolationKind> = verdict.breaches(Paris::GUARANTEE).map(|v| v.kind).collect();
+        let (_, verdict) = run::<P>(workload(seed), &config);
+        let mut kinds: Vec<ViolationKind> = verdict.breaches(P::GUARANTEE).map(|v| v.kind).collect();
         if !kinds.is_empty() {
             kinds.sort();
             kinds.dedup();
@@ -113,6 +120,15 @@ fn paris_reporting_only_its_own_version_clock_is_caught() {
 #[test]
 fn paris_handing_out_its_clock_as_the_snapshot_is_caught() {
     let kinds = caught_paris(ParisFault::SnapshotFromClock, partial(hot_keys));
+    assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
+}
+
+/// BPR's read must wait for the partition's other replicas too: a replica
+/// whose own commits have passed the snapshot may still lack another
+/// DC's.
+#[test]
+fn bpr_serving_once_its_own_commits_pass_the_snapshot_is_caught() {
+    let kinds = caught_paris_as::<Bpr>(ParisFault::BprOwnClockOnly, partial(groups));
     assert!(kinds.contains(&ViolationKind::FracturedRead), "{kinds:?}");
 }
 

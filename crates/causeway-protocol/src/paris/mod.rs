@@ -89,6 +89,9 @@ pub enum Fault {
     SnapshotFromClock,
     /// The client ignores its cache: it misses its own recent writes.
     SkipClientCache,
+    /// BPR: a replica serves a read once its own commits pass the snapshot,
+    /// without waiting for what the partition's other replicas send.
+    BprOwnClockOnly,
 }
 
 /// PaRiS, or with `BLOCKING` its baseline BPR (the paper's §V-A): the same

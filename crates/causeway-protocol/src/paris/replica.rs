@@ -98,11 +98,20 @@ impl ParisReplica {
         out.send(from, TxnMsg::SliceResp { tx, round, values });
     }
 
+    /// How far this replica has installed every transaction of every
+    /// replica of its partition (or, with the planted fault, its own).
+    fn installed(&self) -> Timestamp {
+        match self.fault {
+            Fault::BprOwnClockOnly => self.vv.local(),
+            _ => self.vv.settled(),
+        }
+    }
+
     /// BPR: serves the parked reads whose snapshots this replica has now
     /// installed — every transaction of every replica of its partition up
     /// to them.
     fn wake_parked(&mut self, out: &mut Out) {
-        let installed = self.vv.settled();
+        let installed = self.installed();
         while let Some(read) = self.parked.take_servable(installed) {
             self.serve(read, out);
         }
@@ -181,7 +190,7 @@ impl FamilyReplica for ParisReplica {
     fn serve_slice(&mut self, _now: PhysicalMicros, read: SliceRequest<Timestamp>, out: &mut Out) {
         if !self.blocking {
             self.ust.learn(read.snapshot);
-        } else if read.snapshot > self.vv.settled() || out.buggify("bpr.read.park_anyway") {
+        } else if read.snapshot > self.installed() || out.buggify("bpr.read.park_anyway") {
             // Served once installed: woken by the apply round, a group or
             // a heartbeat from a peer, whichever brings it there.
             return self.parked.park(read.snapshot, read);
