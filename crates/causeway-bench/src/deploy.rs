@@ -147,19 +147,17 @@ pub fn processes_config(spec: &BenchSpec, topology: &Topology, ports: &[u16]) ->
     }
     let mut i = 0;
     for ReplicaId { dc: DcId(d), partition: PartitionId(p), .. } in topology.all_replicas() {
-        {
-            let _ = writeln!(
-                s,
-                "[[node]]\nname = \"dc{d}-p{p}\"\ndc = \"dc{d}\"\npartitions = [{p}]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\nclock_offset_ms = {}",
-                ports[i],
-                ports[i + 1],
-                spec.clock_offset_us(d, p) as f64 / 1000.0
-            );
-            if let Some(dir) = &spec.data_dir {
-                let _ = writeln!(s, "data_dir = {:?}", dir.join(format!("dc{d}-p{p}")).display().to_string());
-            }
-            i += 2;
+        let _ = writeln!(
+            s,
+            "[[node]]\nname = \"dc{d}-p{p}\"\ndc = \"dc{d}\"\npartitions = [{p}]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\nclock_offset_ms = {}",
+            ports[i],
+            ports[i + 1],
+            spec.clock_offset_us(d, p) as f64 / 1000.0
+        );
+        if let Some(dir) = &spec.data_dir {
+            let _ = writeln!(s, "data_dir = {:?}", dir.join(format!("dc{d}-p{p}")).display().to_string());
         }
+        i += 2;
     }
     s
 }

@@ -161,11 +161,7 @@ impl BenchSpec {
     /// The cluster's shape: every partition in every DC, or in
     /// `replication` of them.
     pub fn topology(&self) -> Result<Topology, String> {
-        match self.replication {
-            None => Topology::full(self.dcs, self.partitions),
-            Some(r) => Topology::round_robin(self.dcs, self.partitions, r),
-        }
-        .map_err(|e| e.to_string())
+        Topology::placed(self.dcs, self.partitions, self.replication).map_err(|e| e.to_string())
     }
 
     /// The prefix of every key the run reads and writes ([`BenchSpec::key_prefix`]).

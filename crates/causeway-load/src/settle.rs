@@ -80,11 +80,9 @@ type DcParts = (BTreeMap<String, String>, BTreeSet<u32>, u32);
 /// other DC covering its partition lists with the same value.
 fn converged(per_dc: &BTreeMap<u16, DcParts>) -> bool {
     per_dc.values().all(|(a, _, count)| {
-        per_dc.values().all(|(b, covered, _)| {
-            a.iter().all(|(k, v)| {
-                let partition = (fnv1a64(k.as_bytes()) % u64::from((*count).max(1))) as u32;
-                !covered.contains(&partition) || b.get(k) == Some(v)
-            })
+        a.iter().all(|(k, v)| {
+            let partition = (fnv1a64(k.as_bytes()) % u64::from((*count).max(1))) as u32;
+            per_dc.values().all(|(b, covered, _)| !covered.contains(&partition) || b.get(k) == Some(v))
         })
     })
 }

@@ -15,6 +15,9 @@ pub struct Topology {
     partitions: u32,
     /// For each partition, the DCs holding a replica, sorted.
     placement: Vec<Vec<DcId>>,
+    /// Every DC holds every partition: asked on every transaction start
+    /// (transaction ids), so kept rather than counted again.
+    full: bool,
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -42,6 +45,16 @@ impl Topology {
     pub fn full(dcs: u16, partitions: u32) -> Result<Self, TopologyError> {
         let all: Vec<DcId> = (0..dcs).map(DcId).collect();
         Self::with_placement(dcs, partitions, vec![all; partitions as usize])
+    }
+
+    /// Every DC holds every partition (`replication: None`), or each
+    /// partition is in R of them, dealt round-robin
+    /// ([`Topology::round_robin`]): the shapes `--replication` gives.
+    pub fn placed(dcs: u16, partitions: u32, replication: Option<u16>) -> Result<Self, TopologyError> {
+        match replication {
+            None => Self::full(dcs, partitions),
+            Some(r) => Self::round_robin(dcs, partitions, r),
+        }
     }
 
     /// Partial replication with `replication` (R) replicas of each
@@ -93,7 +106,8 @@ impl Topology {
                 return Err(TopologyError::UnknownDc { partition, dc });
             }
         }
-        Ok(Topology { dcs, partitions, placement })
+        let full = placement.iter().all(|r| r.len() == usize::from(dcs));
+        Ok(Topology { dcs, partitions, placement, full })
     }
 
     pub fn dc_count(&self) -> u16 {
@@ -145,7 +159,7 @@ impl Topology {
     }
 
     pub fn is_fully_replicated(&self) -> bool {
-        self.placement.iter().all(|r| r.len() == self.dcs as usize)
+        self.full
     }
 
     /// Every replica in the cluster, DC by DC.

@@ -212,9 +212,8 @@ impl ClusterPlan {
     }
 
     /// M DCs × N partitions in one process: one node runs every replica and
-    /// serves every DC's clients. `replication`: each partition in R DCs,
-    /// dealt round-robin ([`Topology::round_robin`]); `None`: every DC holds
-    /// every partition. `client_port`: the first DC's client port (the
+    /// serves every DC's clients. `replication`: each partition in R DCs
+    /// ([`Topology::placed`]); `None`: every DC holds every partition. `client_port`: the first DC's client port (the
     /// others follow, so all of them must fit under 65536); 0 lets the OS
     /// choose.
     pub fn embedded(
@@ -225,11 +224,7 @@ impl ClusterPlan {
         wan: Option<&WanModel>,
         client_port: u16,
     ) -> Result<ClusterPlan, String> {
-        let topology = match replication {
-            None => Topology::full(dcs, partitions),
-            Some(r) => Topology::round_robin(dcs, partitions, r),
-        }
-        .map_err(|e| e.to_string())?;
+        let topology = Topology::placed(dcs, partitions, replication).map_err(|e| e.to_string())?;
         let wan = wan.map(|m| WanDelays::from_model(m, dcs)).transpose()?;
         let ports = client_ports(client_port, dcs)?;
         let clients =

@@ -106,16 +106,6 @@ impl Default for SimConfig {
     }
 }
 
-/// `dcs` × `partitions`, each partition in `replication` DCs placed
-/// round-robin, or in every DC.
-pub fn topology_of(dcs: u16, partitions: u32, replication: Option<u16>) -> Result<Topology, ConfigError> {
-    let topology = match replication {
-        None => Topology::full(dcs, partitions),
-        Some(r) => Topology::round_robin(dcs, partitions, r),
-    };
-    topology.map_err(|e| ConfigError::Invalid(e.to_string()))
-}
-
 impl SimConfig {
     /// The workload's transactions must fit the sessions' limits, or every
     /// one would be refused.
@@ -140,7 +130,7 @@ impl SimConfig {
     /// The cluster's shape: `dcs` × `partitions`, each partition in
     /// `replication` DCs.
     pub fn topology(&self) -> Result<Topology, ConfigError> {
-        topology_of(self.dcs, self.partitions, self.replication)
+        Topology::placed(self.dcs, self.partitions, self.replication).map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {

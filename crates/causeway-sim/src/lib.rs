@@ -17,7 +17,7 @@ pub mod network;
 pub mod report;
 pub mod simulation;
 
-pub use config::{topology_of, Cut, LatencySpikes, Readers, SimConfig};
+pub use config::{Cut, LatencySpikes, Readers, SimConfig};
 pub use faults::{random_crashes, ComesBack, Crash, CrashTarget, DiskModel, Faults, TransportFaults};
 pub use report::SimReport;
 pub use simulation::{Progress, Simulation};

@@ -4,10 +4,9 @@ use crate::args::{ClientArgs, ClusterArgs};
 use crate::output::OutputFile;
 use crate::verdict;
 use anyhow::{bail, Result};
-use causeway_protocol::{Protocol, ProtocolVisitor, Tuning};
+use causeway_protocol::{Protocol, ProtocolVisitor, Topology, Tuning};
 use causeway_sim::{
-    random_crashes, topology_of, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation,
-    TransportFaults,
+    random_crashes, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation, TransportFaults,
 };
 use causeway_workload::{Locality, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
@@ -202,7 +201,7 @@ fn faults(args: &SimArgs) -> Result<Faults> {
     if args.crashes > 0 {
         let window_us = args.duration_ms.map_or(500_000, |ms| ms * 1000);
         let c = &args.cluster;
-        let topology = topology_of(c.dcs, c.partitions, c.replication)?;
+        let topology = Topology::placed(c.dcs, c.partitions, c.replication).map_err(anyhow::Error::msg)?;
         crashes.extend(random_crashes(args.seed, &topology, args.crashes, window_us));
     }
     let (dup, reorder, loss) = (args.duplicate_prob, args.reorder_prob, args.loss_prob);

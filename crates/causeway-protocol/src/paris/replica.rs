@@ -86,11 +86,6 @@ impl ParisReplica {
         }
     }
 
-    /// BPR's reads waiting for their snapshot here.
-    pub fn parked_reads(&self) -> usize {
-        self.parked.len()
-    }
-
     /// Serves `read` from the store.
     fn serve(&mut self, read: SliceRequest<Timestamp>, out: &mut Out) {
         let SliceRequest { from, tx, round, keys, snapshot } = read;
@@ -111,25 +106,19 @@ impl ParisReplica {
     /// installed — every transaction of every replica of its partition up
     /// to them.
     fn wake_parked(&mut self, out: &mut Out) {
+        // Every group and heartbeat comes here; under PaRiS nothing parks.
+        if self.parked.is_empty() {
+            return;
+        }
         let installed = self.installed();
         while let Some(read) = self.parked.take_servable(installed) {
             self.serve(read, out);
         }
     }
 
-    pub fn dc(&self) -> DcId {
-        self.core.id.dc
-    }
-
     /// The UST as this replica knows it.
     pub fn ust(&self) -> Timestamp {
         self.ust.ust()
-    }
-
-    /// The version vector `VV` (entries of DCs that hold no replica of this
-    /// partition stay at zero and do not count).
-    pub fn version_vector(&self) -> &[Timestamp] {
-        self.vv.as_slice()
     }
 
     /// Alg. 4, lines 6–23: apply, in commit order, the committed

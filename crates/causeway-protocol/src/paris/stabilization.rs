@@ -24,7 +24,8 @@ use crate::contract::Effects;
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, DcId, ReplicaId};
 use crate::topology::Topology;
-use crate::twopc::{Tree, TxnMsg};
+use crate::twopc::tree::{self, Tree};
+use crate::twopc::TxnMsg;
 
 /// This replica's place in UST, and what it has learned.
 #[derive(Clone, Debug)]
@@ -52,8 +53,8 @@ const PERSIST_EVERY_US: u64 = 50_000;
 impl Ust {
     pub fn new(me: ReplicaId, topology: &Topology, fanout: u32) -> Self {
         let tree = Tree::new(me, topology, fanout);
-        let other_roots = if tree.parent().is_none() {
-            topology.dcs().filter(|&dc| dc != me.dc).filter_map(|dc| Tree::<()>::root_of(topology, dc)).collect()
+        let other_roots = if tree.is_root() {
+            topology.dcs().filter(|&dc| dc != me.dc).filter_map(|dc| tree::root_of(topology, dc)).collect()
         } else {
             Vec::new()
         };
@@ -69,15 +70,11 @@ impl Ust {
         }
     }
 
-    fn is_root(&self) -> bool {
-        self.tree.parent().is_none()
-    }
-
     /// The most this replica may report as the oldest snapshot in use: at a
     /// root, the UST it made durable (so that a restart resumes at or above
     /// any `S_old` built on its reports).
     pub fn oldest_cap(&self) -> Timestamp {
-        if self.is_root() {
+        if self.tree.is_root() {
             self.persisted
         } else {
             Timestamp::MAX
@@ -87,7 +84,8 @@ impl Ust {
     /// At a root, a UST to make durable in this step, if it moved far
     /// enough since the last one (taken as made durable).
     pub fn to_persist(&mut self) -> Option<Timestamp> {
-        let due = self.is_root() && self.ust.physical() >= self.persisted.physical().saturating_add(PERSIST_EVERY_US);
+        let due =
+            self.tree.is_root() && self.ust.physical() >= self.persisted.physical().saturating_add(PERSIST_EVERY_US);
         due.then(|| {
             self.persisted = self.ust;
             self.ust

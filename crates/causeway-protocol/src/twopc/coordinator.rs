@@ -242,10 +242,10 @@ impl<S: Snapshot> Coordinator<S> {
     /// running here (counted as refused input; a late one after the commit
     /// was given up is not).
     pub fn on_refused<Q, W, G, T, R>(&mut self, from: Addr, tx: TxId, out: &mut Out<S, Q, W, G, T, R>) -> bool {
-        if !matches!(from, Addr::Replica(r) if from == self.cohort(r.partition)) {
+        let Addr::Replica(cohort) = from else { return false };
+        if from != self.cohort(cohort.partition) {
             return false;
         }
-        let Addr::Replica(cohort) = from else { return false };
         let Some((client, cohorts)) = self.table.refused(tx, cohort.partition) else {
             return !self.table.contains(tx);
         };

@@ -17,6 +17,11 @@ pub struct Tree<Rep> {
     fresh: Vec<Option<Rep>>,
 }
 
+/// The root of `dc`'s tree: its lowest partition (`None` if it holds none).
+pub fn root_of(topology: &Topology, dc: crate::ids::DcId) -> Option<ReplicaId> {
+    topology.replicas_in(dc).first().copied()
+}
+
 impl<Rep> Tree<Rep> {
     /// Lays the replicas `me`'s DC holds out as a complete `fanout`-ary
     /// tree in partition order, rooted at the lowest partition.
@@ -29,18 +34,16 @@ impl<Rep> Tree<Rep> {
         Tree { parent, fresh: children.iter().map(|_| None).collect(), children }
     }
 
-    /// The root of `dc`'s tree: its lowest partition (`None` if it holds
-    /// none).
-    pub fn root_of(topology: &Topology, dc: crate::ids::DcId) -> Option<ReplicaId> {
-        topology.replicas_in(dc).first().copied()
-    }
-
     pub fn parent(&self) -> Option<ReplicaId> {
         self.parent
     }
 
     pub fn children(&self) -> &[ReplicaId] {
         &self.children
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.parent.is_none()
     }
 
     pub fn is_leaf(&self) -> bool {
@@ -102,7 +105,7 @@ mod tests {
     fn under_partial_replication_the_tree_spans_the_partitions_a_dc_holds() {
         let t = Topology::round_robin(3, 3, 2).unwrap();
         // DC 1 holds partitions 0 and 1; DC 2 holds 1 and 2.
-        assert_eq!(Tree::<()>::root_of(&t, DcId(2)), Some(ReplicaId::new(2, 1)));
+        assert_eq!(root_of(&t, DcId(2)), Some(ReplicaId::new(2, 1)));
         let shape = tree_shape(&t, DcId(2), 4);
         assert_eq!(shape, vec![(PartitionId(1), None), (PartitionId(2), Some(PartitionId(1)))]);
     }

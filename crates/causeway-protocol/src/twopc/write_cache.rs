@@ -22,12 +22,10 @@ impl WriteCache {
         self.entries.is_empty()
     }
 
-    /// How many entries the cache would hold once `writes` commit.
+    /// How many entries the cache would hold once `writes` — of distinct
+    /// keys, as a write set holds them — commit.
     pub fn len_after(&self, writes: &[(Key, Option<Value>)]) -> usize {
-        let mut new: Vec<&Key> = writes.iter().map(|(k, _)| k).filter(|k| !self.entries.contains_key(*k)).collect();
-        new.sort_unstable();
-        new.dedup();
-        self.entries.len() + new.len()
+        self.entries.len() + writes.iter().filter(|(k, _)| !self.entries.contains_key(k)).count()
     }
 
     /// What the session wrote last to `key`, if the snapshot may miss it.
