@@ -81,6 +81,22 @@ pub struct WorkloadReport {
     pub keys_per_partition: u32,
     pub zipf: f64,
     pub value_size: usize,
+    /// Under partial replication, the share of transactions that touch
+    /// random partitions anywhere rather than only those the client's DC
+    /// holds (`--locality 95:5`: 0.05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_dc_fraction: Option<f64>,
+}
+
+impl WorkloadReport {
+    /// `LOCAL:MULTI` in percent, as `--locality` takes it (`95:5`), under
+    /// partial replication.
+    pub fn locality(&self) -> Option<String> {
+        self.multi_dc_fraction.map(|f| {
+            let multi = (f * 100.0).round() as u32;
+            format!("{}:{multi}", 100u32.saturating_sub(multi))
+        })
+    }
 }
 
 /// Reads that waited: a read request (slice) a replica could not answer in

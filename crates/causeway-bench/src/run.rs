@@ -13,6 +13,7 @@ use causeway_client::wire::NodeStats;
 use causeway_history::History;
 use causeway_load::probe::Probe;
 use causeway_load::{settle, visibility, LoadConfig, Phase, Progress};
+use causeway_protocol::Topology;
 use causeway_workload::WorkloadKind;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -97,7 +98,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     let (phase_tx, mut phase_rx) = tokio::sync::mpsc::unbounded_channel();
     let tracker = tokio::spawn(visibility::track(
         tracker_probes,
-        dcs,
+        Topology::clone(topology),
         commit_rx,
         spec.visibility_interval,
         Duration::from_secs(10),
@@ -174,6 +175,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             keys_per_partition: w.keys_per_partition,
             zipf: w.zipf,
             value_size: spec.value_size,
+            multi_dc_fraction: (!topology.is_fully_replicated()).then_some(w.multi_dc_fraction),
         },
         wan: spec.wan.is_some(),
         preload: spec.preload,

@@ -1,6 +1,7 @@
 //! A series of runs: every combination of the protocols, client counts,
-//! partition counts, DC counts and read:write mixes asked for, each a
-//! fresh cluster, saved as JSON next to the figures drawn from them.
+//! partition counts, DC counts, read:write mixes and (under partial
+//! replication) localities asked for, each a fresh cluster, saved as JSON
+//! next to the figures drawn from them.
 
 use crate::report::BenchReport;
 use crate::spec::BenchSpec;
@@ -21,17 +22,26 @@ pub struct Sweep {
     pub dcs: Vec<u16>,
     /// `(reads, writes)` per transaction.
     pub mixes: Vec<(u32, u32)>,
+    /// Shares of multi-DC transactions (partial replication); empty: the
+    /// base workload's.
+    pub multi_dc: Vec<f64>,
 }
 
 impl Sweep {
-    /// The runs, in the order they run: for each mix, DC count and
-    /// partition count, every protocol at rising load.
+    /// The runs, in the order they run: for each mix, DC count, partition
+    /// count and locality, every protocol at rising load.
     pub fn specs(&self) -> Vec<BenchSpec> {
         let mut out = Vec::new();
+        let localities = match self.multi_dc.is_empty() {
+            true => vec![self.base.workload.multi_dc_fraction],
+            false => self.multi_dc.clone(),
+        };
         for &(reads, writes) in &self.mixes {
             for &dcs in &self.dcs {
                 for &partitions in &self.partitions {
-                    for &protocol in &self.protocols {
+                    for (&multi_dc, &protocol) in
+                        localities.iter().flat_map(|l| self.protocols.iter().map(move |p| (l, p)))
+                    {
                         let loads: Vec<(u32, Option<u32>)> = if self.clients_per_dc.is_empty() {
                             self.clients.iter().map(|&c| (c, None)).collect()
                         } else {
@@ -42,6 +52,7 @@ impl Sweep {
                             s.clients_per_dc = per_dc;
                             s.workload.reads_per_txn = reads;
                             s.workload.writes_per_txn = writes;
+                            s.workload.multi_dc_fraction = multi_dc;
                             s.dcs = dcs;
                             s.partitions = partitions;
                             s.protocol = protocol;
@@ -75,10 +86,17 @@ impl Sweep {
     }
 }
 
-/// A file name for a run: `wren-3dc-4p-19r1w-8cpd` (8 clients per DC).
+/// A file name for a run: `wren-3dc-4p-19r1w-8cpd` (8 clients per DC);
+/// under partial replication `paris-3dc-6p-r2-local95-19r1w-8cpd` (each
+/// partition in 2 DCs, 95 % of transactions local-DC).
 pub fn run_name(r: &BenchReport) -> String {
+    let placement = match (r.replication, r.workload.multi_dc_fraction) {
+        (Some(rf), Some(multi)) => format!("-r{rf}-local{}", 100 - (multi * 100.0).round() as u32),
+        (Some(rf), None) => format!("-r{rf}"),
+        _ => String::new(),
+    };
     format!(
-        "{}-{}dc-{}p-{}r{}w-{}cpd",
+        "{}-{}dc-{}p{placement}-{}r{}w-{}cpd",
         r.protocol, r.dcs, r.partitions, r.workload.reads_per_txn, r.workload.writes_per_txn, r.clients_per_dc
     )
 }
@@ -121,6 +139,7 @@ mod tests {
             partitions: vec![2, 4],
             dcs: vec![3],
             mixes: vec![(19, 1), (10, 10)],
+            multi_dc: vec![],
         };
         let specs = sweep.specs();
         assert_eq!(specs.len(), 2 * 2 * 2 * 2);

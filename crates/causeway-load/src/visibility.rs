@@ -3,7 +3,11 @@
 //!
 //! A write from DC `o` with commit time `ts` is visible in DC `d` once every
 //! replica in `d` of the partitions it wrote has `visible_upto(o) ≥ ts`
-//! (Wren: LST for `d = o`, RST otherwise). Replicas publish those stable
+//! (Wren: LST for `d = o`, RST otherwise). Under partial replication a
+//! partition `d` does not hold is read at its serving replica in another
+//! DC ([`Topology::serving_dc`]), so that replica's is the one that counts
+//! (BPR: what it has installed; PaRiS: the UST as its DC knows it, within
+//! one exchange of `d`'s). Replicas publish those stable
 //! times; this tracker asks every node for them over the client wire
 //! ([`causeway_client::Client::stats`]) every millisecond by default, so it
 //! measures an embedded cluster and separate server processes alike. The
@@ -11,7 +15,7 @@
 
 use crate::probe::Probe;
 use causeway_client::Error;
-use causeway_protocol::DcId;
+use causeway_protocol::{DcId, PartitionId, Topology};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -52,11 +56,12 @@ pub fn histogram() -> Histogram<u64> {
 /// to every node each time).
 pub async fn track(
     mut probes: Vec<Probe>,
-    dcs: u16,
+    topology: Topology,
     mut commits: mpsc::UnboundedReceiver<Commit>,
     interval: Duration,
     drain: Duration,
 ) -> Result<Visibility, Error> {
+    let dcs = topology.dc_count();
     // `visible[(dc, partition)][origin]`, as last read.
     let mut gauges: BTreeMap<(DcId, u32), Vec<u64>> = BTreeMap::new();
     let mut local = histogram();
@@ -91,14 +96,17 @@ pub async fn track(
                 }
             }
         }
-        // `floor[dc][origin]`: what every replica of `dc` shows of `origin`.
-        // A commit at or below it is visible there whatever it wrote (the
-        // common case: one comparison instead of a lookup per partition).
+        // `floor[dc][origin]`: what every replica `dc` reads from shows of
+        // `origin`. A commit at or below it is visible there whatever it
+        // wrote (the common case: one comparison instead of a lookup per
+        // partition).
         let mut floor = vec![vec![u64::MAX; usize::from(dcs)]; usize::from(dcs)];
-        for ((dc, _), visible) in &gauges {
-            if let Some(row) = floor.get_mut(usize::from(dc.0)) {
-                for (f, &v) in row.iter_mut().zip(visible) {
-                    *f = (*f).min(v);
+        for (dc, row) in topology.dcs().zip(floor.iter_mut()) {
+            for p in topology.partitions() {
+                match gauges.get(&(topology.serving_dc(dc, p), p.0)) {
+                    Some(visible) => row.iter_mut().zip(visible).for_each(|(f, &v)| *f = (*f).min(v)),
+                    // Not heard from yet: nothing is known visible there.
+                    None => row.iter_mut().for_each(|f| *f = 0),
                 }
             }
         }
@@ -108,8 +116,9 @@ pub async fn track(
                 let origin = usize::from(p.commit.origin.0);
                 let everywhere = floor.get(usize::from(dc.0)).and_then(|row| row.get(origin)).copied().unwrap_or(0);
                 let visible = (everywhere != u64::MAX && p.commit.ts <= everywhere)
-                    || p.commit.partitions.iter().all(|part| {
-                        gauges.get(&(dc, *part)).and_then(|v| v.get(origin)).is_some_and(|&v| v >= p.commit.ts)
+                    || p.commit.partitions.iter().all(|&part| {
+                        let serving = topology.serving_dc(dc, PartitionId(part));
+                        gauges.get(&(serving, part)).and_then(|v| v.get(origin)).is_some_and(|&v| v >= p.commit.ts)
                     });
                 if visible {
                     let us = now.saturating_duration_since(p.commit.at).as_micros().max(1) as u64;

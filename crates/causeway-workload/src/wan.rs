@@ -130,6 +130,17 @@ mod tests {
     }
 
     #[test]
+    fn the_ten_region_file_extends_the_default_one() {
+        let ten = WanModel::parse(include_str!("../../../config/wan-10.toml")).expect("config/wan-10.toml parses");
+        let five = WanModel::default_model();
+        assert_eq!(ten.regions.len(), 10);
+        assert_eq!(ten.regions[..5], five.regions[..], "the same first five regions, in order");
+        for (a, row) in five.rtt_us.iter().enumerate() {
+            assert_eq!(ten.rtt_us[a][..5], row[..], "the same round trips among the first five ({})", five.regions[a]);
+        }
+    }
+
+    #[test]
     fn without_wan_dcs_are_as_near_as_servers_in_one_dc() {
         let flat = WanModel::default_model().without_wan(7);
         assert_eq!(flat.regions.len(), 7);

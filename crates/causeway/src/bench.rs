@@ -50,9 +50,9 @@ pub struct RunFlags {
     /// Under partial replication (--replication), LOCAL:MULTI: how many
     /// transactions touch only partitions the client's DC holds against how
     /// many touch random partitions anywhere (the PaRiS paper's 100:0, 95:5,
-    /// 90:10, 50:50).
-    #[arg(long, default_value = "95:5", value_name = "LOCAL:MULTI")]
-    locality: Locality,
+    /// 90:10, 50:50); a sweep takes a comma-separated list.
+    #[arg(long, value_delimiter = ',', default_value = "95:5", value_name = "LOCAL:MULTI")]
+    locality: Vec<Locality>,
     /// Bytes per written value.
     #[arg(long, default_value_t = 8)]
     value_size: usize,
@@ -113,7 +113,7 @@ impl RunFlags {
         workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
         workload.keys_per_partition = self.keys;
         workload.zipf = self.zipf;
-        workload.multi_dc_fraction = self.locality.multi_dc_fraction();
+        workload.multi_dc_fraction = self.locality.first().copied().unwrap_or_default().multi_dc_fraction();
         Ok(BenchSpec {
             deployment,
             workload,
@@ -245,6 +245,7 @@ fn write_json(out: OutputFile, report: &BenchReport) -> Result<()> {
 
 pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     init_logging();
+    anyhow::ensure!(args.run.locality.len() == 1, "--locality: a run has one (a list is for `causeway sweep`)");
     let mut spec = args.run.spec(&args.cluster.net)?;
     spec.protocol = args.cluster.protocol;
     spec.dcs = args.cluster.dcs;
@@ -363,6 +364,10 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
             p.check(&topology, &causeway_protocol::Tuning::default()).map_err(anyhow::Error::msg)?;
         }
     }
+    anyhow::ensure!(
+        args.replication.is_some() || args.run.locality.len() == 1,
+        "--locality varies only what partial replication serves from other DCs: give --replication too"
+    );
     let mut base = args.run.spec(&args.net)?;
     base.replication = args.replication;
     let sweep = Sweep {
@@ -373,6 +378,7 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
         partitions: args.partitions,
         dcs: args.dcs,
         mixes: args.mix.iter().map(|m| (m.0, m.1)).collect(),
+        multi_dc: args.run.locality.iter().map(|l| l.multi_dc_fraction()).collect(),
     };
     sweep.validate().map_err(anyhow::Error::msg)?;
     // Checked before the runs: a directory that cannot be written fails now.
@@ -425,17 +431,22 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
-    /// A sweep's output directory (with sweep.json).
-    dir: PathBuf,
-    /// Draw the figures into this directory instead of DIR (docs/figures,
-    /// say: the names are those docs/BENCHMARKS.md shows).
+    /// A sweep's output directory (with sweep.json); several draw their
+    /// runs together (sweeps of different DC counts, say, on one figure).
+    #[arg(required = true, num_args = 1..)]
+    dirs: Vec<PathBuf>,
+    /// Draw the figures into this directory instead of the first DIR
+    /// (docs/figures, say: the names are those docs/BENCHMARKS.md shows).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
 
 pub fn plot(args: PlotArgs) -> Result<ExitCode> {
-    let reports = sweep::load(&args.dir)?;
-    let out = args.out.as_deref().unwrap_or(&args.dir);
+    let mut reports = Vec::new();
+    for dir in &args.dirs {
+        reports.extend(sweep::load(dir)?);
+    }
+    let out = args.out.as_deref().unwrap_or(&args.dirs[0]);
     prepare_dir(out, if args.out.is_some() { "--out" } else { "DIR" })?;
     for f in figures::draw_all(&reports, out)? {
         println!("{}", f.display());

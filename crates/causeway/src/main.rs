@@ -36,9 +36,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Benchmark a cluster with closed-loop clients: throughput, latency, read waits, visibility, bytes, CPU.
     Bench(bench::BenchArgs),
-    /// Run a series of benchmarks (protocols × clients × partitions × DCs × mixes) and draw the paper's figures.
+    /// Run a series of benchmarks (protocols × clients × partitions × DCs × mixes × localities) and draw the papers' figures.
     Sweep(bench::SweepArgs),
-    /// Draw the figures of a sweep again from its sweep.json.
+    /// Draw the figures of one or more sweeps again from their sweep.json.
     Plot(bench::PlotArgs),
     /// Run one node of a cluster described by a config file.
     Server(serve::ServerArgs),

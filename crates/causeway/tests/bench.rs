@@ -193,6 +193,57 @@ fn sweep_runs_a_series_and_draws_the_papers_figures() {
 }
 
 #[test]
+fn a_partial_replication_sweep_draws_the_paris_papers_figures() {
+    let dir = scratch("sweep-paris");
+    let out = causeway(&[
+        "sweep",
+        "--protocols",
+        "paris,bpr",
+        "--replication",
+        "2",
+        "--dcs",
+        "3",
+        "--partitions",
+        "3",
+        "--clients",
+        "1",
+        "--locality",
+        "100:0,95:5,50:50",
+        "--wan",
+        "off",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let reports = json(&dir.join("sweep.json"));
+    let reports = reports.as_array().expect("an array");
+    assert_eq!(reports.len(), 6, "2 protocols × 3 localities");
+    let shares: Vec<f64> = reports.iter().map(|r| f(&r["workload"], "multi_dc_fraction")).collect();
+    assert_eq!(shares, [0.0, 0.0, 0.05, 0.05, 0.5, 0.5], "each run at its own locality, in order");
+    assert!(dir.join("runs/bpr-3dc-3p-r2-local50-19r1w-3cpd.json").exists(), "runs named by R and locality");
+    let drawn = |stem: &str| {
+        png(&dir.join(format!("{stem}.png")))
+            && std::fs::read_to_string(dir.join(format!("{stem}.svg"))).is_ok_and(|s| s.contains("bpr"))
+    };
+    for stem in [
+        "paris-fig1-throughput-latency-local100",
+        "paris-fig1-throughput-latency-local95",
+        "paris-fig1-throughput-latency-local50",
+        "paris-blocking-local50",
+        "paris-fig3a-locality-throughput",
+        "paris-fig3b-locality-latency",
+        "paris-fig4-visibility-local95",
+    ] {
+        assert!(drawn(stem), "{stem}.png and .svg, with both protocols");
+    }
+    assert!(!dir.join("fig3a-throughput-latency.png").exists(), "no Wren-paper names for partial replication");
+}
+
+#[test]
 fn bench_and_sweep_refuse_bad_flags_with_a_message() {
     for (args, says) in [
         (vec!["bench", "--clients", "0"], "--clients"),
@@ -203,6 +254,8 @@ fn bench_and_sweep_refuse_bad_flags_with_a_message() {
         (vec!["bench", "--processes", "--config", "x.toml"], "cannot be used with"),
         (vec!["sweep", "--mix", "19"], "READS:WRITES"),
         (vec!["sweep", "--protocols", "paxos"], "paxos"),
+        (vec!["sweep", "--locality", "100:0,50:50"], "give --replication too"),
+        (vec!["bench", "--locality", "100:0,50:50"], "a list is for `causeway sweep`"),
         (vec!["plot", "/nonexistent"], "cannot read"),
         (vec!["bench", "--preload", "--history", "h.jsonl"], "--preload cannot go with --history"),
         (vec!["bench", "--reads", "129"], "--reads must be at most 128"),

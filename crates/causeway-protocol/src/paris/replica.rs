@@ -291,9 +291,14 @@ impl FamilyReplica for ParisReplica {
         self.core.prepared.is_empty() && self.core.replication.is_idle() && self.parked.is_empty()
     }
 
-    /// One snapshot for every origin: the UST.
+    /// PaRiS: one snapshot for every origin, the UST. BPR: what this
+    /// replica has installed of every stream of its partition — a read at
+    /// a snapshot up to it is served at once; above it, it parks.
     fn visible_from(&self, _origin: DcId) -> Timestamp {
-        self.ust.ust()
+        match self.blocking {
+            true => self.installed(),
+            false => self.ust.ust(),
+        }
     }
 
     fn restore_stable(&mut self, at: Timestamp) {

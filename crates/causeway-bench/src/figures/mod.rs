@@ -17,18 +17,26 @@
 //! configuration, named by what sets it apart ([`group_suffix`]):
 //! `fig3a-throughput-latency-3dc-2p`, `fig3b-read-wait-18r2w`, ….
 //!
+//! Runs on partial replication redraw the PaRiS paper's figures instead
+//! ([`paris`]): `paris-fig1-throughput-latency-19r1w`, `paris-blocking-…`,
+//! `paris-fig2b-dcs`, `paris-fig3a-locality-throughput`,
+//! `paris-fig3b-locality-latency`, `paris-fig4-visibility`.
+//!
 //! Text is drawn with the DejaVu Sans font compiled into the binary, so
 //! figures come out the same on a machine without fonts.
 
 use crate::report::BenchReport;
 use anyhow::{anyhow, Result};
 use causeway_protocol::ProtocolKind;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
+
+mod paris;
 
 const SIZE: (u32, u32) = (960, 640);
 
@@ -78,6 +86,8 @@ struct LineChart<'a> {
     series: Vec<Series>,
     /// Where the legend covers the least.
     legend: SeriesLabelPosition,
+    /// A logarithmic y axis (the PaRiS paper's latencies and visibility).
+    log_y: bool,
 }
 
 /// Draws `chart` to `stem.png` and `stem.svg`.
@@ -107,13 +117,34 @@ where
 {
     root.fill(&WHITE).map_err(err)?;
     let ((x0, x1), (y0, y1)) = bounds(&chart.series);
-    let mut c = ChartBuilder::on(&root)
-        .caption(&chart.title, ("sans-serif", 20))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(err)?;
+    let mut builder = ChartBuilder::on(&root);
+    builder.caption(&chart.title, ("sans-serif", 20)).margin(16).x_label_area_size(48).y_label_area_size(64);
+    if chart.log_y {
+        // From the decade below the least value to half again the most, as
+        // the PaRiS paper draws latencies that differ by orders of magnitude.
+        let positive = || chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| *y > 0.0);
+        let lo = positive().fold(f64::INFINITY, f64::min);
+        let lo = if lo.is_finite() { 10f64.powf(lo.log10().floor()) } else { 0.1 };
+        let hi = positive().fold(lo, f64::max) * 1.5;
+        let mut c = builder.build_cartesian_2d(x0..x1, (lo..hi).log_scale()).map_err(err)?;
+        curves(&mut c, chart)?;
+        legend(&mut c, chart.legend.clone())?;
+    } else {
+        let mut c = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?;
+        curves(&mut c, chart)?;
+        legend(&mut c, chart.legend.clone())?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// The mesh and the series of `chart`, on a linear or a logarithmic y axis.
+fn curves<'a, DB, Y>(c: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>, chart: &LineChart) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     c.configure_mesh()
         .x_desc(chart.x)
         .y_desc(chart.y)
@@ -124,10 +155,12 @@ where
     for s in &chart.series {
         let (colour, dashed) = (s.colour, s.dashed);
         let style = ShapeStyle { color: colour.to_rgba(), filled: true, stroke_width: 2 };
+        // A logarithmic axis has no zero: such points are left out.
+        let points: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| !chart.log_y || p.1 > 0.0).collect();
         if s.dashed {
-            c.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style)).map_err(err)?
+            c.draw_series(DashedLineSeries::new(points.iter().copied(), 8, 5, style)).map_err(err)?
         } else {
-            c.draw_series(LineSeries::new(s.points.iter().copied(), style)).map_err(err)?
+            c.draw_series(LineSeries::new(points.iter().copied(), style)).map_err(err)?
         }
         .label(&s.name)
         .legend(move |(x, y)| {
@@ -137,19 +170,20 @@ where
                 + PathElement::new(vec![(0, 0), (9, 0)], colour.stroke_width(3))
                 + PathElement::new(vec![(9 + gap, 0), (24, 0)], colour.stroke_width(3))
         });
-        c.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, colour.filled()))).map_err(err)?;
+        c.draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled()))).map_err(err)?;
     }
-    legend(&mut c, chart.legend.clone())?;
-    root.present().map_err(err)?;
     Ok(())
 }
 
-type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
 /// The legend box, the same in every figure.
-fn legend<'a, DB: DrawingBackend + 'a>(c: &mut Chart<'a, DB>, position: SeriesLabelPosition) -> Result<()>
+fn legend<'a, DB, Y>(
+    c: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    position: SeriesLabelPosition,
+) -> Result<()>
 where
+    DB: DrawingBackend + 'a,
     DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64>,
 {
     c.configure_series_labels()
         .position(position)
@@ -171,10 +205,24 @@ struct GroupKey {
     touched: u32,
     wan: bool,
     deployment: String,
+    /// Under partial replication: replicas per partition.
+    replication: Option<u16>,
+    /// Under partial replication: `LOCAL:MULTI`.
+    locality: Option<String>,
+}
+
+impl GroupKey {
+    /// Each partition in fewer DCs than there are: the PaRiS paper's
+    /// setting (a report at R = M is full replication, Wren's figures).
+    fn partial(&self) -> bool {
+        self.replication.is_some_and(|r| r < self.dcs)
+    }
 }
 
 fn group_key(r: &BenchReport) -> GroupKey {
     GroupKey {
+        replication: r.replication.filter(|&rf| rf < r.dcs),
+        locality: r.replication.filter(|&rf| rf < r.dcs).and_then(|_| r.workload.locality()),
         dcs: r.dcs,
         partitions: r.partitions,
         reads: r.workload.reads_per_txn,
@@ -223,13 +271,25 @@ fn group_suffix(k: &GroupKey, all: &[&GroupKey]) -> String {
     if k.deployment != "embedded" || varies(&|g| g.deployment.clone()) {
         parts.push(k.deployment.clone());
     }
+    if varies(&|g| format!("{:?}", g.replication)) {
+        parts.push(k.replication.map_or("full".into(), |r| format!("r{r}")));
+    }
+    // The paper's default locality, 95:5, unnamed unless it varies.
+    if let Some(l) = &k.locality {
+        if l != paris::DEFAULT_LOCALITY || varies(&|g| format!("{:?}", g.locality)) {
+            parts.push(format!("local{}", l.split(':').next().unwrap_or(l)));
+        }
+    }
     parts.iter().map(|p| format!("-{p}")).collect()
 }
 
 /// The paper's figure a throughput-latency curve redraws: Fig. 5 varies the
-/// partitions per transaction, Fig. 4 the mix, Fig. 3a is the default.
+/// partitions per transaction, Fig. 4 the mix, Fig. 3a is the default;
+/// under partial replication, the PaRiS paper's Fig. 1.
 fn throughput_figure(k: &GroupKey) -> &'static str {
-    if !papers_reach(k) {
+    if k.partial() {
+        "paris-fig1"
+    } else if !papers_reach(k) {
         "fig5"
     } else if !papers_mix(k) {
         "fig4"
@@ -239,8 +299,13 @@ fn throughput_figure(k: &GroupKey) -> &'static str {
 }
 
 fn group_title(k: &GroupKey) -> String {
+    let placement = match (k.replication, &k.locality) {
+        (Some(r), Some(l)) => format!(", R = {r}, locality {l}"),
+        (Some(r), None) => format!(", R = {r}"),
+        _ => String::new(),
+    };
     format!(
-        "{} DCs × {} partitions · {}+{} over {} · WAN {} · {}",
+        "{} DCs × {} partitions{placement} · {}+{} over {} · WAN {} · {}",
         k.dcs,
         k.partitions,
         k.reads,
@@ -251,8 +316,9 @@ fn group_title(k: &GroupKey) -> String {
     )
 }
 
-/// A figure of one value against throughput: file stem, title, y axis, value.
-type AgainstLoad = (String, &'static str, &'static str, fn(&BenchReport) -> f64);
+/// A figure of one value against throughput: file stem, title, y axis,
+/// value, a logarithmic y axis.
+type AgainstLoad = (String, &'static str, &'static str, fn(&BenchReport) -> f64, bool);
 
 /// Per protocol, its runs sorted by load.
 fn by_protocol<'a>(runs: &[&'a BenchReport]) -> BTreeMap<String, Vec<&'a BenchReport>> {
@@ -295,12 +361,22 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
                 "Throughput and latency",
                 "mean transaction latency (ms)",
                 |r| r.latency_mean_ms,
+                // The PaRiS paper's Fig. 1: BPR's latencies are PaRiS's
+                // times ten or more.
+                key.partial(),
             ),
-            (format!("fig3b-read-wait{suffix}"), "Read waiting time", "mean waiting time per read request (ms)", |r| {
-                r.reads.wait_mean_ms
-            }),
+            (
+                match key.partial() {
+                    true => format!("paris-blocking{suffix}"),
+                    false => format!("fig3b-read-wait{suffix}"),
+                },
+                "Read waiting time",
+                "mean waiting time per read request (ms)",
+                |r| r.reads.wait_mean_ms,
+                false,
+            ),
         ];
-        for (stem, title, y, value) in against_load {
+        for (stem, title, y, value, log_y) in against_load {
             files.extend(draw_lines(
                 dir,
                 &stem,
@@ -310,24 +386,34 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
                     y,
                     series: curve(value),
                     legend: SeriesLabelPosition::UpperLeft,
+                    log_y,
                 },
             )?);
         }
+        if key.partial() && key.locality.as_deref() == Some(paris::DEFAULT_LOCALITY) {
+            // Each protocol at its peak: past it, visibility measures the overload.
+            let chosen: Vec<&BenchReport> = protocols.values().filter_map(|v| paris::peak(v)).collect();
+            files.extend(visibility(&chosen, dir, &format!("paris-fig4-visibility{suffix}"))?);
+        }
     }
-    files.extend(scaling(reports, dir)?);
+    let partial: Vec<&BenchReport> = groups.iter().filter(|(k, _)| k.partial()).flat_map(|(_, v)| v.clone()).collect();
+    files.extend(paris::locality(&partial, dir)?);
+    files.extend(paris::dcs(&partial, dir)?);
+    let full: Vec<&BenchReport> = groups.iter().filter(|(k, _)| !k.partial()).flat_map(|(_, v)| v.clone()).collect();
+    files.extend(scaling(&full, dir)?);
     // Figs. 7a and 7b compare protocols at one configuration: the first
     // group's, each protocol at its highest load.
-    if let Some(runs) = groups.values().next() {
+    if let Some(runs) = groups.iter().find(|(k, _)| !k.partial()).map(|(_, v)| v) {
         let chosen: Vec<&BenchReport> = by_protocol(runs).into_values().filter_map(|v| v.last().copied()).collect();
         files.extend(bytes(&chosen, dir)?);
-        files.extend(visibility(&chosen, dir)?);
+        files.extend(visibility(&chosen, dir, "fig7b-visibility")?);
     }
     Ok(files)
 }
 
 /// Fig. 6: peak throughput against partitions per DC, one curve per protocol
 /// and DC count; drawn when the sweep has more than one partition or DC count.
-fn scaling(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
+fn scaling(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     let mut peak: BTreeMap<(String, u16), BTreeMap<u32, f64>> = BTreeMap::new();
     for r in reports {
         let e = peak.entry((r.protocol.clone(), r.dcs)).or_default().entry(r.partitions).or_insert(0.0);
@@ -355,12 +441,14 @@ fn scaling(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
             y: "peak throughput (thousand transactions/s)",
             series,
             legend: SeriesLabelPosition::LowerRight,
+            log_y: false,
         },
     )
 }
 
-/// Fig. 7b: CDFs of visibility latency, local (solid) and remote (dashed).
-fn visibility(runs: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
+/// Fig. 7b (and the PaRiS paper's Fig. 4): CDFs of visibility latency,
+/// local (solid) and remote (dashed).
+fn visibility(runs: &[&BenchReport], dir: &Path, stem: &str) -> Result<Vec<PathBuf>> {
     let mut series = Vec::new();
     for r in runs {
         for (which, d, dashed) in [("local", &r.visibility.local, false), ("remote", &r.visibility.remote, true)] {
@@ -379,13 +467,14 @@ fn visibility(runs: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     }
     draw_lines(
         dir,
-        "fig7b-visibility",
+        stem,
         &LineChart {
             title: "Update visibility latency (CDF): local solid, remote dashed".into(),
             x: "time from commit to visibility (ms)",
             y: "fraction of updates",
             series,
             legend: SeriesLabelPosition::LowerRight,
+            log_y: false,
         },
     )
 }
@@ -468,7 +557,17 @@ mod tests {
     use super::*;
 
     fn key(dcs: u16, partitions: u32, (reads, writes): (u32, u32), touched: u32, deployment: &str) -> GroupKey {
-        GroupKey { dcs, partitions, reads, writes, touched, wan: true, deployment: deployment.into() }
+        GroupKey {
+            dcs,
+            partitions,
+            reads,
+            writes,
+            touched,
+            wan: true,
+            deployment: deployment.into(),
+            replication: None,
+            locality: None,
+        }
     }
 
     fn name(k: &GroupKey, all: &[&GroupKey]) -> String {
@@ -490,6 +589,19 @@ mod tests {
         let processes = key(3, 2, (19, 1), 2, "processes");
         assert_eq!(name(&processes, &[&processes]), "fig3a-throughput-latency-processes");
         assert_eq!(group_suffix(&a, &[&a, &default]), "-18r2w");
+        // Partial replication: the PaRiS paper's names, R and locality when they vary.
+        let partial = |mix, locality: &str| GroupKey {
+            replication: Some(2),
+            locality: Some(locality.into()),
+            ..key(3, 6, mix, 4, "embedded")
+        };
+        let (read_heavy, write_heavy) = (partial((19, 1), "95:5"), partial((10, 10), "95:5"));
+        assert!(read_heavy.partial() && !GroupKey { replication: Some(3), ..default.clone() }.partial());
+        assert_eq!(name(&read_heavy, &[&read_heavy]), "paris-fig1-throughput-latency");
+        assert_eq!(name(&write_heavy, &[&read_heavy, &write_heavy]), "paris-fig1-throughput-latency-10r10w");
+        let far = partial((19, 1), "50:50");
+        assert_eq!(name(&far, &[&far]), "paris-fig1-throughput-latency-local50", "not the paper's default locality");
+        assert_eq!(name(&read_heavy, &[&read_heavy, &far]), "paris-fig1-throughput-latency-local95");
         assert_eq!(group_suffix(&default, &[&a, &default]), "-19r1w", "the mix varies in the sweep");
     }
 }

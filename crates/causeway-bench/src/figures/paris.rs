@@ -1,0 +1,120 @@
+//! The PaRiS paper's figures that are not a curve per configuration (those,
+//! Fig. 1 and the blocking time, are drawn with Wren's in the parent
+//! module under `paris-` names): peak throughput and its latency against
+//! locality (Fig. 3), and peak throughput against the number of DCs
+//! (Fig. 2b). Each takes runs on partial replication only.
+
+use super::{by_protocol, colour, draw_lines, group_key, group_suffix, GroupKey, LineChart, Series};
+use crate::report::BenchReport;
+use anyhow::Result;
+use plotters::prelude::SeriesLabelPosition;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The paper's default locality (`--locality`'s too).
+pub(super) const DEFAULT_LOCALITY: &str = "95:5";
+
+/// Percent of multi-DC transactions: the x axis of Fig. 3.
+fn multi_dc_percent(r: &BenchReport) -> f64 {
+    r.workload.multi_dc_fraction.unwrap_or(0.0) * 100.0
+}
+
+/// The run with the highest throughput.
+pub(super) fn peak<'a>(runs: &[&'a BenchReport]) -> Option<&'a BenchReport> {
+    runs.iter().copied().max_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps))
+}
+
+/// Fig. 3: per protocol, its peak throughput at each locality (a) and the
+/// mean latency of that run (b); one pair of figures per configuration
+/// whose runs span more than one locality.
+pub(super) fn locality(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut groups: BTreeMap<GroupKey, Vec<&BenchReport>> = BTreeMap::new();
+    for r in reports {
+        groups.entry(GroupKey { locality: None, ..group_key(r) }).or_default().push(r);
+    }
+    groups.retain(|_, runs| runs.iter().map(|r| r.workload.locality()).collect::<BTreeSet<_>>().len() > 1);
+    let keys: Vec<&GroupKey> = groups.keys().collect();
+    let mut files = Vec::new();
+    for (key, runs) in &groups {
+        let suffix = group_suffix(key, &keys);
+        let mut throughput = Vec::new();
+        let mut latency = Vec::new();
+        for (protocol, runs) in by_protocol(runs) {
+            let mut at: BTreeMap<String, Vec<&BenchReport>> = BTreeMap::new();
+            for r in runs {
+                at.entry(r.workload.locality().unwrap_or_default()).or_default().push(r);
+            }
+            let mut peaks: Vec<&BenchReport> = at.values().filter_map(|v| peak(v)).collect();
+            peaks.sort_by(|a, b| multi_dc_percent(a).total_cmp(&multi_dc_percent(b)));
+            let series = |f: fn(&BenchReport) -> f64| Series {
+                name: protocol.clone(),
+                colour: colour(&protocol),
+                dashed: false,
+                points: peaks.iter().map(|r| (multi_dc_percent(r), f(r))).collect(),
+            };
+            throughput.push(series(|r| r.throughput_tps / 1000.0));
+            latency.push(series(|r| r.latency_mean_ms));
+        }
+        let title = super::group_title(key);
+        for (stem, what, y, series) in [
+            (
+                "paris-fig3a-locality-throughput",
+                "Peak throughput",
+                "peak throughput (thousand transactions/s)",
+                throughput,
+            ),
+            ("paris-fig3b-locality-latency", "Mean latency at the peak", "mean transaction latency (ms)", latency),
+        ] {
+            files.extend(draw_lines(
+                dir,
+                &format!("{stem}{suffix}"),
+                &LineChart {
+                    title: format!("{what} against locality — {title}"),
+                    x: "multi-DC transactions (%)",
+                    y,
+                    series,
+                    legend: SeriesLabelPosition::UpperLeft,
+                    log_y: false,
+                },
+            )?);
+        }
+    }
+    Ok(files)
+}
+
+/// Fig. 2b: peak throughput against the number of DCs, one curve per
+/// protocol and partitions per DC (each DC's share of the partitions,
+/// `partitions × R / DCs`); drawn when the runs span more than one DC count.
+pub(super) fn dcs(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
+    if reports.iter().map(|r| r.dcs).collect::<BTreeSet<_>>().len() < 2 {
+        return Ok(Vec::new());
+    }
+    let mut peaks: BTreeMap<(String, u32), BTreeMap<u16, f64>> = BTreeMap::new();
+    for r in reports {
+        let per_dc = r.partitions * u32::from(r.replication.unwrap_or(r.dcs)) / u32::from(r.dcs.max(1));
+        let e = peaks.entry((r.protocol.clone(), per_dc)).or_default().entry(r.dcs).or_insert(0.0);
+        *e = e.max(r.throughput_tps / 1000.0);
+    }
+    let fewest = peaks.keys().map(|(_, n)| *n).min().unwrap_or(0);
+    let series = peaks
+        .into_iter()
+        .map(|((p, per_dc), pts)| Series {
+            name: format!("{p}, {per_dc} partitions per DC"),
+            colour: colour(&p),
+            dashed: per_dc != fewest,
+            points: pts.into_iter().map(|(d, t)| (f64::from(d), t)).collect(),
+        })
+        .collect();
+    draw_lines(
+        dir,
+        "paris-fig2b-dcs",
+        &LineChart {
+            title: "Peak throughput as DCs are added (partial replication)".into(),
+            x: "data centers",
+            y: "peak throughput (thousand transactions/s)",
+            series,
+            legend: SeriesLabelPosition::LowerRight,
+            log_y: false,
+        },
+    )
+}
