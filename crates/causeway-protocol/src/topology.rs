@@ -18,6 +18,10 @@ pub struct Topology {
     /// Every DC holds every partition: asked on every transaction start
     /// (transaction ids), so kept rather than counted again.
     full: bool,
+    /// `(from, partition) → dc`: where a DC that does not hold a partition
+    /// reads and prepares it, when not the round-robin choice
+    /// ([`Topology::prefer`]).
+    preferred: BTreeMap<(DcId, PartitionId), DcId>,
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -38,6 +42,14 @@ pub enum TopologyError {
     ReplicationAboveDcs { replication: u16, dcs: u16 },
     #[error("the replication factor must be at least 1")]
     NoReplication,
+    #[error("{dc} does not exist")]
+    NoSuchDc { dc: DcId },
+    #[error("{partition} does not exist")]
+    NoSuchPartition { partition: PartitionId },
+    #[error("{from} holds {partition} itself: it reads its own replica, not another DC's")]
+    PreferredButHeld { from: DcId, partition: PartitionId },
+    #[error("{partition} has no replica in {dc} to prefer (it lives in {held})")]
+    PreferredNotAReplica { partition: PartitionId, dc: DcId, held: String },
 }
 
 impl Topology {
@@ -107,7 +119,29 @@ impl Topology {
             }
         }
         let full = placement.iter().all(|r| r.len() == usize::from(dcs));
-        Ok(Topology { dcs, partitions, placement, full })
+        Ok(Topology { dcs, partitions, placement, full, preferred: BTreeMap::new() })
+    }
+
+    /// `from`, which does not hold `partition`, reads and prepares it at
+    /// its replica in `dc` rather than at the round-robin choice of
+    /// [`Topology::serving_dc`] (the PaRiS paper's preferred replica, set
+    /// by hand: the nearest one, say).
+    pub fn prefer(mut self, from: DcId, partition: PartitionId, dc: DcId) -> Result<Self, TopologyError> {
+        if let Some(&dc) = [from, dc].iter().find(|d| d.0 >= self.dcs) {
+            return Err(TopologyError::NoSuchDc { dc });
+        }
+        if partition.0 >= self.partitions {
+            return Err(TopologyError::NoSuchPartition { partition });
+        }
+        if self.holds(from, partition) {
+            return Err(TopologyError::PreferredButHeld { from, partition });
+        }
+        if !self.holds(dc, partition) {
+            let held = self.replicas_of(partition).iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+            return Err(TopologyError::PreferredNotAReplica { partition, dc, held });
+        }
+        self.preferred.insert((from, partition), dc);
+        Ok(self)
     }
 
     pub fn dc_count(&self) -> u16 {
@@ -137,15 +171,24 @@ impl Topology {
 
     /// The DC whose replica of `partition` serves requests from `from`:
     /// `from` itself if it holds one; otherwise the DC's preferred remote
-    /// replica, spread round-robin over the DCs that hold the partition (the
-    /// PaRiS paper's §V-A: every client of a DC uses the same one, and
-    /// different DCs use different ones).
+    /// replica — as [`Topology::prefer`] set it, or else spread
+    /// round-robin over the DCs that hold the partition (the PaRiS paper's
+    /// §V-A: every client of a DC uses the same one, and different DCs use
+    /// different ones).
     pub fn serving_dc(&self, from: DcId, partition: PartitionId) -> DcId {
         let replicas = self.replicas_of(partition);
         if replicas.binary_search(&from).is_ok() {
             return from;
         }
-        replicas[usize::from(from.0) % replicas.len()]
+        match self.preferred.get(&(from, partition)) {
+            Some(&dc) => dc,
+            None => replicas[usize::from(from.0) % replicas.len()],
+        }
+    }
+
+    /// The preferences [`Topology::prefer`] set: `(from, partition, dc)`.
+    pub fn preferences(&self) -> impl Iterator<Item = (DcId, PartitionId, DcId)> + '_ {
+        self.preferred.iter().map(|(&(from, p), &dc)| (from, p, dc))
     }
 
     /// The largest number of replicas any partition has (R).
@@ -286,6 +329,27 @@ mod tests {
         assert_eq!(Topology::round_robin(2, 4, 3), Err(TopologyError::ReplicationAboveDcs { replication: 3, dcs: 2 }));
         assert_eq!(Topology::round_robin(2, 4, 0), Err(TopologyError::NoReplication));
         assert_eq!(Topology::round_robin(3, 1, 2).unwrap().empty_dcs(), vec![DcId(2)]);
+    }
+
+    #[test]
+    fn a_preferred_replica_replaces_the_round_robin_choice_and_is_checked() {
+        let t = Topology::round_robin(3, 6, 2).unwrap();
+        // DC 2 does not hold partition 0 (DCs 0, 1): round-robin gives DC 0.
+        let t = t.prefer(DcId(2), PartitionId(0), DcId(1)).unwrap();
+        assert_eq!(t.serving_dc(DcId(2), PartitionId(0)), DcId(1));
+        assert_eq!(t.serving_dc(DcId(0), PartitionId(2)), DcId(1), "other choices keep round-robin");
+        assert_eq!(t.preferences().collect::<Vec<_>>(), vec![(DcId(2), PartitionId(0), DcId(1))]);
+        let err = |r: Result<Topology, TopologyError>| r.unwrap_err().to_string();
+        assert_eq!(
+            err(t.clone().prefer(DcId(0), PartitionId(0), DcId(1))),
+            "dc0 holds p0 itself: it reads its own replica, not another DC's"
+        );
+        assert_eq!(
+            err(t.clone().prefer(DcId(2), PartitionId(0), DcId(2))),
+            "p0 has no replica in dc2 to prefer (it lives in dc0, dc1)"
+        );
+        assert_eq!(err(t.clone().prefer(DcId(3), PartitionId(0), DcId(1))), "dc3 does not exist");
+        assert_eq!(err(t.prefer(DcId(2), PartitionId(6), DcId(1))), "p6 does not exist");
     }
 
     #[test]

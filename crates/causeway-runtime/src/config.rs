@@ -35,6 +35,9 @@
 //! name = "virginia"
 //! [[dc]]
 //! name = "oregon"
+//! # partial replication (PaRiS, BPR): where this DC reads and prepares a
+//! # partition it does not hold, instead of the round-robin choice
+//! # preferred = { 2 = "virginia" }
 //!
 //! [[node]]
 //! name = "virginia-0"
@@ -52,7 +55,7 @@
 
 use crate::disk::Fsync;
 use crate::plan::{ClusterPlan, NodePlan, WanDelays};
-use causeway_protocol::{DcId, Limits, ProtocolKind, ReplicaId, Topology, Tuning};
+use causeway_protocol::{DcId, Limits, PartitionId, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_transport::HostAddr;
 use causeway_workload::WanModel;
 use serde::Deserialize;
@@ -127,6 +130,9 @@ struct WanFile {
 #[serde(deny_unknown_fields)]
 struct DcFile {
     name: String,
+    /// Partition number → the DC whose replica of it this DC uses.
+    #[serde(default)]
+    preferred: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -332,7 +338,19 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             return Err(format!("DC {name:?} has no node"));
         }
     }
-    let topology = Topology::with_placement(dcs, file.partitions, placement).map_err(|e| e.to_string())?;
+    let mut topology = Topology::with_placement(dcs, file.partitions, placement).map_err(|e| e.to_string())?;
+    for dc in &file.dc {
+        let from = dc_ids[dc.name.as_str()];
+        for (partition, to) in &dc.preferred {
+            let at = format!("[[dc]] {:?}: preferred {partition} = {to:?}", dc.name);
+            let p = partition.parse::<u32>().map_err(|_| format!("{at}: {partition:?} is not a partition number"))?;
+            let known = || dc_ids.keys().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ");
+            let to = *dc_ids
+                .get(to.as_str())
+                .ok_or_else(|| format!("{at}: no DC is named {to:?} (the DCs: {})", known()))?;
+            topology = topology.prefer(from, PartitionId(p), to).map_err(|e| format!("{at}: {e}"))?;
+        }
+    }
     protocol.check(&topology, &tuning).map_err(|e| {
         // Name what is missing where: the protocol only knows the rule.
         let holder = &holder;

@@ -1,7 +1,8 @@
 //! What a simulation runs: cluster shape, WAN, clocks, faults and workload.
 
 use crate::faults::Faults;
-use causeway_protocol::{Limits, Topology};
+use causeway_protocol::topology::TopologyError;
+use causeway_protocol::{DcId, Limits, PartitionId, Topology};
 use causeway_workload::{WanError, WanModel, WorkloadConfig, WorkloadKind};
 use thiserror::Error;
 
@@ -45,6 +46,10 @@ pub struct SimConfig {
     /// Replicas per partition (R ≤ `dcs`), placed round-robin
     /// ([`Topology::round_robin`]); `None`: every DC holds every partition.
     pub replication: Option<u16>,
+    /// Under partial replication, `(from, partition, dc)`: DC `from` reads
+    /// and prepares `partition` at its replica in `dc` rather than at the
+    /// round-robin choice ([`Topology::prefer`]).
+    pub preferred: Vec<(u16, u32, u16)>,
     /// Closed-loop clients per partition in every DC that holds it; each
     /// uses its partition's replica as coordinator, as in the papers'
     /// set-ups.
@@ -89,6 +94,7 @@ impl Default for SimConfig {
             dcs: 3,
             partitions: 4,
             replication: None,
+            preferred: Vec::new(),
             clients_per_partition: 2,
             txns: Some(10_000),
             duration_us: None,
@@ -130,7 +136,12 @@ impl SimConfig {
     /// The cluster's shape: `dcs` × `partitions`, each partition in
     /// `replication` DCs.
     pub fn topology(&self) -> Result<Topology, ConfigError> {
-        Topology::placed(self.dcs, self.partitions, self.replication).map_err(|e| ConfigError::Invalid(e.to_string()))
+        let invalid = |e: TopologyError| ConfigError::Invalid(e.to_string());
+        let mut topology = Topology::placed(self.dcs, self.partitions, self.replication).map_err(invalid)?;
+        for &(from, p, dc) in &self.preferred {
+            topology = topology.prefer(DcId(from), PartitionId(p), DcId(dc)).map_err(invalid)?;
+        }
+        Ok(topology)
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {

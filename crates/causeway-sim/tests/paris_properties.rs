@@ -1,5 +1,6 @@
 //! PaRiS and BPR under many seeds: random partial-replication topologies (2–5 DCs,
-//! each partition in 1 to all of them, 1–8 partitions), clock skew and
+//! each partition in 1 to all of them, 1–8 partitions; on half the seeds
+//! some DCs prefer other replicas than the round-robin ones), clock skew and
 //! drift, DC cuts, latency spikes and, on half the seeds, crashes and
 //! restarts from disk. Every history goes through the checker (the DCs'
 //! final states are marked `partial`), and every DC must end holding the
@@ -38,6 +39,20 @@ fn paris_config(seed: u64) -> SimConfig {
     for cut in &mut config.cuts {
         cut.dc %= config.dcs;
     }
+    // On half the seeds, some DCs prefer another replica of a partition
+    // they lack than the round-robin one (what a cluster file may set).
+    if rng.random_bool(0.5) {
+        let topology = config.topology().expect("a valid placement");
+        for dc in topology.dcs() {
+            for p in topology.partitions().filter(|&p| !topology.holds(dc, p)) {
+                let replicas = topology.replicas_of(p);
+                if replicas.len() > 1 && rng.random_bool(0.5) {
+                    let to = replicas[rng.random_range(0..replicas.len())];
+                    config.preferred.push((dc.0, p.0, to.0));
+                }
+            }
+        }
+    }
     // The paper's localities: 100:0, 95:5, 90:10 and 50:50.
     if let causeway_workload::WorkloadKind::Random(w) = &mut config.workload {
         w.multi_dc_fraction = [0.0, 0.05, 0.1, 0.5][rng.random_range(0..4)];
@@ -53,28 +68,31 @@ fn paris_config(seed: u64) -> SimConfig {
 
 #[test]
 fn paris_is_tcc_never_waits_and_keeps_every_acknowledged_write_over_many_seeds() {
-    let waited = survives::<Paris>();
+    let (waited, _) = survives::<Paris>();
     assert_eq!(waited, 0);
 }
 
 #[test]
 fn bpr_is_tcc_keeps_every_acknowledged_write_and_waits_over_many_seeds() {
-    let waited = survives::<Bpr>();
-    assert!(waited > 0, "BPR's reads wait for their snapshots");
+    let (waited, reads) = survives::<Bpr>();
+    // A snapshot at the coordinator's clock is ahead of what a replica has
+    // installed from its peers' streams: most reads wait (about 70 %).
+    assert!(waited * 2 > reads, "BPR's reads wait for their snapshots: {waited} of {reads}");
 }
 
 /// Runs the seeds of `P`; panics with every failing one; returns how many
-/// reads waited.
-fn survives<P: Protocol>() -> u64 {
+/// read requests waited, of how many.
+fn survives<P: Protocol>() -> (u64, u64) {
     let n = seeds(500);
     let results = par_seeds(n, |seed| {
         let config = paris_config(seed);
         let topology = config.topology().expect("a valid placement");
         let shape = format!(
-            "seed {seed}: {} DCs x {} partitions, R = {}, skew {} us, cuts {:?}, crashes {:?}",
+            "seed {seed}: {} DCs x {} partitions, R = {}, preferred {:?}, skew {} us, cuts {:?}, crashes {:?}",
             config.dcs,
             config.partitions,
             config.replication.unwrap_or(config.dcs),
+            config.preferred,
             config.max_skew_us,
             config.cuts,
             config.faults.crashes
@@ -105,7 +123,7 @@ fn survives<P: Protocol>() -> u64 {
     );
     let failures: Vec<&str> = failures.iter().map(|s| s.as_str()).collect();
     assert!(failures.is_empty(), "{} of {n} seeds failed:\n{}", failures.len(), failures.join("\n\n"));
-    sum(|r| r.4)
+    (sum(|r| r.4), sum(|r| r.3))
 }
 
 /// A seed's failure, if any; crashes, commits, read requests, and reads

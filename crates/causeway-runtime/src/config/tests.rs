@@ -182,6 +182,19 @@ fn the_paris_example_places_partitions_round_robin() {
     let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/cluster-paris.toml"));
     let plan = load(path).expect("the example is valid");
     assert_eq!(plan.protocol, ProtocolKind::Paris);
-    assert_eq!(*plan.topology, Topology::round_robin(3, 4, 2).unwrap());
+    let oregon_reads_p1_in_virginia = Topology::round_robin(3, 4, 2).unwrap().prefer(DcId(1), PartitionId(1), DcId(0));
+    assert_eq!(*plan.topology, oregon_reads_p1_in_virginia.unwrap());
+    assert_eq!(plan.topology.serving_dc(DcId(1), PartitionId(1)), DcId(0));
     assert_eq!(plan.nodes.len(), 8);
+    let text = std::fs::read_to_string(path).unwrap();
+    for (to, expected) in [
+        ("preferred = { 1 = \"ireland\", 0 = \"virginia\" }", "preferred 0 = \"virginia\": dc1 holds p0 itself"),
+        ("preferred = { 1 = \"oregon\" }", "p1 has no replica in dc1 to prefer (it lives in dc0, dc2)"),
+        ("preferred = { 1 = \"mars\" }", "no DC is named \"mars\" (the DCs: \"ireland\", \"oregon\", \"virginia\")"),
+        ("preferred = { one = \"virginia\" }", "\"one\" is not a partition number"),
+        ("preferred = { 9 = \"virginia\" }", "p9 does not exist"),
+    ] {
+        let message = parse(&text.replacen("preferred = { 1 = \"virginia\" }", to, 1), path).unwrap_err().to_string();
+        assert!(message.contains(expected), "for {to:?}: expected {expected:?} in\n{message}");
+    }
 }
