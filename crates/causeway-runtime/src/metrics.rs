@@ -51,8 +51,10 @@ pub struct Metrics {
     /// The per-class series of `bytes_sent` and `messages_sent`, by class
     /// index, looked up once: counting a message is on every send's path.
     sent_by_class: Vec<(MsgClass, Counter, Counter)>,
-    /// Read requests (slices) received, and the microseconds those that
-    /// waited spent waiting, for benchmarks ([`causeway_client::wire::NodeStats`]).
+    /// Read requests (slices) answered — counted when answered, as those
+    /// that waited are, so that over any interval the waited ones are a
+    /// share of them — and the microseconds those that waited spent
+    /// waiting, for benchmarks ([`causeway_client::wire::NodeStats`]).
     pub read_slices: Counter,
     pub read_wait_us: Counter,
     /// Times a replica waited for its checkpoint to be written before its
@@ -173,6 +175,7 @@ impl Metrics {
     /// Records a read slice that was answered `waited` after it arrived
     /// (not in the step that received it).
     pub fn read_waited(&self, dc: u16, tx: u64, waited: std::time::Duration) {
+        self.read_slices.inc();
         self.reads_waited.inc();
         self.read_wait.observe(waited.as_secs_f64());
         self.read_wait_us.inc_by(waited.as_micros() as u64);

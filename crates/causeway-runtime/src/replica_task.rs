@@ -135,7 +135,8 @@ pub async fn run<P: Protocol>(
                         ReplicaInput::Message(from, msg) => {
                             let tag = msg.read_request();
                             replica.on_message(clock(), from, msg, &mut out);
-                            if probe.after_step(from, tag, &out, Instant::now).is_some() {
+                            // One that waits is counted when answered.
+                            if probe.after_step(from, tag, &out, Instant::now) == Some(true) {
                                 metrics.read_slices.inc();
                             }
                         }

@@ -12,9 +12,10 @@ pub struct NodeStats {
     /// sent, per message class, in the order the protocol declares its
     /// classes.
     pub sent: Vec<ClassCount>,
-    /// Read requests (slices) the node's replicas received.
+    /// Read requests (slices) the node's replicas answered.
     pub read_slices: u64,
-    /// Those that were not answered in the step that received them.
+    /// Those that were not answered in the step that received them
+    /// (counted, like the others, when answered).
     pub read_slices_waited: u64,
     /// Their waiting, summed, in microseconds.
     pub read_wait_us: u64,
