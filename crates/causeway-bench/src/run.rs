@@ -12,8 +12,9 @@ use anyhow::{Context, Result};
 use causeway_client::wire::NodeStats;
 use causeway_history::History;
 use causeway_load::probe::Probe;
+use causeway_load::visibility::Witness;
 use causeway_load::{settle, visibility, LoadConfig, Phase, Progress};
-use causeway_protocol::Topology;
+use causeway_protocol::{ProtocolKind, Topology};
 use causeway_workload::WorkloadKind;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -99,6 +100,11 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     let tracker = tokio::spawn(visibility::track(
         tracker_probes,
         Topology::clone(topology),
+        // PaRiS's snapshot is its DC's UST, whichever replica serves a read.
+        match protocol {
+            ProtocolKind::Paris => Witness::OwnReplicas,
+            _ => Witness::ServingReplicas,
+        },
         commit_rx,
         spec.visibility_interval,
         Duration::from_secs(10),

@@ -6,8 +6,9 @@
 //! (Wren: LST for `d = o`, RST otherwise). Under partial replication a
 //! partition `d` does not hold is read at its serving replica in another
 //! DC ([`Topology::serving_dc`]), so that replica's is the one that counts
-//! (BPR: what it has installed; PaRiS: the UST as its DC knows it, within
-//! one exchange of `d`'s). Replicas publish those stable
+//! (BPR: what it has installed) — unless the snapshot is one DC-wide time
+//! taken at `d`'s coordinators (PaRiS's UST, [`Witness::OwnReplicas`]):
+//! then `d`'s own replicas say it for every partition. Replicas publish those stable
 //! times; this tracker asks every node for them over the client wire
 //! ([`causeway_client::Client::stats`]) every millisecond by default, so it
 //! measures an embedded cluster and separate server processes alike. The
@@ -20,6 +21,17 @@ use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// Whose stable times say what a DC's new transactions can read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Witness {
+    /// For each partition, the replica that serves it for the DC: its
+    /// own, or its preferred one in another DC.
+    ServingReplicas,
+    /// The DC's own replicas, for every partition: the snapshot is one
+    /// time for the whole DC, taken at its coordinators (PaRiS).
+    OwnReplicas,
+}
 
 /// A commit to follow.
 #[derive(Clone, Debug)]
@@ -57,6 +69,7 @@ pub fn histogram() -> Histogram<u64> {
 pub async fn track(
     mut probes: Vec<Probe>,
     topology: Topology,
+    witness: Witness,
     mut commits: mpsc::UnboundedReceiver<Commit>,
     interval: Duration,
     drain: Duration,
@@ -102,8 +115,12 @@ pub async fn track(
         // partition).
         let mut floor = vec![vec![u64::MAX; usize::from(dcs)]; usize::from(dcs)];
         for (dc, row) in topology.dcs().zip(floor.iter_mut()) {
-            for p in topology.partitions() {
-                match gauges.get(&(topology.serving_dc(dc, p), p.0)) {
+            let witnesses = topology.partitions().filter_map(|p| match witness {
+                Witness::ServingReplicas => Some((topology.serving_dc(dc, p), p.0)),
+                Witness::OwnReplicas => topology.holds(dc, p).then_some((dc, p.0)),
+            });
+            for at in witnesses {
+                match gauges.get(&at) {
                     Some(visible) => row.iter_mut().zip(visible).for_each(|(f, &v)| *f = (*f).min(v)),
                     // Not heard from yet: nothing is known visible there.
                     None => row.iter_mut().for_each(|f| *f = 0),
@@ -116,10 +133,11 @@ pub async fn track(
                 let origin = usize::from(p.commit.origin.0);
                 let everywhere = floor.get(usize::from(dc.0)).and_then(|row| row.get(origin)).copied().unwrap_or(0);
                 let visible = (everywhere != u64::MAX && p.commit.ts <= everywhere)
-                    || p.commit.partitions.iter().all(|&part| {
-                        let serving = topology.serving_dc(dc, PartitionId(part));
-                        gauges.get(&(serving, part)).and_then(|v| v.get(origin)).is_some_and(|&v| v >= p.commit.ts)
-                    });
+                    || witness == Witness::ServingReplicas
+                        && p.commit.partitions.iter().all(|&part| {
+                            let serving = topology.serving_dc(dc, PartitionId(part));
+                            gauges.get(&(serving, part)).and_then(|v| v.get(origin)).is_some_and(|&v| v >= p.commit.ts)
+                        });
                 if visible {
                     let us = now.saturating_duration_since(p.commit.at).as_micros().max(1) as u64;
                     let h = if dc == p.commit.origin { &mut local } else { &mut remote };

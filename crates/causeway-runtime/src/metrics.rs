@@ -137,7 +137,7 @@ impl Metrics {
                 "sent" in Bytes: "Protocol message bytes sent, by message class" => m.bytes_sent,
                 "messages_sent": "Protocol messages sent, by message class" => m.messages_sent,
                 "stable_lag" in Seconds: "Local clock minus the visible snapshot's time, per replica and origin \
-                    (local: LST, remote: RST)" => m.stable_lag,
+                    (local: LST, remote: RST; PaRiS: the UST; BPR: what the replica installed)" => m.stable_lag,
                 "queue_length": "Messages waiting in a queue (replica inbox, peer link)" => m.queue_length,
                 "versions": "Versions stored, per replica" => m.versions,
                 "version_metadata" in Bytes: "Bytes of protocol metadata per stored version (Wren: two timestamps)"

@@ -364,10 +364,16 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
             p.check(&topology, &causeway_protocol::Tuning::default()).map_err(anyhow::Error::msg)?;
         }
     }
-    anyhow::ensure!(
-        args.replication.is_some() || args.run.locality.len() == 1,
-        "--locality varies only what partial replication serves from other DCs: give --replication too"
-    );
+    if args.run.locality.len() > 1 {
+        // At R = M every DC holds every partition: the locality means nothing.
+        let full = args.dcs.iter().find(|&&d| args.replication.is_none_or(|r| r >= d));
+        anyhow::ensure!(
+            full.is_none(),
+            "--locality varies only what partial replication serves from other DCs: give --replication R \
+             below every --dcs (at {} DCs every DC would hold every partition)",
+            full.copied().unwrap_or(0)
+        );
+    }
     let mut base = args.run.spec(&args.net)?;
     base.replication = args.replication;
     let sweep = Sweep {

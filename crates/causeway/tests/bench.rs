@@ -254,7 +254,11 @@ fn bench_and_sweep_refuse_bad_flags_with_a_message() {
         (vec!["bench", "--processes", "--config", "x.toml"], "cannot be used with"),
         (vec!["sweep", "--mix", "19"], "READS:WRITES"),
         (vec!["sweep", "--protocols", "paxos"], "paxos"),
-        (vec!["sweep", "--locality", "100:0,50:50"], "give --replication too"),
+        (vec!["sweep", "--locality", "100:0,50:50"], "give --replication R below every --dcs"),
+        (
+            vec!["sweep", "--locality", "100:0,50:50", "--replication", "2", "--dcs", "2,3", "--protocols", "paris"],
+            "at 2 DCs every DC would hold every partition",
+        ),
         (vec!["bench", "--locality", "100:0,50:50"], "a list is for `causeway sweep`"),
         (vec!["plot", "/nonexistent"], "cannot read"),
         (vec!["bench", "--preload", "--history", "h.jsonl"], "--preload cannot go with --history"),

@@ -2,7 +2,8 @@
 //! Fig. 1 and the blocking time, are drawn with Wren's in the parent
 //! module under `paris-` names): peak throughput and its latency against
 //! locality (Fig. 3), and peak throughput against the number of DCs
-//! (Fig. 2b). Each takes runs on partial replication only.
+//! (Fig. 2b), each per configuration of the rest. Each takes runs on
+//! partial replication only.
 
 use super::{by_protocol, colour, draw_lines, group_key, group_suffix, GroupKey, LineChart, Series};
 use crate::report::BenchReport;
@@ -29,7 +30,8 @@ pub(super) fn peak<'a>(runs: &[&'a BenchReport]) -> Option<&'a BenchReport> {
 /// whose runs span more than one locality.
 pub(super) fn locality(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     let mut groups: BTreeMap<GroupKey, Vec<&BenchReport>> = BTreeMap::new();
-    for r in reports {
+    // Reports written before they carried their locality cannot be placed.
+    for r in reports.iter().filter(|r| r.workload.multi_dc_fraction.is_some()) {
         groups.entry(GroupKey { locality: None, ..group_key(r) }).or_default().push(r);
     }
     groups.retain(|_, runs| runs.iter().map(|r| r.workload.locality()).collect::<BTreeSet<_>>().len() > 1);
@@ -84,37 +86,47 @@ pub(super) fn locality(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathB
 
 /// Fig. 2b: peak throughput against the number of DCs, one curve per
 /// protocol and partitions per DC (each DC's share of the partitions,
-/// `partitions × R / DCs`); drawn when the runs span more than one DC count.
+/// `partitions × R / DCs`); one figure per configuration (mix, locality,
+/// …) whose runs span more than one DC count.
 pub(super) fn dcs(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
-    if reports.iter().map(|r| r.dcs).collect::<BTreeSet<_>>().len() < 2 {
-        return Ok(Vec::new());
-    }
-    let mut peaks: BTreeMap<(String, u32), BTreeMap<u16, f64>> = BTreeMap::new();
+    let mut groups: BTreeMap<GroupKey, Vec<&BenchReport>> = BTreeMap::new();
     for r in reports {
-        let per_dc = r.partitions * u32::from(r.replication.unwrap_or(r.dcs)) / u32::from(r.dcs.max(1));
-        let e = peaks.entry((r.protocol.clone(), per_dc)).or_default().entry(r.dcs).or_insert(0.0);
-        *e = e.max(r.throughput_tps / 1000.0);
+        groups.entry(GroupKey { dcs: 0, partitions: 0, ..group_key(r) }).or_default().push(r);
     }
-    let fewest = peaks.keys().map(|(_, n)| *n).min().unwrap_or(0);
-    let series = peaks
-        .into_iter()
-        .map(|((p, per_dc), pts)| Series {
-            name: format!("{p}, {per_dc} partitions per DC"),
-            colour: colour(&p),
-            dashed: per_dc != fewest,
-            points: pts.into_iter().map(|(d, t)| (f64::from(d), t)).collect(),
-        })
-        .collect();
-    draw_lines(
-        dir,
-        "paris-fig2b-dcs",
-        &LineChart {
-            title: "Peak throughput as DCs are added (partial replication)".into(),
-            x: "data centers",
-            y: "peak throughput (thousand transactions/s)",
-            series,
-            legend: SeriesLabelPosition::LowerRight,
-            log_y: false,
-        },
-    )
+    groups.retain(|_, runs| runs.iter().map(|r| r.dcs).collect::<BTreeSet<_>>().len() > 1);
+    let keys: Vec<&GroupKey> = groups.keys().collect();
+    let mut files = Vec::new();
+    for (key, runs) in &groups {
+        // Partitions per DC, in tenths: a share need not be whole.
+        let mut peaks: BTreeMap<(String, u64), BTreeMap<u16, f64>> = BTreeMap::new();
+        for r in runs {
+            let per_dc =
+                u64::from(r.partitions) * u64::from(r.replication.unwrap_or(r.dcs)) * 10 / u64::from(r.dcs.max(1));
+            let e = peaks.entry((r.protocol.clone(), per_dc)).or_default().entry(r.dcs).or_insert(0.0);
+            *e = e.max(r.throughput_tps / 1000.0);
+        }
+        let fewest = peaks.keys().map(|(_, n)| *n).min().unwrap_or(0);
+        let series = peaks
+            .into_iter()
+            .map(|((p, per_dc), pts)| Series {
+                name: format!("{p}, {} partitions per DC", per_dc as f64 / 10.0),
+                colour: colour(&p),
+                dashed: per_dc != fewest,
+                points: pts.into_iter().map(|(d, t)| (f64::from(d), t)).collect(),
+            })
+            .collect();
+        files.extend(draw_lines(
+            dir,
+            &format!("paris-fig2b-dcs{}", group_suffix(key, &keys)),
+            &LineChart {
+                title: "Peak throughput as DCs are added (partial replication)".into(),
+                x: "data centers",
+                y: "peak throughput (thousand transactions/s)",
+                series,
+                legend: SeriesLabelPosition::LowerRight,
+                log_y: false,
+            },
+        )?);
+    }
+    Ok(files)
 }
