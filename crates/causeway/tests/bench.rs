@@ -151,28 +151,22 @@ fn svg(path: &Path) -> bool {
     std::fs::read_to_string(path).is_ok_and(|s| s.contains("<svg") && s.contains("wren"))
 }
 
+/// A sweep of half-second runs with `args` into `dir`; its reports.
+fn short_sweep(dir: &Path, args: &[&str]) -> Value {
+    let out_dir = dir.to_str().unwrap();
+    let mut all = vec!["sweep"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--duration", "0.5", "--warmup", "0.2", "--out", out_dir]);
+    let out = causeway(&all);
+    assert!(out.status.success(), "{}", text(&out));
+    json(&dir.join("sweep.json"))
+}
+
 #[test]
 fn sweep_runs_a_series_and_draws_the_papers_figures() {
     let dir = scratch("sweep");
-    let out = causeway(&[
-        "sweep",
-        "--protocols",
-        "wren,ec",
-        "--clients",
-        "1,2",
-        "--dcs",
-        "2",
-        "--partitions",
-        "1,2",
-        "--duration",
-        "0.5",
-        "--warmup",
-        "0.2",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let reports = json(&dir.join("sweep.json"));
+    let reports =
+        short_sweep(&dir, &["--protocols", "wren,ec", "--clients", "1,2", "--dcs", "2", "--partitions", "1,2"]);
     assert_eq!(reports.as_array().map(Vec::len), Some(8), "2 protocols × 2 loads × 2 sizes");
     assert!(dir.join("runs/wren-2dc-2p-19r1w-4cpd.json").exists(), "2 clients per partition × 2 partitions");
     for stem in [
@@ -195,31 +189,25 @@ fn sweep_runs_a_series_and_draws_the_papers_figures() {
 #[test]
 fn a_partial_replication_sweep_draws_the_paris_papers_figures() {
     let dir = scratch("sweep-paris");
-    let out = causeway(&[
-        "sweep",
-        "--protocols",
-        "paris,bpr",
-        "--replication",
-        "2",
-        "--dcs",
-        "3",
-        "--partitions",
-        "3",
-        "--clients",
-        "1",
-        "--locality",
-        "100:0,95:5,50:50",
-        "--wan",
-        "off",
-        "--duration",
-        "0.5",
-        "--warmup",
-        "0.2",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let reports = json(&dir.join("sweep.json"));
+    let reports = short_sweep(
+        &dir,
+        &[
+            "--protocols",
+            "paris,bpr",
+            "--replication",
+            "2",
+            "--dcs",
+            "3",
+            "--partitions",
+            "3",
+            "--clients",
+            "1",
+            "--locality",
+            "100:0,95:5,50:50",
+            "--wan",
+            "off",
+        ],
+    );
     let reports = reports.as_array().expect("an array");
     assert_eq!(reports.len(), 6, "2 protocols × 3 localities");
     let shares: Vec<f64> = reports.iter().map(|r| f(&r["workload"], "multi_dc_fraction")).collect();
