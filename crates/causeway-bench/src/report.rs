@@ -89,13 +89,15 @@ pub struct WorkloadReport {
 }
 
 impl WorkloadReport {
+    /// The percent of multi-DC transactions, under partial replication.
+    pub fn multi_dc_percent(&self) -> Option<u32> {
+        self.multi_dc_fraction.map(|f| (f * 100.0).round() as u32)
+    }
+
     /// `LOCAL:MULTI` in percent, as `--locality` takes it (`95:5`), under
     /// partial replication.
     pub fn locality(&self) -> Option<String> {
-        self.multi_dc_fraction.map(|f| {
-            let multi = (f * 100.0).round() as u32;
-            format!("{}:{multi}", 100u32.saturating_sub(multi))
-        })
+        self.multi_dc_percent().map(|multi| format!("{}:{multi}", 100u32.saturating_sub(multi)))
     }
 }
 

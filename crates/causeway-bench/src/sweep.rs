@@ -90,8 +90,8 @@ impl Sweep {
 /// under partial replication `paris-3dc-6p-r2-local95-19r1w-8cpd` (each
 /// partition in 2 DCs, 95 % of transactions local-DC).
 pub fn run_name(r: &BenchReport) -> String {
-    let placement = match (r.replication, r.workload.multi_dc_fraction) {
-        (Some(rf), Some(multi)) => format!("-r{rf}-local{}", 100 - (multi * 100.0).round() as u32),
+    let placement = match (r.replication, r.workload.multi_dc_percent()) {
+        (Some(rf), Some(multi)) => format!("-r{rf}-local{}", 100u32.saturating_sub(multi)),
         (Some(rf), None) => format!("-r{rf}"),
         _ => String::new(),
     };

@@ -75,6 +75,20 @@ pub async fn track(
     drain: Duration,
 ) -> Result<Visibility, Error> {
     let dcs = topology.dc_count();
+    // `reads_at[dc][partition]`: the replica whose stable times say what
+    // `dc` sees of the partition (under `OwnReplicas`, only those `dc`
+    // holds, and what they say holds for every partition). Fixed for the
+    // run: worked out once, not per tick and commit.
+    let reads_at: Vec<Vec<Option<(DcId, u32)>>> = topology
+        .dcs()
+        .map(|dc| {
+            let at = |p: PartitionId| match witness {
+                Witness::ServingReplicas => Some((topology.serving_dc(dc, p), p.0)),
+                Witness::OwnReplicas => topology.holds(dc, p).then_some((dc, p.0)),
+            };
+            topology.partitions().map(at).collect()
+        })
+        .collect();
     // `visible[(dc, partition)][origin]`, as last read.
     let mut gauges: BTreeMap<(DcId, u32), Vec<u64>> = BTreeMap::new();
     let mut local = histogram();
@@ -114,13 +128,9 @@ pub async fn track(
         // wrote (the common case: one comparison instead of a lookup per
         // partition).
         let mut floor = vec![vec![u64::MAX; usize::from(dcs)]; usize::from(dcs)];
-        for (dc, row) in topology.dcs().zip(floor.iter_mut()) {
-            let witnesses = topology.partitions().filter_map(|p| match witness {
-                Witness::ServingReplicas => Some((topology.serving_dc(dc, p), p.0)),
-                Witness::OwnReplicas => topology.holds(dc, p).then_some((dc, p.0)),
-            });
-            for at in witnesses {
-                match gauges.get(&at) {
+        for (row, witnesses) in floor.iter_mut().zip(&reads_at) {
+            for at in witnesses.iter().flatten() {
+                match gauges.get(at) {
                     Some(visible) => row.iter_mut().zip(visible).for_each(|(f, &v)| *f = (*f).min(v)),
                     // Not heard from yet: nothing is known visible there.
                     None => row.iter_mut().for_each(|f| *f = 0),
@@ -135,8 +145,9 @@ pub async fn track(
                 let visible = (everywhere != u64::MAX && p.commit.ts <= everywhere)
                     || witness == Witness::ServingReplicas
                         && p.commit.partitions.iter().all(|&part| {
-                            let serving = topology.serving_dc(dc, PartitionId(part));
-                            gauges.get(&(serving, part)).and_then(|v| v.get(origin)).is_some_and(|&v| v >= p.commit.ts)
+                            let at = reads_at.get(usize::from(dc.0)).and_then(|row| row.get(part as usize)).copied();
+                            let seen = at.flatten().and_then(|at| gauges.get(&at)).and_then(|v| v.get(origin));
+                            seen.is_some_and(|&v| v >= p.commit.ts)
                         });
                 if visible {
                     let us = now.saturating_duration_since(p.commit.at).as_micros().max(1) as u64;

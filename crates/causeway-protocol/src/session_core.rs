@@ -113,8 +113,9 @@ pub trait ClientRole {
     fn committed(&mut self, stamp: &CommitStamp, writes: Vec<(Key, Option<Value>)>);
 
     /// How many of its own writes the session would cache once `writes`
-    /// commit, if it keeps a cache ([`Limits::max_cached_writes`]).
-    fn cached_after(&self, _writes: &[(Key, Option<Value>)]) -> Option<usize> {
+    /// commit, if it keeps a cache and they would be more than `limit`
+    /// ([`Limits::max_cached_writes`]).
+    fn cached_beyond(&self, _writes: &[(Key, Option<Value>)], _limit: usize) -> Option<usize> {
         None
     }
 
@@ -282,7 +283,8 @@ impl<R: ClientRole> SessionCore<R> {
             return Ok(Some(SessionEvent::Committed(None)));
         }
         let writes = self.txn.take_writes();
-        if let Some(Err(e)) = self.role.cached_after(&writes).map(|n| self.limits.check_cached(n)) {
+        let limit = self.limits.max_cached_writes as usize;
+        if let Some(Err(e)) = self.role.cached_beyond(&writes, limit).map(|n| self.limits.check_cached(n)) {
             self.role.release(now, out);
             self.end_transaction();
             return Ok(Some(SessionEvent::Failed(e)));

@@ -186,11 +186,6 @@ impl Topology {
         }
     }
 
-    /// The preferences [`Topology::prefer`] set: `(from, partition, dc)`.
-    pub fn preferences(&self) -> impl Iterator<Item = (DcId, PartitionId, DcId)> + '_ {
-        self.preferred.iter().map(|(&(from, p), &dc)| (from, p, dc))
-    }
-
     /// The largest number of replicas any partition has (R).
     pub fn replication(&self) -> u16 {
         self.placement.iter().map(|r| r.len() as u16).max().unwrap_or(0)
@@ -338,7 +333,6 @@ mod tests {
         let t = t.prefer(DcId(2), PartitionId(0), DcId(1)).unwrap();
         assert_eq!(t.serving_dc(DcId(2), PartitionId(0)), DcId(1));
         assert_eq!(t.serving_dc(DcId(0), PartitionId(2)), DcId(1), "other choices keep round-robin");
-        assert_eq!(t.preferences().collect::<Vec<_>>(), vec![(DcId(2), PartitionId(0), DcId(1))]);
         let err = |r: Result<Topology, TopologyError>| r.unwrap_err().to_string();
         assert_eq!(
             err(t.clone().prefer(DcId(0), PartitionId(0), DcId(1))),

@@ -220,9 +220,10 @@ impl GroupKey {
 }
 
 fn group_key(r: &BenchReport) -> GroupKey {
+    let partial = r.replication.filter(|&rf| rf < r.dcs);
     GroupKey {
-        replication: r.replication.filter(|&rf| rf < r.dcs),
-        locality: r.replication.filter(|&rf| rf < r.dcs).and_then(|_| r.workload.locality()),
+        replication: partial,
+        locality: partial.and_then(|_| r.workload.locality()),
         dcs: r.dcs,
         partitions: r.partitions,
         reads: r.workload.reads_per_txn,
@@ -414,24 +415,11 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
 /// Fig. 6: peak throughput against partitions per DC, one curve per protocol
 /// and DC count; drawn when the sweep has more than one partition or DC count.
 fn scaling(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut peak: BTreeMap<(String, u16), BTreeMap<u32, f64>> = BTreeMap::new();
-    for r in reports {
-        let e = peak.entry((r.protocol.clone(), r.dcs)).or_default().entry(r.partitions).or_insert(0.0);
-        *e = e.max(r.throughput_tps / 1000.0);
-    }
     let sizes = reports.iter().map(|r| (r.dcs, r.partitions)).collect::<std::collections::BTreeSet<_>>();
     if sizes.len() < 2 {
         return Ok(Vec::new());
     }
-    let series = peak
-        .into_iter()
-        .map(|((p, dcs), pts)| Series {
-            name: format!("{p}, {dcs} DCs"),
-            colour: colour(&p),
-            dashed: dcs != reports.iter().map(|r| r.dcs).min().unwrap_or(dcs),
-            points: pts.into_iter().map(|(n, t)| (f64::from(n), t)).collect(),
-        })
-        .collect();
+    let series = peak_curves(reports, |r| (r.dcs, r.partitions), |p, dcs| format!("{p}, {dcs} DCs"));
     draw_lines(
         dir,
         "fig6-scaling",
@@ -444,6 +432,32 @@ fn scaling(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
             log_y: false,
         },
     )
+}
+
+/// Peak throughput (thousand transactions/s) against `x`, one curve per
+/// protocol and `line`: each point the best of the runs there. The curves
+/// of the least `line` are solid, the others dashed.
+fn peak_curves<L: Ord + Copy, X: Ord + Into<f64>>(
+    reports: &[&BenchReport],
+    line_and_x: impl Fn(&BenchReport) -> (L, X),
+    name: impl Fn(&str, L) -> String,
+) -> Vec<Series> {
+    let mut peaks: BTreeMap<(String, L), BTreeMap<X, f64>> = BTreeMap::new();
+    for r in reports {
+        let (line, x) = line_and_x(r);
+        let e = peaks.entry((r.protocol.clone(), line)).or_default().entry(x).or_insert(0.0);
+        *e = e.max(r.throughput_tps / 1000.0);
+    }
+    let least = peaks.keys().map(|(_, line)| *line).min();
+    peaks
+        .into_iter()
+        .map(|((p, line), pts)| Series {
+            name: name(&p, line),
+            colour: colour(&p),
+            dashed: Some(line) != least,
+            points: pts.into_iter().map(|(x, t)| (x.into(), t)).collect(),
+        })
+        .collect()
 }
 
 /// Fig. 7b (and the PaRiS paper's Fig. 4): CDFs of visibility latency,

@@ -5,7 +5,7 @@
 //! (Fig. 2b), each per configuration of the rest. Each takes runs on
 //! partial replication only.
 
-use super::{by_protocol, colour, draw_lines, group_key, group_suffix, GroupKey, LineChart, Series};
+use super::{by_protocol, colour, draw_lines, group_key, group_suffix, peak_curves, GroupKey, LineChart, Series};
 use crate::report::BenchReport;
 use anyhow::Result;
 use plotters::prelude::SeriesLabelPosition;
@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 /// The paper's default locality (`--locality`'s too).
 pub(super) const DEFAULT_LOCALITY: &str = "95:5";
 
-/// Percent of multi-DC transactions: the x axis of Fig. 3.
+/// Percent of multi-DC transactions: the x axis of Fig. 3 (its reports
+/// all carry it).
 fn multi_dc_percent(r: &BenchReport) -> f64 {
-    r.workload.multi_dc_fraction.unwrap_or(0.0) * 100.0
+    r.workload.multi_dc_percent().map_or(0.0, f64::from)
 }
 
 /// The run with the highest throughput.
@@ -42,12 +43,12 @@ pub(super) fn locality(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathB
         let mut throughput = Vec::new();
         let mut latency = Vec::new();
         for (protocol, runs) in by_protocol(runs) {
-            let mut at: BTreeMap<String, Vec<&BenchReport>> = BTreeMap::new();
+            // By the share of multi-DC transactions, in order: the x axis.
+            let mut at: BTreeMap<Option<u32>, Vec<&BenchReport>> = BTreeMap::new();
             for r in runs {
-                at.entry(r.workload.locality().unwrap_or_default()).or_default().push(r);
+                at.entry(r.workload.multi_dc_percent()).or_default().push(r);
             }
-            let mut peaks: Vec<&BenchReport> = at.values().filter_map(|v| peak(v)).collect();
-            peaks.sort_by(|a, b| multi_dc_percent(a).total_cmp(&multi_dc_percent(b)));
+            let peaks: Vec<&BenchReport> = at.values().filter_map(|v| peak(v)).collect();
             let series = |f: fn(&BenchReport) -> f64| Series {
                 name: protocol.clone(),
                 colour: colour(&protocol),
@@ -100,23 +101,14 @@ pub(super) fn dcs(reports: &[&BenchReport], dir: &Path) -> Result<Vec<PathBuf>> 
     let mut files = Vec::new();
     for (key, runs) in &groups {
         // Partitions per DC, in tenths: a share need not be whole.
-        let mut peaks: BTreeMap<(String, u64), BTreeMap<u16, f64>> = BTreeMap::new();
-        for r in runs {
-            let per_dc =
-                u64::from(r.partitions) * u64::from(r.replication.unwrap_or(r.dcs)) * 10 / u64::from(r.dcs.max(1));
-            let e = peaks.entry((r.protocol.clone(), per_dc)).or_default().entry(r.dcs).or_insert(0.0);
-            *e = e.max(r.throughput_tps / 1000.0);
-        }
-        let fewest = peaks.keys().map(|(_, n)| *n).min().unwrap_or(0);
-        let series = peaks
-            .into_iter()
-            .map(|((p, per_dc), pts)| Series {
-                name: format!("{p}, {} partitions per DC", per_dc as f64 / 10.0),
-                colour: colour(&p),
-                dashed: per_dc != fewest,
-                points: pts.into_iter().map(|(d, t)| (f64::from(d), t)).collect(),
-            })
-            .collect();
+        let per_dc = |r: &BenchReport| {
+            u64::from(r.partitions) * u64::from(r.replication.unwrap_or(r.dcs)) * 10 / u64::from(r.dcs.max(1))
+        };
+        let series = peak_curves(
+            runs,
+            |r| (per_dc(r), r.dcs),
+            |p, tenths| format!("{p}, {} partitions per DC", tenths as f64 / 10.0),
+        );
         files.extend(draw_lines(
             dir,
             &format!("paris-fig2b-dcs{}", group_suffix(key, &keys)),

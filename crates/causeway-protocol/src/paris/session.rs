@@ -92,8 +92,8 @@ impl CausalPast for ParisPast {
         }
     }
 
-    fn cached_after(&self, writes: &[(Key, Option<Value>)]) -> Option<usize> {
-        (!self.blocking).then(|| self.wc.len_after(writes))
+    fn cached_beyond(&self, writes: &[(Key, Option<Value>)], limit: usize) -> Option<usize> {
+        (!self.blocking).then(|| self.wc.len_after_beyond(writes, limit)).flatten()
     }
 
     fn last_commit(&self) -> Timestamp {

@@ -38,8 +38,8 @@ pub trait CausalPast: Send + 'static {
     fn committed(&mut self, ct: Timestamp, writes: Vec<(Key, Option<Value>)>);
 
     /// How many writes the session's cache would hold once `writes`
-    /// commit, if it keeps one.
-    fn cached_after(&self, _writes: &[(Key, Option<Value>)]) -> Option<usize> {
+    /// commit, if it keeps one and they would be more than `limit`.
+    fn cached_beyond(&self, _writes: &[(Key, Option<Value>)], _limit: usize) -> Option<usize> {
         None
     }
 
@@ -149,8 +149,8 @@ impl<C: CausalPast> ClientRole for CoordinatedClient<C> {
         self.past.committed(stamp.ts, writes);
     }
 
-    fn cached_after(&self, writes: &[(Key, Option<Value>)]) -> Option<usize> {
-        self.past.cached_after(writes)
+    fn cached_beyond(&self, writes: &[(Key, Option<Value>)], limit: usize) -> Option<usize> {
+        self.past.cached_beyond(writes, limit)
     }
 
     fn finished(&mut self) {

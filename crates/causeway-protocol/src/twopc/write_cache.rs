@@ -23,9 +23,14 @@ impl WriteCache {
     }
 
     /// How many entries the cache would hold once `writes` — of distinct
-    /// keys, as a write set holds them — commit.
-    pub fn len_after(&self, writes: &[(Key, Option<Value>)]) -> usize {
-        self.entries.len() + writes.iter().filter(|(k, _)| !self.entries.contains_key(k)).count()
+    /// keys, as a write set holds them — commit, if more than `limit`.
+    pub fn len_after_beyond(&self, writes: &[(Key, Option<Value>)], limit: usize) -> Option<usize> {
+        // Every commit asks: most fit by the sizes alone, no key looked up.
+        if self.entries.len() + writes.len() <= limit {
+            return None;
+        }
+        let len = self.entries.len() + writes.iter().filter(|(k, _)| !self.entries.contains_key(k)).count();
+        (len > limit).then_some(len)
     }
 
     /// What the session wrote last to `key`, if the snapshot may miss it.
@@ -63,5 +68,21 @@ impl WriteCache {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_length_after_a_commit_counts_new_keys_only_and_only_past_the_limit() {
+        let mut wc = WriteCache::default();
+        let key = |k: &str| Key::from(k.as_bytes().to_vec());
+        wc.committed(Timestamp(1), vec![(key("a"), None)]);
+        let writes = vec![(key("a"), None), (key("b"), None)];
+        assert_eq!(wc.len_after_beyond(&writes, 1), Some(2), "a is cached already: one more");
+        assert_eq!(wc.len_after_beyond(&writes, 2), None, "two fit");
+        assert_eq!(wc.len_after_beyond(&writes, 3), None, "fits by the sizes alone");
     }
 }

@@ -85,8 +85,8 @@ impl CausalPast for WrenPast {
         self.wc.committed(ct, writes);
     }
 
-    fn cached_after(&self, writes: &[(Key, Option<Value>)]) -> Option<usize> {
-        Some(self.wc.len_after(writes))
+    fn cached_beyond(&self, writes: &[(Key, Option<Value>)], limit: usize) -> Option<usize> {
+        self.wc.len_after_beyond(writes, limit)
     }
 
     fn last_commit(&self) -> Timestamp {
