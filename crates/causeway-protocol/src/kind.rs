@@ -10,6 +10,7 @@ use crate::contract::{Protocol, Tuning};
 use crate::cure::{Cure, HCure};
 use crate::ec::Ec;
 use crate::paris::{Bpr, Paris};
+use crate::promptcc::PrompTcc;
 use crate::topology::Topology;
 use crate::wren::Wren;
 use std::fmt;
@@ -31,6 +32,8 @@ pub enum ProtocolKind {
     Paris,
     /// BPR: PaRiS's blocking baseline; snapshots from the coordinator's clock, reads wait until installed.
     Bpr,
+    /// PrompTCC: one DC; reads in one round (two at most) from the freshest snapshot committed everywhere.
+    PrompTcc,
 }
 
 /// A computation generic over the protocol, run by [`ProtocolKind::visit`].
@@ -47,6 +50,7 @@ impl ProtocolKind {
         ProtocolKind::Ec,
         ProtocolKind::Paris,
         ProtocolKind::Bpr,
+        ProtocolKind::PrompTcc,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +61,7 @@ impl ProtocolKind {
             ProtocolKind::Ec => Ec::NAME,
             ProtocolKind::Paris => Paris::NAME,
             ProtocolKind::Bpr => Bpr::NAME,
+            ProtocolKind::PrompTcc => PrompTcc::NAME,
         }
     }
 
@@ -72,6 +77,9 @@ impl ProtocolKind {
             }
             ProtocolKind::Bpr => {
                 "PaRiS's blocking baseline: snapshots from the coordinator's clock; reads wait until installed (baseline)"
+            }
+            ProtocolKind::PrompTcc => {
+                "one DC only: reads in one round, two at most, from the freshest snapshot committed at every partition"
             }
         }
     }
@@ -123,6 +131,7 @@ impl ProtocolKind {
             ProtocolKind::Ec => visitor.visit::<Ec>(),
             ProtocolKind::Paris => visitor.visit::<Paris>(),
             ProtocolKind::Bpr => visitor.visit::<Bpr>(),
+            ProtocolKind::PrompTcc => visitor.visit::<PrompTcc>(),
         }
     }
 }
@@ -162,7 +171,7 @@ mod tests {
             assert_eq!(kind.visit(Name), kind.name());
         }
         let names: Vec<_> = ProtocolKind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(names, ["wren", "cure", "h-cure", "ec", "paris", "bpr"]);
+        assert_eq!(names, ["wren", "cure", "h-cure", "ec", "paris", "bpr", "promptcc"]);
         assert_eq!("H-Cure".parse::<ProtocolKind>(), Ok(ProtocolKind::HCure));
         assert!("paxos".parse::<ProtocolKind>().unwrap_err().contains("wren"));
     }

@@ -14,7 +14,7 @@
 //!   write and read sets), [`mvstore`] (version chains), [`hlc`],
 //!   [`topology`], [`ids`], [`recovery`] (clock and id reservations, and
 //!   replication streams that resume after a crash).
-//! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`], [`paris`].
+//! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`], [`paris`] (with BPR), [`promptcc`].
 
 pub mod contract;
 pub mod cure;
@@ -24,6 +24,7 @@ pub mod ids;
 pub mod kind;
 pub mod mvstore;
 pub mod paris;
+pub mod promptcc;
 pub mod recovery;
 pub mod session_core;
 pub mod topology;

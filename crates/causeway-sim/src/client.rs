@@ -36,6 +36,11 @@ pub struct WorkloadClient<S> {
     txid: String,
     ops: Vec<Op>,
     start_us: u64,
+    /// Steps of the running transaction in which the session sent
+    /// requests: its round trips, counted from outside the protocol (the
+    /// simulation counts them as it sends).
+    pub round_trips: u32,
+    read_only_call: bool,
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -63,7 +68,15 @@ impl<S: Session> WorkloadClient<S> {
             txid: String::new(),
             ops: Vec::new(),
             start_us: 0,
+            round_trips: 0,
+            read_only_call: false,
         }
+    }
+
+    /// Whether the running (or last) transaction was a read-only
+    /// transaction of one call.
+    pub fn is_read_only_call(&self) -> bool {
+        self.read_only_call
     }
 
     pub fn is_idle(&self) -> bool {
@@ -113,14 +126,17 @@ impl<S: Session> WorkloadClient<S> {
         self.txid = format!("{}-{}", self.name, self.seq);
         self.ops.clear();
         self.start_us = elapsed;
+        self.round_trips = 0;
         // A read-only transaction of one round is one call.
         let first = match plan.read_rounds.as_slice() {
             [keys] if plan.writes.is_empty() && !plan.abort => {
                 self.phase = Phase::ReadingOnly;
+                self.read_only_call = true;
                 self.session.read_only(now, keys, out)
             }
             _ => {
                 self.phase = Phase::Beginning;
+                self.read_only_call = false;
                 self.session.begin(now, out)
             }
         };

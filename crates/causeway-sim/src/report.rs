@@ -100,6 +100,11 @@ pub struct SimReport {
     /// How long each read that waited was held, in simulated microseconds
     /// (from its arrival at the replica until its reply left).
     pub read_wait_us: Percentiles,
+    /// Read-only transactions (of one call) by how many round trips they
+    /// took: the steps in which the session sent requests, counted from
+    /// outside the protocol (Wren: 2, its snapshot and its reads; EC: 1;
+    /// PrompTCC: 1, or 2 when the first did not come from one snapshot).
+    pub read_only_rounds: BTreeMap<u32, u64>,
     pub txn_latency_us: Percentiles,
     /// Every replica's counters, summed.
     pub counters: ReplicaCounters,
@@ -116,6 +121,18 @@ impl SimReport {
     /// once counting zero.
     pub fn mean_read_wait_us(&self) -> f64 {
         self.read_wait_us.mean * self.read_wait_us.count as f64 / (self.reads as f64).max(1.0)
+    }
+
+    /// Mean round trips of the read-only transactions, and the share that
+    /// took at least 2 and at least 3.
+    pub fn read_only_round_summary(&self) -> Option<(f64, f64, f64)> {
+        let n: u64 = self.read_only_rounds.values().sum();
+        if n == 0 {
+            return None;
+        }
+        let sum: u64 = self.read_only_rounds.iter().map(|(r, c)| u64::from(*r) * c).sum();
+        let share = |least: u32| self.read_only_rounds.range(least..).map(|(_, c)| c).sum::<u64>() as f64 / n as f64;
+        Some((sum as f64 / n as f64, share(2), share(3)))
     }
 
     /// Transactions finished per second of wall-clock time.
@@ -193,6 +210,16 @@ impl fmt::Display for SimReport {
                 String::new()
             }
         )?;
+        if let Some((mean, two, three)) = self.read_only_round_summary() {
+            let spread: Vec<String> = self.read_only_rounds.iter().map(|(r, n)| format!("{r}: {n}")).collect();
+            writeln!(
+                f,
+                "  read-only      {mean:.3} round trips each ({}); {:.2} % took 2 or more, {:.2} % 3 or more",
+                spread.join(", "),
+                two * 100.0,
+                three * 100.0
+            )?;
+        }
         let classes: Vec<String> = self.messages_by_class.iter().map(|(c, n)| format!("{} {n}", c.name())).collect();
         writeln!(f, "  messages       {}", classes.join(", "))?;
         let bytes: Vec<String> =

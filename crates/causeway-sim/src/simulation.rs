@@ -130,6 +130,8 @@ pub struct Simulation<P: Protocol> {
     reads: u64,
     reads_waited: u64,
     read_wait_us: Vec<u64>,
+    /// Read-only transactions by the round trips they took.
+    read_only_rounds: BTreeMap<u32, u64>,
     latencies_us: Vec<u64>,
     progress: Option<Box<dyn FnMut(Progress)>>,
 }
@@ -206,6 +208,7 @@ impl<P: Protocol> Simulation<P> {
             reads: 0,
             reads_waited: 0,
             read_wait_us: Vec::new(),
+            read_only_rounds: BTreeMap::new(),
             latencies_us: Vec::new(),
             progress: None,
             rng: ChaCha8Rng::seed_from_u64(0),
@@ -558,7 +561,7 @@ impl<P: Protocol> Simulation<P> {
         self.arm_faults();
         let mut out = std::mem::take(&mut self.session_out);
         let done = self.clients[i].start(local, elapsed, &self.generator, &mut out);
-        self.flush_session(node, out);
+        self.flush_session(node, out, done.is_some());
         match done {
             Some(record) => self.record(node, record),
             None if self.cfg.faults.can_lose_requests() => {
@@ -594,7 +597,7 @@ impl<P: Protocol> Simulation<P> {
         let mut out = std::mem::take(&mut self.session_out);
         let event = self.clients[i].session.on_timer(local, timer, &mut out);
         let done = event.and_then(|e| self.clients[i].on_event(local, elapsed, e, &mut out));
-        self.flush_session(node, out);
+        self.flush_session(node, out, done.is_some());
         if let Some(record) = done {
             self.record(node, record);
         }
@@ -701,7 +704,7 @@ impl<P: Protocol> Simulation<P> {
             let mut out = std::mem::take(&mut self.session_out);
             let event = self.clients[i].session.on_message(local, from_addr, msg, &mut out);
             let done = event.and_then(|e| self.clients[i].on_event(local, elapsed, e, &mut out));
-            self.flush_session(to, out);
+            self.flush_session(to, out, done.is_some());
             if let Some(record) = done {
                 self.record(to, record);
             }
@@ -709,6 +712,10 @@ impl<P: Protocol> Simulation<P> {
     }
 
     fn record(&mut self, node: NodeIx, record: TxnRecord) {
+        let client = &self.clients[node as usize - self.replicas.len()];
+        if client.is_read_only_call() && record.status == causeway_history::Status::Committed {
+            *self.read_only_rounds.entry(client.round_trips).or_default() += 1;
+        }
         if let Some(causeway_history::CommitTs(stamp)) = &record.commit_ts {
             if let [causeway_history::StampElem::Int(ts), causeway_history::StampElem::Int(dc), ..] = stamp[..] {
                 let newest = &mut self.newest_acknowledged[dc as usize];
@@ -779,7 +786,13 @@ impl<P: Protocol> Simulation<P> {
         self.outbox = outbox;
     }
 
-    fn flush_session(&mut self, node: NodeIx, mut out: SessionEffects<P::Session>) {
+    /// Sends what a session step produced. A step that sent requests and
+    /// did not finish the transaction is one of its round trips (the last
+    /// step's messages, such as a release, are answered by nobody).
+    fn flush_session(&mut self, node: NodeIx, mut out: SessionEffects<P::Session>, finished: bool) {
+        if !out.messages.is_empty() && !finished {
+            self.clients[node as usize - self.replicas.len()].round_trips += 1;
+        }
         self.fault_report.fault_points_fired += u64::from(out.faults_fired());
         out.set_faults(FaultPoints::OFF);
         for (to, msg) in out.messages.drain(..) {
@@ -836,6 +849,7 @@ impl<P: Protocol> Simulation<P> {
             reads: self.reads,
             reads_waited: self.reads_waited,
             read_wait_us: Percentiles::of(self.read_wait_us),
+            read_only_rounds: self.read_only_rounds,
             txn_latency_us: Percentiles::of(self.latencies_us),
             counters,
             faults: FaultReport { transport: self.network.counts, ..self.fault_report },

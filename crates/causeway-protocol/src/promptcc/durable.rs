@@ -1,0 +1,82 @@
+//! What a PrompTCC partition makes durable, and the messages that wait for
+//! it.
+//!
+//! * `Prepared` before the participant's `Prepared` vote leaves: a
+//!   coordinator that heard every vote commits, so a vote must survive the
+//!   voter's crash (with its sequence number: the decision names it).
+//! * `Committed` before the client hears the commit: an acknowledged write
+//!   survives.
+//! * `Aborted` before a `Vote` of none leaves: the participant fenced the
+//!   id, and a late `Write` of it must still be refused after a restart, or
+//!   a transaction the coordinator gave up could commit in part.
+//! * The clock's reservations ([`crate::recovery::reservations`]) before a
+//!   sequence number above them is revealed (a vote, a stable-time report):
+//!   a restarted partition must never hand out a number another partition
+//!   already counts as committed.
+//!
+//! A checkpoint is the versions held, the prepared transactions, the fences,
+//! the recent commits (a late `Query` must still hear their numbers) and
+//! the reservations.
+
+use super::messages::PtxId;
+use super::vclock::{Decided, VClock};
+use crate::contract::{CommitStamp, Key, Value};
+use crate::hlc::Timestamp;
+use crate::ids::PartitionId;
+use crate::recovery::{Reserved, Reserving};
+use serde::{Deserialize, Serialize};
+
+/// A transaction prepared at a partition (Alg. 2 lines 3–7).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreparedTx {
+    pub tx: PtxId,
+    pub seq: Timestamp,
+    pub coordinator: PartitionId,
+    pub participants: Vec<PartitionId>,
+    pub deps: VClock,
+    pub writes: Vec<(Key, Option<Value>)>,
+}
+
+/// One record of a PrompTCC partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PtccRecord {
+    Reserved(Reserved),
+    Prepared(PreparedTx),
+    /// The prepared `tx` committed with these numbers.
+    Committed {
+        tx: PtxId,
+        decided: Decided,
+    },
+    /// `tx` is given up here: dropped if prepared, refused if it comes.
+    Aborted {
+        tx: PtxId,
+    },
+    /// In a checkpoint: a version held.
+    Version {
+        key: Key,
+        value: Option<Value>,
+        stamp: CommitStamp,
+        ts: VClock,
+        decided: Decided,
+    },
+    /// In a checkpoint: a transaction committed here lately, at `seq`.
+    Recent {
+        tx: PtxId,
+        seq: Timestamp,
+    },
+}
+
+impl From<Reserved> for PtccRecord {
+    fn from(r: Reserved) -> Self {
+        PtccRecord::Reserved(r)
+    }
+}
+
+impl Reserving for PtccRecord {
+    fn reservation(&self) -> Option<Reserved> {
+        match self {
+            PtccRecord::Reserved(r) => Some(*r),
+            _ => None,
+        }
+    }
+}

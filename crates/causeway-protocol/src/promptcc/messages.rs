@@ -1,0 +1,111 @@
+//! Every message PrompTCC sends.
+
+use super::vclock::{Decided, VClock};
+use crate::contract::{Key, Message, MsgClass, ReadTag, Value};
+use crate::hlc::Timestamp;
+use crate::ids::{ClientId, PartitionId};
+use serde::{Deserialize, Serialize};
+
+/// A write-only transaction, as the client names it: every participant
+/// learns it from the client before any id could be handed out. `epoch` is
+/// the session's first clock reading, so that a client id reused after a
+/// restart names new transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PtxId {
+    pub client: ClientId,
+    pub epoch: u64,
+    pub n: u64,
+}
+
+/// One key read: its value (`None`: no version, or a delete) and the
+/// version's commit timestamp (`None` when no version is visible).
+pub type ReadValue = (Key, Option<Value>, Option<VClock>);
+
+/// Stable-time gossip inside the DC.
+pub const STABILIZATION: MsgClass = MsgClass::new(2, "stabilization");
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PtccMsg {
+    // Client ↔ partitions.
+    /// A read round. `deps`: the client's `D_c` (the transaction's snapshot
+    /// after its first round), which the partition adopts into `S_i`
+    /// (Alg. 2 lines 37, 46). `bound`: none in a first round (the newest
+    /// visible versions, line 40); the transaction's snapshot in a second
+    /// round and in the later reads of a transaction (line 49).
+    Read { tag: ReadTag, keys: Vec<Key>, deps: VClock, bound: Option<VClock> },
+    /// `snapshot`: `S_i` after the read.
+    ReadResp { tag: ReadTag, snapshot: VClock, values: Vec<ReadValue> },
+    /// A write-only transaction's writes to one partition (Alg. 1 line 7).
+    Write {
+        tx: PtxId,
+        writes: Vec<(Key, Option<Value>)>,
+        participants: Vec<PartitionId>,
+        coordinator: PartitionId,
+        deps: VClock,
+    },
+    /// The transaction committed at the sending partition; with the
+    /// sequence numbers every participant gave it.
+    Committed { tx: PtxId, decided: Decided },
+    /// The transaction was given up (a participant never received it):
+    /// nothing of it will ever be visible.
+    Aborted { tx: PtxId },
+    // Between the partitions of a transaction.
+    /// A participant prepared `tx` at `seq` (Alg. 2 line 8); it repeats what
+    /// the coordinator needs if the client's own message to it is late.
+    Prepared { tx: PtxId, seq: Timestamp, participants: Vec<PartitionId>, client: ClientId },
+    /// The coordinator's decision: every participant's number (line 16).
+    Commit { tx: PtxId, decided: Decided },
+    /// A participant has waited too long for the decision of `tx`.
+    Resolve { tx: PtxId, participants: Vec<PartitionId>, client: ClientId },
+    /// The coordinator asks whether `tx` is prepared; a participant that
+    /// has not prepared it never will (it fences the id).
+    Query { tx: PtxId },
+    /// The answer: the number `tx` got here, or none (fenced).
+    Vote { tx: PtxId, seq: Option<Timestamp> },
+    /// `tx` is given up: drop what was prepared.
+    Abort { tx: PtxId },
+    // Stabilization over the DC's tree (§IV-E).
+    /// Up the tree: each partition's own entry `S_p[p]` in the subtree.
+    Report { entries: Vec<(PartitionId, Timestamp)> },
+    /// Down the tree: the root's snapshot vector.
+    Stable { snapshot: VClock },
+}
+
+impl Message for PtccMsg {
+    const CLASSES: &'static [MsgClass] = &[MsgClass::CLIENT, MsgClass::TRANSACTION, STABILIZATION];
+
+    fn class(&self) -> MsgClass {
+        match self {
+            PtccMsg::Read { .. }
+            | PtccMsg::ReadResp { .. }
+            | PtccMsg::Write { .. }
+            | PtccMsg::Committed { .. }
+            | PtccMsg::Aborted { .. } => MsgClass::CLIENT,
+            PtccMsg::Prepared { .. }
+            | PtccMsg::Commit { .. }
+            | PtccMsg::Resolve { .. }
+            | PtccMsg::Query { .. }
+            | PtccMsg::Vote { .. }
+            | PtccMsg::Abort { .. } => MsgClass::TRANSACTION,
+            PtccMsg::Report { .. } | PtccMsg::Stable { .. } => STABILIZATION,
+        }
+    }
+
+    fn is_background(&self) -> bool {
+        self.class() == STABILIZATION
+    }
+
+    fn read_request(&self) -> Option<ReadTag> {
+        match self {
+            PtccMsg::Read { tag, .. } => Some(*tag),
+            _ => None,
+        }
+    }
+
+    fn read_reply(&self) -> Option<ReadTag> {
+        match self {
+            PtccMsg::ReadResp { tag, .. } => Some(*tag),
+            _ => None,
+        }
+    }
+}

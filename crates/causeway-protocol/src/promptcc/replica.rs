@@ -1,0 +1,655 @@
+//! A PrompTCC partition (Alg. 2): prepares and commits write-only
+//! transactions in the order of its sequence numbers, makes a committed
+//! version visible once every partition it wrote has committed it, serves
+//! reads at once from its snapshot vector `S_i`, coordinates the
+//! transactions a client named it for, and ends those whose coordinator
+//! went silent.
+
+use super::durable::{PreparedTx, PtccRecord};
+use super::messages::{PtccMsg, PtxId, ReadValue};
+use super::vclock::{stamp_of, Decided, VClock};
+use super::{PtccConfig, PtccFault};
+use crate::contract::replica::ReplicaEffects;
+use crate::contract::{Key, ReadTag, Replica, ReplicaCounters, Value};
+use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
+use crate::ids::{Addr, ClientId, DcId, PartitionId, ReplicaId};
+use crate::mvstore::{MvStore, Version};
+use crate::recovery::Reservations;
+use crate::topology::Topology;
+use crate::twopc::Tree;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+type Out = ReplicaEffects<PtccReplica>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtccTimer {
+    /// Δ_G: a leaf of the tree reports its entry.
+    Stabilize,
+    /// Ask the coordinators of transactions prepared too long ago; forget
+    /// what is no longer needed.
+    Resolve,
+}
+
+/// What a version carries: its commit timestamp (returned to readers) and
+/// the numbers of the partitions it wrote (its visibility rule).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub ts: VClock,
+    pub decided: Decided,
+}
+
+/// A prepared transaction and what the partition knows of it.
+#[derive(Debug)]
+struct Pending {
+    prepared: PreparedTx,
+    client: ClientId,
+    /// When it was prepared, by this partition's clock.
+    since: PhysicalMicros,
+    decided: Option<Decided>,
+}
+
+/// Votes a coordinator gathers: in the commit (`Some` only) or in a
+/// termination (`None`: that participant fenced the id).
+#[derive(Debug)]
+struct Ballot {
+    participants: Vec<PartitionId>,
+    client: ClientId,
+    votes: BTreeMap<PartitionId, Option<Timestamp>>,
+    began: PhysicalMicros,
+}
+
+pub struct PtccReplica {
+    id: ReplicaId,
+    topology: Arc<Topology>,
+    config: PtccConfig,
+    hlc: Hlc,
+    reserved: Reservations,
+    /// `S_i`; entry `i` is [`Self::frontier`].
+    snapshot: VClock,
+    store: MvStore<Arc<Meta>>,
+    /// Prepared transactions by sequence number, and the index by id.
+    pending: BTreeMap<Timestamp, Pending>,
+    by_tx: FxHashMap<PtxId, Timestamp>,
+    /// Commits this partition coordinates, gathering the votes.
+    coordinating: FxHashMap<PtxId, Ballot>,
+    /// Terminations this partition runs for silent commits.
+    terminating: FxHashMap<PtxId, Ballot>,
+    /// Ids given up here: a `Write` of them is refused.
+    fenced: FxHashSet<PtxId>,
+    /// Transactions committed here lately: their numbers, and when.
+    recent: FxHashMap<PtxId, (Timestamp, PhysicalMicros)>,
+    tree: Tree<Vec<(PartitionId, Timestamp)>>,
+    counters: ReplicaCounters,
+}
+
+impl PtccReplica {
+    pub fn new(id: ReplicaId, topology: Arc<Topology>, config: PtccConfig) -> Self {
+        PtccReplica {
+            id,
+            hlc: Hlc::new(),
+            reserved: Reservations::default(),
+            snapshot: VClock::zeros(topology.partition_count()),
+            store: MvStore::keeping_tombstones(),
+            pending: BTreeMap::new(),
+            by_tx: FxHashMap::default(),
+            coordinating: FxHashMap::default(),
+            terminating: FxHashMap::default(),
+            fenced: FxHashSet::default(),
+            recent: FxHashMap::default(),
+            tree: Tree::new(id, &topology, config.tree_fanout),
+            counters: ReplicaCounters::default(),
+            topology,
+            config,
+        }
+    }
+
+    fn me(&self) -> PartitionId {
+        self.id.partition
+    }
+
+    fn partition(&self, p: PartitionId) -> Addr {
+        Addr::Replica(ReplicaId { partition: p, ..self.id })
+    }
+
+    /// `S_i[i]`: every transaction this partition numbered at or below it
+    /// has committed here, and none will be numbered so low again — one
+    /// below the oldest prepared one, or the clock (the next number is
+    /// above it). Prop. 2 of the paper.
+    fn frontier(&self) -> Timestamp {
+        match self.pending.keys().next() {
+            Some(seq) => seq.prev(),
+            None => self.hlc.current(),
+        }
+    }
+
+    /// The snapshot vector with this partition's entry brought up to date.
+    fn refresh(&mut self) {
+        let f = self.frontier();
+        self.snapshot.raise_entry(self.me(), f);
+    }
+
+    /// Adopts what a client or the tree has seen (Alg. 2 lines 37, 46):
+    /// every entry is a number below which its partition has committed
+    /// everything. This partition's own entry it knows better.
+    fn adopt(&mut self, seen: &VClock) {
+        let me = self.me();
+        for (p, &t) in seen.entries().iter().enumerate() {
+            if p as u32 != me.0 {
+                self.snapshot.raise_entry(PartitionId(p as u32), t);
+            }
+        }
+    }
+
+    fn well_formed(&self, v: &VClock) -> bool {
+        v.len() == self.topology.partition_count() as usize
+    }
+
+    fn is_mine(&self, key: &[u8]) -> bool {
+        self.topology.partition_of(key) == self.me()
+    }
+
+    fn refuse(&mut self) {
+        self.counters.inputs_refused += 1;
+    }
+
+    /// Visible (Alg. 2 line 32): every partition the transaction wrote has
+    /// committed it, as far as `S_i` says.
+    fn visible(snapshot: &VClock, meta: &Meta) -> bool {
+        meta.decided.iter().all(|&(p, t)| snapshot.get(p) >= t)
+    }
+
+    fn on_read(
+        &mut self,
+        from: Addr,
+        tag: ReadTag,
+        keys: Vec<Key>,
+        deps: VClock,
+        bound: Option<VClock>,
+        out: &mut Out,
+    ) {
+        if !self.well_formed(&deps) || bound.as_ref().is_some_and(|b| !self.well_formed(b)) {
+            return self.refuse();
+        }
+        if keys.iter().any(|k| !self.is_mine(k)) {
+            return self.refuse();
+        }
+        self.refresh();
+        if self.config.fault != PtccFault::IgnoreDeps {
+            self.adopt(&deps);
+            if let Some(b) = &bound {
+                self.adopt(b);
+            }
+        }
+        let snapshot = &self.snapshot;
+        let values: Vec<ReadValue> = keys
+            .into_iter()
+            .map(|key| {
+                let found = self.store.chain(&key).and_then(|c| {
+                    c.newest_visible(|v| {
+                        Self::visible(snapshot, &v.meta) && bound.as_ref().is_none_or(|b| b.dominates(&v.meta.ts))
+                    })
+                });
+                match found {
+                    Some(v) => {
+                        let (value, ts) = (v.value.clone(), Some(v.meta.ts.clone()));
+                        (key, value, ts)
+                    }
+                    None => (key, None, None),
+                }
+            })
+            .collect();
+        out.send(from, PtccMsg::ReadResp { tag, snapshot: self.snapshot.clone(), values });
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_write(
+        &mut self,
+        now: PhysicalMicros,
+        client: ClientId,
+        tx: PtxId,
+        writes: Vec<(Key, Option<Value>)>,
+        participants: Vec<PartitionId>,
+        coordinator: PartitionId,
+        deps: VClock,
+        out: &mut Out,
+    ) {
+        let me = self.me();
+        let sorted = participants.windows(2).all(|w| w[0] < w[1]);
+        let known = participants.iter().all(|p| p.0 < self.topology.partition_count());
+        if tx.client != client
+            || !sorted
+            || !known
+            || !participants.contains(&me)
+            || !participants.contains(&coordinator)
+            || !self.well_formed(&deps)
+            || writes.is_empty()
+            || writes.iter().any(|(k, _)| !self.is_mine(k))
+        {
+            return self.refuse();
+        }
+        if self.fenced.contains(&tx) {
+            out.send(Addr::Client(client), PtccMsg::Aborted { tx });
+            return;
+        }
+        if self.by_tx.contains_key(&tx) || self.recent.contains_key(&tx) {
+            return; // delivered twice
+        }
+        // Alg. 2 lines 3–4: a number above everything the client has seen,
+        // so that what it wrote orders after what it read.
+        let seq = self.hlc.tick(now, deps.max_entry());
+        let prepared = PreparedTx { tx, seq, coordinator, participants: participants.clone(), deps, writes };
+        out.persist(PtccRecord::Prepared(prepared.clone()));
+        self.by_tx.insert(tx, seq);
+        self.pending.insert(seq, Pending { prepared, client, since: now, decided: None });
+        if participants.len() == 1 {
+            // One partition: nothing to agree on (one round).
+            self.decide_here(now, tx, vec![(me, seq)], out);
+        } else if coordinator == me {
+            self.vote(now, tx, me, Some(seq), &participants, client, false, out);
+        } else {
+            let msg = PtccMsg::Prepared { tx, seq, participants, client };
+            out.send_after_durable(self.partition(coordinator), msg);
+        }
+    }
+
+    /// A vote reaches the coordinator: in the commit itself, or in a
+    /// termination (`terminating`).
+    #[allow(clippy::too_many_arguments)]
+    fn vote(
+        &mut self,
+        now: PhysicalMicros,
+        tx: PtxId,
+        from: PartitionId,
+        seq: Option<Timestamp>,
+        participants: &[PartitionId],
+        client: ClientId,
+        terminating: bool,
+        out: &mut Out,
+    ) {
+        let ballots = if terminating { &mut self.terminating } else { &mut self.coordinating };
+        let ballot = ballots.entry(tx).or_insert_with(|| Ballot {
+            participants: participants.to_vec(),
+            client,
+            votes: BTreeMap::new(),
+            began: now,
+        });
+        if !ballot.participants.contains(&from) {
+            return;
+        }
+        ballot.votes.insert(from, seq);
+        if ballot.votes.len() < ballot.participants.len() {
+            return;
+        }
+        let ballot = ballots.remove(&tx).expect("just found");
+        let decided: Option<Decided> = ballot.votes.iter().map(|(&p, &s)| s.map(|s| (p, s))).collect();
+        match decided {
+            // Alg. 2 lines 13–17.
+            Some(decided) => {
+                self.coordinating.remove(&tx);
+                for &p in &ballot.participants {
+                    if p == self.me() {
+                        self.decide_here(now, tx, decided.clone(), out);
+                    } else {
+                        // After this partition's own prepare is durable.
+                        out.send_after_durable(self.partition(p), PtccMsg::Commit { tx, decided: decided.clone() });
+                    }
+                }
+            }
+            None => {
+                self.coordinating.remove(&tx);
+                for &p in &ballot.participants {
+                    if p == self.me() {
+                        self.abort_here(tx, out);
+                    } else {
+                        out.send_after_durable(self.partition(p), PtccMsg::Abort { tx });
+                    }
+                }
+                out.send_after_durable(Addr::Client(ballot.client), PtccMsg::Aborted { tx });
+            }
+        }
+    }
+
+    /// The decision reaches a participant (line 20); it commits once the
+    /// transaction is its oldest prepared one (line 23).
+    fn decide_here(&mut self, now: PhysicalMicros, tx: PtxId, decided: Decided, out: &mut Out) {
+        let Some(seq) = self.by_tx.get(&tx).copied() else { return };
+        let pending = self.pending.get_mut(&seq).expect("indexed");
+        if decided.iter().find(|(p, _)| *p == self.id.partition).map(|&(_, s)| s) != Some(seq) {
+            return self.refuse();
+        }
+        pending.decided = Some(decided);
+        self.commit_ready(now, out);
+    }
+
+    /// Commits the oldest prepared transactions while they are decided
+    /// (Alg. 2 lines 23–30): in the order of their numbers, so that `S_i[i]`
+    /// only ever passes committed ones.
+    fn commit_ready(&mut self, now: PhysicalMicros, out: &mut Out) {
+        while let Some(entry) = self.pending.first_entry() {
+            if entry.get().decided.is_none() {
+                break;
+            }
+            let Pending { prepared, client, decided, .. } = entry.remove();
+            let decided = decided.expect("checked");
+            self.by_tx.remove(&prepared.tx);
+            out.persist(PtccRecord::Committed { tx: prepared.tx, decided: decided.clone() });
+            self.install(&prepared, &decided);
+            self.recent.insert(prepared.tx, (prepared.seq, now));
+            out.send_after_durable(Addr::Client(client), PtccMsg::Committed { tx: prepared.tx, decided });
+        }
+    }
+
+    /// Puts a committed transaction's versions in the store.
+    fn install(&mut self, prepared: &PreparedTx, decided: &Decided) {
+        let meta = Arc::new(Meta { ts: VClock::commit_ts(&prepared.deps, decided), decided: decided.clone() });
+        let stamp = stamp_of(self.id.dc, decided);
+        for (key, value) in &prepared.writes {
+            let version = Version { value: value.clone(), stamp, meta: meta.clone() };
+            self.store.insert(key.clone(), version, |_| false);
+        }
+        self.counters.transactions_applied += 1;
+    }
+
+    /// Drops a prepared transaction that was given up, and fences its id.
+    fn abort_here(&mut self, tx: PtxId, out: &mut Out) {
+        if let Some(seq) = self.by_tx.get(&tx).copied() {
+            if self.pending[&seq].decided.is_some() {
+                return self.refuse(); // decided to commit: an abort contradicts it
+            }
+            self.pending.remove(&seq);
+            self.by_tx.remove(&tx);
+        } else if self.recent.contains_key(&tx) {
+            return self.refuse();
+        }
+        if self.fenced.insert(tx) {
+            out.persist(PtccRecord::Aborted { tx });
+        }
+    }
+
+    /// A termination asks this participant for its vote.
+    fn on_query(&mut self, from: PartitionId, tx: PtxId, out: &mut Out) {
+        let seq = match (self.by_tx.get(&tx), self.recent.get(&tx)) {
+            (Some(&seq), _) | (None, Some(&(seq, _))) => Some(seq),
+            (None, None) => {
+                if self.fenced.insert(tx) {
+                    out.persist(PtccRecord::Aborted { tx });
+                }
+                None
+            }
+        };
+        out.send_after_durable(self.partition(from), PtccMsg::Vote { tx, seq });
+    }
+
+    /// Starts (or restarts) the termination of `tx` as its coordinator.
+    fn terminate(
+        &mut self,
+        now: PhysicalMicros,
+        tx: PtxId,
+        participants: Vec<PartitionId>,
+        client: ClientId,
+        out: &mut Out,
+    ) {
+        if let Some(b) = self.terminating.get(&tx) {
+            if now < b.began + self.config.resolve_after_us {
+                return;
+            }
+        }
+        self.terminating
+            .insert(tx, Ballot { participants: participants.clone(), client, votes: BTreeMap::new(), began: now });
+        let me = self.me();
+        for p in participants {
+            if p == me {
+                let mut local = Out::default();
+                self.on_query(me, tx, &mut local);
+                out.records.append(&mut local.records);
+                let seq = match local.after_durable.pop() {
+                    Some((_, PtccMsg::Vote { seq, .. })) => seq,
+                    _ => unreachable!("a query is answered with a vote"),
+                };
+                let parts = self.terminating[&tx].participants.clone();
+                self.vote(now, tx, me, seq, &parts, client, true, out);
+            } else {
+                out.send(self.partition(p), PtccMsg::Query { tx });
+            }
+        }
+    }
+
+    fn on_resolve_timer(&mut self, now: PhysicalMicros, out: &mut Out) {
+        let stale: Vec<(PtxId, PartitionId, Vec<PartitionId>, ClientId)> = self
+            .pending
+            .values()
+            .filter(|p| p.decided.is_none() && now >= p.since + self.config.resolve_after_us)
+            .map(|p| (p.prepared.tx, p.prepared.coordinator, p.prepared.participants.clone(), p.client))
+            .collect();
+        for (tx, coordinator, participants, client) in stale {
+            if coordinator == self.me() {
+                self.terminate(now, tx, participants, client, out);
+            } else {
+                out.send(self.partition(coordinator), PtccMsg::Resolve { tx, participants, client });
+            }
+        }
+        // Forget what nobody can ask about any more.
+        let keep = self.config.resolve_after_us * 20;
+        self.recent.retain(|_, &mut (_, at)| now < at + keep);
+        self.coordinating.retain(|_, b| now < b.began + keep);
+        self.terminating.retain(|_, b| now < b.began + keep);
+        out.set_timer(PtccTimer::Resolve, self.config.resolve_after_us);
+    }
+
+    /// A leaf reports its entry up the tree every Δ_G.
+    fn on_stabilize_timer(&mut self, out: &mut Out) {
+        self.refresh();
+        if let Some(parent) = self.tree.parent() {
+            if self.tree.is_leaf() {
+                let entries = vec![(self.me(), self.snapshot.get(self.me()))];
+                out.send_after_durable(Addr::Replica(parent), PtccMsg::Report { entries });
+            }
+        }
+        out.set_timer(PtccTimer::Stabilize, self.config.stabilization_interval_us);
+    }
+
+    fn on_report(&mut self, from: Addr, entries: Vec<(PartitionId, Timestamp)>, out: &mut Out) {
+        if !self.tree.is_child(from) || entries.iter().any(|(p, _)| p.0 >= self.topology.partition_count()) {
+            return self.refuse();
+        }
+        let Some(children) = self.tree.gather(from, entries) else { return };
+        self.refresh();
+        let mut all: Vec<(PartitionId, Timestamp)> = children.into_iter().flatten().collect();
+        all.push((self.me(), self.snapshot.get(self.me())));
+        match self.tree.parent() {
+            Some(parent) => out.send_after_durable(Addr::Replica(parent), PtccMsg::Report { entries: all }),
+            None => {
+                for (p, t) in all {
+                    if p != self.me() {
+                        self.snapshot.raise_entry(p, t);
+                    }
+                }
+                self.push_down(out);
+            }
+        }
+    }
+
+    fn push_down(&mut self, out: &mut Out) {
+        for &child in self.tree.children() {
+            out.send(Addr::Replica(child), PtccMsg::Stable { snapshot: self.snapshot.clone() });
+        }
+    }
+
+    fn on_stable(&mut self, from: Addr, snapshot: VClock, out: &mut Out) {
+        if !self.tree.is_parent(from) || !self.well_formed(&snapshot) {
+            return self.refuse();
+        }
+        self.adopt(&snapshot);
+        self.refresh();
+        self.push_down(out);
+    }
+
+    /// Rebuilds a partition from its records.
+    pub fn replay(&mut self, records: Vec<PtccRecord>) {
+        for record in records {
+            self.reserved.restore(&record);
+            match record {
+                PtccRecord::Reserved(_) => {}
+                PtccRecord::Prepared(prepared) => {
+                    self.by_tx.insert(prepared.tx, prepared.seq);
+                    let client = prepared.tx.client;
+                    self.pending.insert(prepared.seq, Pending { prepared, client, since: 0, decided: None });
+                }
+                PtccRecord::Committed { tx, decided } => {
+                    if let Some(seq) = self.by_tx.remove(&tx) {
+                        let pending = self.pending.remove(&seq).expect("indexed");
+                        self.install(&pending.prepared, &decided);
+                        self.recent.insert(tx, (seq, 0));
+                    }
+                }
+                PtccRecord::Aborted { tx } => {
+                    if let Some(seq) = self.by_tx.remove(&tx) {
+                        self.pending.remove(&seq);
+                    }
+                    self.fenced.insert(tx);
+                }
+                PtccRecord::Version { key, value, stamp, ts, decided } => {
+                    let meta = Arc::new(Meta { ts, decided });
+                    self.store.insert(key, Version { value, stamp, meta }, |_| false);
+                }
+                PtccRecord::Recent { tx, seq } => {
+                    self.recent.insert(tx, (seq, 0));
+                }
+            }
+        }
+        let (clock, _) = self.reserved.resume_points();
+        self.hlc.observe(0, clock);
+    }
+}
+
+impl Replica for PtccReplica {
+    type Message = PtccMsg;
+    type Timer = PtccTimer;
+    type Record = PtccRecord;
+
+    fn id(&self) -> ReplicaId {
+        self.id
+    }
+
+    fn start(&mut self, now: PhysicalMicros, out: &mut Out) {
+        self.hlc.observe(now, Timestamp::ZERO);
+        // Prepared transactions found on disk wait a full interval again.
+        for p in self.pending.values_mut() {
+            p.since = now;
+        }
+        for (_, at) in self.recent.values_mut() {
+            *at = now;
+        }
+        self.refresh();
+        out.set_timer(PtccTimer::Stabilize, self.config.stabilization_interval_us);
+        out.set_timer(PtccTimer::Resolve, self.config.resolve_after_us);
+        self.reserved.after_step(&self.hlc, 0, out);
+    }
+
+    fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: PtccMsg, out: &mut Out) {
+        self.hlc.observe(now, Timestamp::ZERO);
+        let peer = match from {
+            Addr::Replica(r) if r.dc == self.id.dc && r.partition.0 < self.topology.partition_count() => {
+                Some(r.partition)
+            }
+            _ => None,
+        };
+        match (msg, from, peer) {
+            (PtccMsg::Read { tag, keys, deps, bound }, Addr::Client(_), _) => {
+                self.on_read(from, tag, keys, deps, bound, out)
+            }
+            (PtccMsg::Write { tx, writes, participants, coordinator, deps }, Addr::Client(c), _) => {
+                self.on_write(now, c, tx, writes, participants, coordinator, deps, out)
+            }
+            (PtccMsg::Prepared { tx, seq, participants, client }, _, Some(p)) => {
+                if tx.client != client || !participants.contains(&self.me()) {
+                    return self.refuse();
+                }
+                self.vote(now, tx, p, Some(seq), &participants, client, false, out)
+            }
+            (PtccMsg::Commit { tx, decided }, _, Some(_)) => self.decide_here(now, tx, decided, out),
+            (PtccMsg::Resolve { tx, participants, client }, _, Some(_)) => {
+                let known = participants.iter().all(|p| p.0 < self.topology.partition_count());
+                if tx.client != client || !known || !participants.contains(&self.me()) {
+                    return self.refuse();
+                }
+                self.terminate(now, tx, participants, client, out)
+            }
+            (PtccMsg::Query { tx }, _, Some(p)) => self.on_query(p, tx, out),
+            (PtccMsg::Vote { tx, seq }, _, Some(p)) => {
+                let Some(b) = self.terminating.get(&tx) else { return };
+                let (parts, client) = (b.participants.clone(), b.client);
+                self.vote(now, tx, p, seq, &parts, client, true, out)
+            }
+            (PtccMsg::Abort { tx }, _, Some(_)) => self.abort_here(tx, out),
+            (PtccMsg::Report { entries }, _, Some(_)) => self.on_report(from, entries, out),
+            (PtccMsg::Stable { snapshot }, _, Some(_)) => self.on_stable(from, snapshot, out),
+            _ => self.refuse(),
+        }
+        self.commit_ready(now, out);
+        self.refresh();
+        self.reserved.after_step(&self.hlc, 0, out);
+    }
+
+    fn on_timer(&mut self, now: PhysicalMicros, timer: PtccTimer, out: &mut Out) {
+        self.hlc.observe(now, Timestamp::ZERO);
+        match timer {
+            PtccTimer::Stabilize => self.on_stabilize_timer(out),
+            PtccTimer::Resolve => self.on_resolve_timer(now, out),
+        }
+        self.refresh();
+        self.reserved.after_step(&self.hlc, 0, out);
+    }
+
+    fn checkpoint(&self) -> Vec<PtccRecord> {
+        let mut records: Vec<PtccRecord> = self.reserved.records().into_iter().collect();
+        for (key, chain) in self.store.chains() {
+            for v in chain.iter() {
+                records.push(PtccRecord::Version {
+                    key: key.clone(),
+                    value: v.value.clone(),
+                    stamp: v.stamp,
+                    ts: v.meta.ts.clone(),
+                    decided: v.meta.decided.clone(),
+                });
+            }
+        }
+        records.extend(self.pending.values().map(|p| PtccRecord::Prepared(p.prepared.clone())));
+        let mut fenced: Vec<PtxId> = self.fenced.iter().copied().collect();
+        fenced.sort();
+        records.extend(fenced.into_iter().map(|tx| PtccRecord::Aborted { tx }));
+        let mut recent: Vec<(PtxId, Timestamp)> = self.recent.iter().map(|(&tx, &(seq, _))| (tx, seq)).collect();
+        recent.sort();
+        records.extend(recent.into_iter().map(|(tx, seq)| PtccRecord::Recent { tx, seq }));
+        records
+    }
+
+    fn is_quiescent(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    fn latest_values(&self) -> Vec<(Key, Value)> {
+        self.store.latest()
+    }
+
+    fn counters(&self) -> ReplicaCounters {
+        ReplicaCounters {
+            versions: self.store.version_count(),
+            versions_collected: self.store.collected_count(),
+            ..self.counters
+        }
+    }
+
+    /// Everything numbered at or below the snapshot vector's smallest entry
+    /// is visible here (one DC: `origin` is this one).
+    fn visible_upto(&self, _origin: DcId) -> Timestamp {
+        self.snapshot.min_entry()
+    }
+
+    /// A commit timestamp: one entry per partition.
+    fn version_metadata_bytes(&self) -> u64 {
+        8 * u64::from(self.topology.partition_count())
+    }
+}

@@ -1,0 +1,336 @@
+//! The PrompTCC client library (Alg. 1), where sessions run: it reads from
+//! every partition directly — one round, and a second only at the
+//! partitions whose snapshot vector does not cover what the first returned
+//! — and writes a write-only transaction to every partition it writes, with
+//! a coordinator it picks among them.
+//!
+//! A transaction of the shared session is a read-only transaction followed
+//! by a write-only one (§IV-G): its first read call fixes its snapshot (the
+//! largest commit timestamp read, with the client's dependencies), its
+//! later read calls read at that snapshot in one round, and its commit
+//! sends the writes with the dependencies.
+
+use super::messages::{PtccMsg, PtxId, ReadValue};
+use super::vclock::{stamp_of, Decided, VClock};
+use super::PtccFault;
+use crate::contract::{AbortReason, CommitStamp, Effects, Key, ReadTag, SessionError, Value};
+use crate::hlc::PhysicalMicros;
+use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
+use crate::session_core::{Awaiting, ClientRole, Reply, SessionCore};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// A PrompTCC session.
+pub type PtccSession = SessionCore<PtccClient>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtccClientTimer {
+    /// The commit of transaction `n` has not been answered in time.
+    CommitTimeout(u64),
+}
+
+/// How many read rounds the session's read-only parts took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoundCounts {
+    /// Transactions whose first read call took one round.
+    pub one: u64,
+    /// ... and two.
+    pub two: u64,
+    /// A second round that was still not consistent: the protocol promises
+    /// this never happens (the tests assert it).
+    pub third_needed: u64,
+    /// Later read calls of a transaction (one round each, at its snapshot).
+    pub at_snapshot: u64,
+}
+
+/// A read round being gathered.
+#[derive(Debug)]
+struct Gather {
+    round: u32,
+    /// The keys asked of each partition.
+    keys: BTreeMap<PartitionId, Vec<Key>>,
+    waiting: BTreeSet<PartitionId>,
+    /// Each partition's answer: its snapshot vector and values.
+    answers: BTreeMap<PartitionId, (VClock, Vec<ReadValue>)>,
+    /// What this round reads at, if it is not a first round.
+    bound: Option<VClock>,
+    first_call: bool,
+}
+
+#[derive(Debug)]
+struct Committing {
+    tx: PtxId,
+    deps: VClock,
+    waiting: BTreeSet<PartitionId>,
+    decided: Option<Decided>,
+}
+
+/// PrompTCC's side of a session.
+#[derive(Debug)]
+pub struct PtccClient {
+    id: ClientId,
+    topology: Arc<Topology>,
+    commit_timeout_us: u64,
+    fault: PtccFault,
+    /// `D_c`: the largest commit timestamp this client has seen.
+    deps: VClock,
+    epoch: u64,
+    /// Transactions begun; names reads and writes.
+    n: u64,
+    /// The running transaction's snapshot, once its first read call is done.
+    snapshot: Option<VClock>,
+    next_round: u32,
+    reading: Option<Gather>,
+    committing: Option<Committing>,
+    rounds: RoundCounts,
+}
+
+/// What a PrompTCC session token carries: `D_c`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PtccSessionState {
+    pub deps: VClock,
+}
+
+type Out = Effects<PtccMsg, PtccClientTimer>;
+
+impl PtccClient {
+    pub fn new(id: ClientId, topology: Arc<Topology>, commit_timeout_us: u64, fault: PtccFault) -> Self {
+        PtccClient {
+            id,
+            deps: VClock::zeros(topology.partition_count()),
+            topology,
+            commit_timeout_us,
+            fault,
+            epoch: 0,
+            n: 0,
+            snapshot: None,
+            next_round: 0,
+            reading: None,
+            committing: None,
+            rounds: RoundCounts::default(),
+        }
+    }
+
+    /// The read rounds taken so far.
+    pub fn rounds(&self) -> RoundCounts {
+        self.rounds
+    }
+
+    fn partition(&self, p: PartitionId) -> Addr {
+        Addr::Replica(ReplicaId::at(self.id.dc, p))
+    }
+
+    /// Sends one read round to the partitions of `keys`.
+    fn send_round(
+        &mut self,
+        keys: BTreeMap<PartitionId, Vec<Key>>,
+        bound: Option<VClock>,
+        first_call: bool,
+        out: &mut Out,
+    ) {
+        let round = self.next_round;
+        self.next_round += 1;
+        let tag = ReadTag { tx: self.n, round };
+        let deps = bound.clone().unwrap_or_else(|| self.deps.clone());
+        for (&p, keys) in &keys {
+            let msg = PtccMsg::Read { tag, keys: keys.clone(), deps: deps.clone(), bound: bound.clone() };
+            out.send(self.partition(p), msg);
+        }
+        let waiting = keys.keys().copied().collect();
+        self.reading = Some(Gather { round, keys, waiting, answers: BTreeMap::new(), bound, first_call });
+    }
+
+    /// Every partition of a round has answered.
+    fn round_done(&mut self, gather: Gather, out: &mut Out) -> Option<Reply> {
+        match (&gather.bound, gather.first_call) {
+            // Alg. 1 lines 23–31: the snapshot is what the client had seen
+            // and everything the first round returned; a partition whose
+            // vector does not cover it may have missed a version in it.
+            (None, _) => {
+                let mut snapshot = self.deps.clone();
+                for (_, values) in gather.answers.values() {
+                    for ts in values.iter().filter_map(|(_, _, ts)| ts.as_ref()) {
+                        snapshot.join(ts);
+                    }
+                }
+                let behind: BTreeMap<PartitionId, Vec<Key>> = gather
+                    .answers
+                    .iter()
+                    .filter(|(_, (s, _))| !s.dominates(&snapshot))
+                    .map(|(p, _)| (*p, gather.keys[p].clone()))
+                    .collect();
+                self.deps = snapshot.clone();
+                self.snapshot = Some(snapshot.clone());
+                if behind.is_empty() || self.fault == PtccFault::OneRound {
+                    self.rounds.one += 1;
+                    return Some(Reply::Values(values_of(gather.answers)));
+                }
+                let kept: BTreeMap<PartitionId, (VClock, Vec<ReadValue>)> =
+                    gather.answers.into_iter().filter(|(p, _)| !behind.contains_key(p)).collect();
+                self.send_round(behind, Some(snapshot), true, out);
+                self.reading.as_mut().expect("just sent").answers = kept;
+                None
+            }
+            (Some(bound), first_call) => {
+                // A round at the snapshot: every partition has adopted it,
+                // so every version in it is visible there (no third round).
+                let consistent = gather.answers.values().all(|(s, values)| {
+                    s.dominates(bound)
+                        && values.iter().filter_map(|(_, _, ts)| ts.as_ref()).all(|ts| bound.dominates(ts))
+                });
+                if !consistent {
+                    self.rounds.third_needed += 1;
+                }
+                if first_call {
+                    self.rounds.two += 1;
+                } else {
+                    self.rounds.at_snapshot += 1;
+                }
+                Some(Reply::Values(values_of(gather.answers)))
+            }
+        }
+    }
+}
+
+fn values_of(answers: BTreeMap<PartitionId, (VClock, Vec<ReadValue>)>) -> Vec<(Key, Option<Value>)> {
+    answers.into_values().flat_map(|(_, values)| values.into_iter().map(|(k, v, _)| (k, v))).collect()
+}
+
+impl ClientRole for PtccClient {
+    type Message = PtccMsg;
+    type Timer = PtccClientTimer;
+    type State = PtccSessionState;
+
+    /// Nothing to fetch: the first read fixes the snapshot.
+    fn start(&mut self, now: PhysicalMicros, _out: &mut Out) -> bool {
+        if self.epoch == 0 {
+            self.epoch = now.max(1);
+        }
+        self.n += 1;
+        self.snapshot = None;
+        self.next_round = 0;
+        true
+    }
+
+    fn request_read(&mut self, _now: PhysicalMicros, _round: u32, keys: Vec<Key>, out: &mut Out) {
+        let by_partition: BTreeMap<PartitionId, Vec<Key>> =
+            self.topology.group_by_partition(keys, |k| k).into_iter().collect();
+        let bound = self.snapshot.clone();
+        let first_call = bound.is_none();
+        self.send_round(by_partition, bound, first_call, out);
+    }
+
+    fn request_commit(&mut self, now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
+        let by_partition: BTreeMap<PartitionId, Vec<(Key, Option<Value>)>> =
+            self.topology.group_by_partition(writes.to_vec(), |(k, _)| k).into_iter().collect();
+        let participants: Vec<PartitionId> = by_partition.keys().copied().collect();
+        // The coordinator: one of the partitions written, spread by client
+        // and transaction.
+        let coordinator = participants[((self.id.index as u64 + self.n) % participants.len() as u64) as usize];
+        let tx = PtxId { client: self.id, epoch: self.epoch, n: self.n };
+        for (p, writes) in by_partition {
+            let msg =
+                PtccMsg::Write { tx, writes, participants: participants.clone(), coordinator, deps: self.deps.clone() };
+            out.send(self.partition(p), msg);
+        }
+        let _ = now;
+        out.set_timer(PtccClientTimer::CommitTimeout(self.n), self.commit_timeout_us);
+        let waiting = participants.into_iter().collect();
+        self.committing = Some(Committing { tx, deps: self.deps.clone(), waiting, decided: None });
+    }
+
+    fn release(&mut self, _now: PhysicalMicros, _out: &mut Out) {}
+
+    fn on_reply(
+        &mut self,
+        _now: PhysicalMicros,
+        from: Addr,
+        msg: PtccMsg,
+        awaiting: Awaiting,
+        out: &mut Out,
+    ) -> Option<Reply> {
+        let Addr::Replica(r) = from else { return None };
+        if r.dc != self.id.dc {
+            return None;
+        }
+        match (msg, awaiting) {
+            (PtccMsg::ReadResp { tag, snapshot, values }, Awaiting::Read) => {
+                let gather = self.reading.as_mut()?;
+                if tag != (ReadTag { tx: self.n, round: gather.round }) || !gather.waiting.remove(&r.partition) {
+                    return None;
+                }
+                if snapshot.len() != self.deps.len()
+                    || values.iter().any(|(_, _, ts)| ts.as_ref().is_some_and(|t| t.len() != self.deps.len()))
+                {
+                    return Some(Reply::Failed(SessionError::InvalidArgument("a malformed read reply".into())));
+                }
+                gather.answers.insert(r.partition, (snapshot, values));
+                if !gather.waiting.is_empty() {
+                    return None;
+                }
+                let gather = self.reading.take().expect("gathering");
+                self.round_done(gather, out)
+            }
+            (PtccMsg::Committed { tx, decided }, Awaiting::Commit) => {
+                let c = self.committing.as_mut().filter(|c| c.tx == tx)?;
+                if !c.waiting.remove(&r.partition) {
+                    return None;
+                }
+                c.decided.get_or_insert(decided);
+                if !c.waiting.is_empty() {
+                    return None;
+                }
+                let c = self.committing.take().expect("committing");
+                let decided = c.decided.expect("one answer at least");
+                // Alg. 1 line 10, as a join: what was read before stays seen.
+                self.deps.join(&VClock::commit_ts(&c.deps, &decided));
+                Some(Reply::Committed(stamp_of(self.id.dc, &decided)))
+            }
+            (PtccMsg::Aborted { tx }, Awaiting::Commit) => {
+                self.committing.as_ref().filter(|c| c.tx == tx)?;
+                self.committing = None;
+                Some(Reply::Aborted(AbortReason::Unavailable("a partition the transaction wrote".into())))
+            }
+            _ => None,
+        }
+    }
+
+    fn on_timer(
+        &mut self,
+        _now: PhysicalMicros,
+        timer: PtccClientTimer,
+        awaiting: Option<Awaiting>,
+        _out: &mut Out,
+    ) -> Option<Reply> {
+        let PtccClientTimer::CommitTimeout(n) = timer;
+        if awaiting != Some(Awaiting::Commit) || self.committing.as_ref().is_none_or(|c| c.tx.n != n) {
+            return None;
+        }
+        self.committing = None;
+        Some(Reply::Failed(SessionError::OutcomeUnknown))
+    }
+
+    fn committed(&mut self, _stamp: &CommitStamp, _writes: Vec<(Key, Option<Value>)>) {}
+
+    fn finished(&mut self) {
+        self.reading = None;
+        self.committing = None;
+        self.snapshot = None;
+    }
+
+    fn export_state(&self) -> PtccSessionState {
+        PtccSessionState { deps: self.deps.clone() }
+    }
+
+    fn import_state(&mut self, state: PtccSessionState) -> Result<(), SessionError> {
+        if state.deps.len() != self.deps.len() {
+            return Err(SessionError::InvalidArgument(
+                "the session state is of a cluster with another partition count".into(),
+            ));
+        }
+        self.deps.join(&state.deps);
+        Ok(())
+    }
+}

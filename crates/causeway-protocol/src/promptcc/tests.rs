@@ -1,0 +1,331 @@
+//! Scenario tests of PrompTCC's steps: the second round, the client's help
+//! in advancing `S_i`, the end of a transaction whose coordinator fell
+//! silent, and a partition rebuilt from its records.
+
+use super::messages::PtccMsg;
+use super::replica::{PtccReplica, PtccTimer};
+use super::{PrompTcc, PtccConfig, PtccRecord, PtccSession};
+use crate::contract::replica::ReplicaEffects;
+use crate::contract::{Key, Limits, Protocol, Replica, Session, SessionEvent, SessionSetup, Value};
+use crate::ids::{Addr, ClientId, DcId, PartitionId, ReplicaId};
+use crate::topology::Topology;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+type Out = ReplicaEffects<PtccReplica>;
+
+/// Two partitions of one DC and the messages between them and clients.
+struct Cluster {
+    topology: Arc<Topology>,
+    replicas: Vec<PtccReplica>,
+    records: Vec<Vec<PtccRecord>>,
+    queue: VecDeque<(Addr, Addr, PtccMsg)>,
+    now: u64,
+}
+
+impl Cluster {
+    fn new(partitions: u32) -> Cluster {
+        let topology = Arc::new(Topology::full(1, partitions).unwrap());
+        let mut c = Cluster { replicas: Vec::new(), records: Vec::new(), queue: VecDeque::new(), now: 1_000, topology };
+        for p in 0..partitions {
+            let mut r = PtccReplica::new(ReplicaId::new(0, p), c.topology.clone(), PtccConfig::default());
+            let mut out = Out::default();
+            r.start(c.now, &mut out);
+            c.replicas.push(r);
+            c.records.push(Vec::new());
+            c.take(p, out);
+        }
+        c
+    }
+
+    fn session(&self, index: u32) -> PtccSession {
+        let setup = SessionSetup {
+            id: ClientId { dc: DcId(0), index },
+            coordinator: ReplicaId::new(0, 0),
+            topology: self.topology.clone(),
+            limits: Limits::default(),
+        };
+        PrompTcc::session(setup, &PtccConfig::default())
+    }
+
+    /// Records become durable at once; timers are not kept.
+    fn take(&mut self, p: u32, mut out: Out) {
+        self.records[p as usize].append(&mut out.records);
+        let from = Addr::Replica(ReplicaId::new(0, p));
+        for (to, msg) in out.messages.into_iter().chain(out.after_durable) {
+            self.queue.push_back((from, to, msg));
+        }
+    }
+
+    fn send_from(&mut self, client: &PtccSession, out: crate::contract::session::SessionEffects<PtccSession>) {
+        for (to, msg) in out.messages {
+            self.queue.push_back((Addr::Client(client.id()), to, msg));
+        }
+    }
+
+    /// Delivers queued messages until none is left, except those `drop`
+    /// refuses, which are discarded; returns what reached the client.
+    fn run(&mut self, session: &mut PtccSession, drop: impl Fn(&Addr, &Addr, &PtccMsg) -> bool) -> Vec<SessionEvent> {
+        let mut events = Vec::new();
+        while let Some((from, to, msg)) = self.queue.pop_front() {
+            self.now += 10;
+            if drop(&from, &to, &msg) {
+                continue;
+            }
+            match to {
+                Addr::Replica(r) => {
+                    let mut out = Out::default();
+                    self.replicas[r.partition.0 as usize].on_message(self.now, from, msg, &mut out);
+                    self.take(r.partition.0, out);
+                }
+                Addr::Client(c) if c == session.id() => {
+                    let mut out = Default::default();
+                    if let Some(e) = session.on_message(self.now, from, msg, &mut out) {
+                        events.push(e);
+                    }
+                    self.send_from(session, out);
+                }
+                Addr::Client(_) => {}
+            }
+        }
+        events
+    }
+
+    /// A key stored by `partition`.
+    fn key(&self, partition: u32) -> Key {
+        (0..)
+            .map(|i| Key::from(format!("k{i}")))
+            .find(|k| self.topology.partition_of(k) == PartitionId(partition))
+            .unwrap()
+    }
+
+    /// Commits `writes` from `session`; returns its events.
+    fn commit(
+        &mut self,
+        session: &mut PtccSession,
+        writes: &[(&Key, &str)],
+        drop: impl Fn(&Addr, &Addr, &PtccMsg) -> bool,
+    ) -> Vec<SessionEvent> {
+        let mut out = Default::default();
+        session.begin(self.now, &mut out).unwrap();
+        for (k, v) in writes {
+            session.write((*k).clone(), Some(Value::from(v.to_string()))).unwrap();
+        }
+        assert_eq!(session.commit(self.now, &mut out).unwrap(), None);
+        self.send_from(session, out);
+        self.run(session, drop)
+    }
+
+    fn read_only(
+        &mut self,
+        session: &mut PtccSession,
+        keys: &[Key],
+        drop: impl Fn(&Addr, &Addr, &PtccMsg) -> bool,
+    ) -> Vec<(Key, Option<Value>)> {
+        let mut out = Default::default();
+        assert_eq!(session.read_only(self.now, keys, &mut out).unwrap(), None);
+        self.send_from(session, out);
+        match &self.run(session, drop)[..] {
+            [SessionEvent::Read(values)] => values.clone(),
+            other => panic!("expected the values, got {other:?}"),
+        }
+    }
+}
+
+fn value(v: &str) -> Option<Value> {
+    Some(Value::from(v.to_string()))
+}
+
+fn is_stabilization(_: &Addr, _: &Addr, m: &PtccMsg) -> bool {
+    matches!(m, PtccMsg::Report { .. } | PtccMsg::Stable { .. })
+}
+
+fn nothing(_: &Addr, _: &Addr, _: &PtccMsg) -> bool {
+    false
+}
+
+#[test]
+fn a_write_seen_at_one_partition_only_is_read_whole_in_a_second_round_at_the_other() {
+    let mut c = Cluster::new(2);
+    let (a, b) = (c.key(0), c.key(1));
+    let mut writer = c.session(1);
+    let events = c.commit(&mut writer, &[(&a, "a1"), (&b, "b1")], nothing);
+    assert!(matches!(events[..], [SessionEvent::Committed(Some(_))]), "{events:?}");
+
+    // Partition 1 (a leaf) reports to the root, partition 0, which now
+    // knows both committed; the root's vector does not come back down.
+    let mut out = Out::default();
+    c.replicas[1].on_timer(c.now, PtccTimer::Stabilize, &mut out);
+    c.take(1, out);
+    let mut reader = c.session(2);
+    c.run(&mut reader, |_, _, m| matches!(m, PtccMsg::Stable { .. }));
+
+    let mut reader = c.session(2);
+    let mut second = Vec::new();
+    let values = {
+        let mut out = Default::default();
+        reader.read_only(c.now, &[a.clone(), b.clone()], &mut out).unwrap();
+        c.send_from(&reader, out);
+        let mut events = Vec::new();
+        while let Some((from, to, msg)) = c.queue.pop_front() {
+            c.now += 10;
+            if let PtccMsg::Read { tag, bound: Some(_), .. } = &msg {
+                second.push((to, tag.round));
+            }
+            match to {
+                Addr::Replica(r) => {
+                    let mut out = Out::default();
+                    c.replicas[r.partition.0 as usize].on_message(c.now, from, msg, &mut out);
+                    c.take(r.partition.0, out);
+                }
+                Addr::Client(_) => {
+                    let mut out = Default::default();
+                    events.extend(reader.on_message(c.now, from, msg, &mut out));
+                    c.send_from(&reader, out);
+                }
+            }
+        }
+        events
+    };
+    assert_eq!(second, vec![(Addr::Replica(ReplicaId::new(0, 1)), 1)], "a second round, at partition 1 only");
+    assert_eq!(values, vec![SessionEvent::Read(vec![(a, value("a1")), (b, value("b1"))])]);
+    let rounds = reader.role().rounds();
+    assert_eq!((rounds.one, rounds.two, rounds.third_needed), (0, 1, 0));
+}
+
+#[test]
+fn a_clients_dependencies_advance_the_partitions_it_reads() {
+    let mut c = Cluster::new(2);
+    let (a, b) = (c.key(0), c.key(1));
+    let mut writer = c.session(1);
+    c.commit(&mut writer, &[(&a, "a1"), (&b, "b1")], is_stabilization);
+
+    // No stabilization ran: neither partition knows the other committed.
+    let mut stranger = c.session(2);
+    assert_eq!(c.read_only(&mut stranger, std::slice::from_ref(&b), is_stabilization), vec![(b.clone(), None)]);
+    // The writer's D_c says both did: one round, its own write.
+    assert_eq!(c.read_only(&mut writer, std::slice::from_ref(&b), is_stabilization), vec![(b.clone(), value("b1"))]);
+    assert_eq!(writer.role().rounds().one, 1);
+    // And partition 1 now shows it to everybody.
+    assert_eq!(c.read_only(&mut stranger, std::slice::from_ref(&b), is_stabilization), vec![(b, value("b1"))]);
+}
+
+#[test]
+fn a_transaction_whose_coordinator_never_heard_of_it_is_aborted_and_fenced() {
+    let mut c = Cluster::new(2);
+    let (a, b) = (c.key(0), c.key(1));
+    let mut writer = c.session(1);
+    // The coordinator is partition (index + n) % 2 = 0 for the first
+    // transaction of client 1... find it from the message itself, and lose
+    // the client's Write to it.
+    let mut out = Default::default();
+    writer.begin(c.now, &mut out).unwrap();
+    writer.write(a.clone(), value("a1")).unwrap();
+    writer.write(b.clone(), value("b1")).unwrap();
+    writer.commit(c.now, &mut out).unwrap();
+    let coordinator = match &out.messages[0].1 {
+        PtccMsg::Write { coordinator, .. } => *coordinator,
+        other => panic!("{other:?}"),
+    };
+    let other = PartitionId(1 - coordinator.0);
+    c.send_from(&writer, out);
+    let lost_write = |_: &Addr, to: &Addr, m: &PtccMsg| {
+        matches!(m, PtccMsg::Write { .. }) && *to == Addr::Replica(ReplicaId::at(DcId(0), coordinator))
+    };
+    assert!(c.run(&mut writer, lost_write).is_empty());
+    assert!(!c.replicas[other.0 as usize].is_quiescent(), "prepared, waiting for the decision");
+
+    // The participant asks after the resolve delay; the coordinator asks
+    // everyone, fences itself, and aborts.
+    c.now += PtccConfig::default().resolve_after_us;
+    let mut out = Out::default();
+    c.replicas[other.0 as usize].on_timer(c.now, PtccTimer::Resolve, &mut out);
+    c.take(other.0, out);
+    let events = c.run(&mut writer, nothing);
+    assert!(matches!(events[..], [SessionEvent::Aborted(_)]), "{events:?}");
+    assert!(c.replicas.iter().all(|r| r.is_quiescent()));
+    assert!(
+        c.records[coordinator.0 as usize].iter().any(|r| matches!(r, PtccRecord::Aborted { .. })),
+        "fenced durably"
+    );
+
+    // Nothing of it is visible, and a late Write to the coordinator is refused.
+    let mut reader = c.session(2);
+    assert_eq!(c.read_only(&mut reader, &[a.clone(), b.clone()], nothing), vec![(a.clone(), None), (b.clone(), None)]);
+    let tx = match &c.records[other.0 as usize][..] {
+        [.., PtccRecord::Aborted { tx }] => *tx,
+        other => panic!("{other:?}"),
+    };
+    let mut out = Out::default();
+    let late = PtccMsg::Write {
+        tx,
+        writes: vec![(a.clone(), value("a1"))],
+        participants: vec![PartitionId(0), PartitionId(1)],
+        coordinator,
+        deps: super::VClock::zeros(2),
+    };
+    c.replicas[coordinator.0 as usize].on_message(c.now, Addr::Client(tx.client), late, &mut out);
+    assert!(matches!(&out.messages[..], [(_, PtccMsg::Aborted { .. })]), "{:?}", out.messages);
+    assert!(out.records.iter().all(|r| !matches!(r, PtccRecord::Prepared(_))));
+}
+
+#[test]
+fn a_coordinator_that_crashed_after_every_prepare_commits_it_when_asked() {
+    let mut c = Cluster::new(2);
+    let (a, b) = (c.key(0), c.key(1));
+    let mut writer = c.session(1);
+    // Every vote is lost: both partitions prepare, nobody decides.
+    let events = c.commit(&mut writer, &[(&a, "a1"), (&b, "b1")], |_, _, m| matches!(m, PtccMsg::Prepared { .. }));
+    assert!(events.is_empty());
+    // Both partitions restart from their records.
+    for p in 0..2u32 {
+        let records = c.records[p as usize].clone();
+        let mut r = PrompTcc::recover(ReplicaId::new(0, p), c.topology.clone(), &PtccConfig::default(), records);
+        let mut out = Out::default();
+        r.start(c.now, &mut out);
+        assert!(!r.is_quiescent(), "the prepare survived");
+        c.replicas[p as usize] = r;
+        c.take(p, out);
+    }
+    c.run(&mut writer, is_stabilization);
+    c.now += PtccConfig::default().resolve_after_us;
+    for p in 0..2u32 {
+        let mut out = Out::default();
+        c.replicas[p as usize].on_timer(c.now, PtccTimer::Resolve, &mut out);
+        c.take(p, out);
+    }
+    let events = c.run(&mut writer, is_stabilization);
+    assert!(matches!(events[..], [SessionEvent::Committed(Some(_))]), "{events:?}");
+    assert!(c.replicas.iter().all(|r| r.is_quiescent()));
+    let mut reader = c.session(2);
+    let got = c.read_only(&mut reader, &[a.clone(), b.clone()], nothing);
+    let (mut out, mut reader2) = (Out::default(), c.session(3));
+    c.replicas[1].on_timer(c.now, PtccTimer::Stabilize, &mut out);
+    c.take(1, out);
+    c.run(&mut reader2, nothing);
+    let later = c.read_only(&mut reader2, &[a.clone(), b.clone()], nothing);
+    assert!(got == vec![(a.clone(), None), (b.clone(), None)] || got == later, "all or nothing: {got:?}");
+    assert_eq!(later, vec![(a, value("a1")), (b, value("b1"))]);
+}
+
+#[test]
+fn a_checkpoint_rebuilds_the_versions_the_fences_and_the_clock() {
+    let mut c = Cluster::new(1);
+    let a = c.key(0);
+    let mut writer = c.session(1);
+    c.commit(&mut writer, &[(&a, "a1")], nothing);
+    c.commit(&mut writer, &[(&a, "a2")], nothing);
+    let checkpoint = c.replicas[0].checkpoint();
+    let mut r = PrompTcc::recover(ReplicaId::new(0, 0), c.topology.clone(), &PtccConfig::default(), checkpoint);
+    assert_eq!(r.latest_values(), c.replicas[0].latest_values());
+    assert_eq!(r.counters().versions, 2);
+    let mut out = Out::default();
+    r.start(0, &mut out);
+    c.replicas[0] = r;
+    // A new write after the restart orders after the old ones even with
+    // the clock far behind: the reservation is above them.
+    c.now = 0;
+    c.commit(&mut writer, &[(&a, "a3")], nothing);
+    let mut reader = c.session(2);
+    assert_eq!(c.read_only(&mut reader, std::slice::from_ref(&a), nothing), vec![(a, value("a3"))]);
+}
