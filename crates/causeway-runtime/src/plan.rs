@@ -215,7 +215,7 @@ impl ClusterPlan {
     /// serves every DC's clients. `replication`: each partition in R DCs
     /// ([`Topology::placed`]); `None`: every DC holds every partition. `client_port`: the first DC's client port (the
     /// others follow, so all of them must fit under 65536); 0 lets the OS
-    /// choose.
+    /// choose. Refused if the protocol does not run on that shape.
     pub fn embedded(
         protocol: ProtocolKind,
         dcs: u16,
@@ -237,6 +237,8 @@ impl ClusterPlan {
             metrics: None,
             data_dir: None,
         };
+        // The protocol must accept the shape (PrompTCC runs in one DC).
+        protocol.check(&topology, &Tuning::default())?;
         Ok(ClusterPlan {
             name: "embedded".into(),
             protocol,

@@ -16,8 +16,37 @@ fn b(s: &str) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_protocol_serves_clients_and_replicates_across_dcs() {
-    for &kind in ProtocolKind::ALL {
+    for &kind in ProtocolKind::ALL.iter().filter(|&&k| k != ProtocolKind::PrompTcc) {
         a_write_in_one_dc_becomes_visible_in_another(kind).await;
+    }
+}
+
+/// PrompTCC runs in one DC: a cluster of two is refused with the reason,
+/// and in one a session's write is read back at once and by another
+/// session, whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promptcc_serves_clients_in_one_dc_and_refuses_two() {
+    let refused = ClusterPlan::embedded(ProtocolKind::PrompTcc, 2, 2, None, None, 0).err().expect("two DCs refused");
+    assert!(refused.to_string().contains("one DC"), "{refused}");
+    let plan = ClusterPlan::embedded(ProtocolKind::PrompTcc, 1, 3, None, None, 0).unwrap();
+    let node = start(Arc::new(plan), "embedded").await.unwrap();
+    let (mut a, _) = Raw::hello(node.client_addr(DcId(0)).unwrap()).await;
+    assert_eq!(a.call(Request::Begin).await, Some(Response::Started));
+    assert_eq!(a.call(Request::Write { key: b("x"), value: b("1") }).await, Some(Response::Written));
+    assert_eq!(a.call(Request::Write { key: b("y"), value: b("2") }).await, Some(Response::Written));
+    assert!(matches!(a.call(Request::Commit).await, Some(Response::Committed(Some(_)))));
+    let mine = a.call(Request::ReadOnly { keys: vec![b("x"), b("y")] }).await;
+    assert_eq!(mine, Some(Response::Values(vec![Some(b("1")), Some(b("2"))])), "its own write at once");
+    let (mut other, _) = Raw::hello(node.client_addr(DcId(0)).unwrap()).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = other.call(Request::ReadOnly { keys: vec![b("x"), b("y")] }).await.unwrap();
+        if r == Response::Values(vec![Some(b("1")), Some(b("2"))]) {
+            break;
+        }
+        assert_eq!(r, Response::Values(vec![None, None]), "all or nothing");
+        assert!(tokio::time::Instant::now() < deadline, "the write never became visible to another session");
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

@@ -18,6 +18,7 @@ mod common;
 use causeway_history::{check, Report};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
+use causeway_protocol::promptcc::PrompTcc;
 use causeway_protocol::wren::Wren;
 use causeway_protocol::{Protocol, Topology};
 use causeway_sim::{
@@ -174,6 +175,22 @@ fn h_cure_survives_crashes() {
 #[test]
 fn ec_survives_crashes() {
     survives_crashes::<Ec>(seeds(500));
+}
+
+/// PrompTCC in one DC (it runs in one): the same crashes drawn for it. A
+/// transaction whose coordinator crashed between the votes and the
+/// decision is ended by the participants that wait for it.
+#[test]
+fn promptcc_survives_crashes() {
+    survives::<PrompTcc>(seeds(500), |seed| {
+        let mut config = crash_config(seed);
+        config.dcs = 1;
+        config.cuts.clear();
+        let topology = Topology::full(1, config.partitions).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9_7cc);
+        config.faults.crashes = random_crashes(seed, &topology, rng.random_range(1..=4), 400_000);
+        config
+    });
 }
 
 /// A partition down longer than EC's commit timeout (1 s, shorter than the

@@ -11,6 +11,7 @@ mod common;
 use causeway_history::{check, Guarantee};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
+use causeway_protocol::promptcc::PrompTcc;
 use causeway_protocol::wren::Wren;
 use causeway_protocol::{Protocol, Topology};
 use causeway_sim::{random_crashes, DiskModel, Faults, SimConfig, SimReport, Simulation, TransportFaults};
@@ -19,6 +20,11 @@ use common::{par_seeds, problems, random_config, run, seeds};
 /// A random cluster of `seed` with `faults` on.
 fn with_faults(seed: u64, faults: Faults) -> SimConfig {
     SimConfig { faults, ..random_config(seed, 400) }
+}
+
+/// The same, in one DC (PrompTCC runs in one).
+fn in_one_dc(seed: u64, faults: Faults) -> SimConfig {
+    SimConfig { dcs: 1, cuts: Vec::new(), ..with_faults(seed, faults) }
 }
 
 fn lossy_transport() -> Faults {
@@ -30,8 +36,17 @@ fn lossy_transport() -> Faults {
 /// [`problems`] (a history that breaks the protocol's guarantee, reads that
 /// waited under a protocol whose reads never wait, …). Returns the reports.
 fn keeps_its_guarantee<P: Protocol>(n: u64, faults: fn() -> Faults) -> Vec<SimReport> {
+    keeps_its_guarantee_in::<P>(n, faults, with_faults)
+}
+
+/// [`keeps_its_guarantee`] on the clusters `shape` draws.
+fn keeps_its_guarantee_in<P: Protocol>(
+    n: u64,
+    faults: fn() -> Faults,
+    shape: fn(u64, Faults) -> SimConfig,
+) -> Vec<SimReport> {
     let results = par_seeds(n, |seed| {
-        let (report, verdict) = run::<P>(with_faults(seed, faults()), &P::Config::default());
+        let (report, verdict) = run::<P>(shape(seed, faults()), &P::Config::default());
         let problems = problems::<P>(&report, &verdict);
         (seed, problems, report)
     });
@@ -56,6 +71,7 @@ fn below_the_fifo_links_duplicates_reordering_and_loss_change_no_verdict() {
     check_counts(&keeps_its_guarantee::<Wren>(n, lossy_transport));
     check_counts(&keeps_its_guarantee::<Cure>(n, lossy_transport));
     check_counts(&keeps_its_guarantee::<HCure>(n, lossy_transport));
+    check_counts(&keeps_its_guarantee_in::<PrompTcc>(n, lossy_transport, in_one_dc));
     check_counts(&keep_eventual(n));
 }
 
@@ -74,6 +90,7 @@ fn every_protocol_keeps_its_guarantee_with_its_fault_points_armed() {
         keeps_its_guarantee::<Cure>(n, buggify),
         keeps_its_guarantee::<HCure>(n, buggify),
         keeps_its_guarantee::<Ec>(n, buggify),
+        keeps_its_guarantee_in::<PrompTcc>(n, buggify, in_one_dc),
     ]
     .map(|reports| reports.iter().map(|r| r.faults.fault_points_fired).sum::<u64>())
     {

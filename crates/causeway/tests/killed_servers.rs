@@ -13,7 +13,8 @@
 //! the other DCs.
 //!
 //! And PaRiS on partial replication (each partition in two of the three
-//! DCs: four servers), killed and restarted the same way.
+//! DCs: four servers), and PrompTCC in one DC (two servers), killed and
+//! restarted the same way.
 //!
 //! Victims come from a seed (printed; `CAUSEWAY_SEED` replays a choice).
 //! The protocol is Wren; `CAUSEWAY_PROTOCOL=cure` (or `h-cure`) runs another.
@@ -305,6 +306,50 @@ async fn paris_servers_killed_under_load_on_partial_replication_come_back() {
     assert!(report.committed > 200, "only {} transactions committed", report.committed);
     eprintln!(
         "killed paris servers: {} committed, {} aborted, {} unknown; verdict: TCC",
+        report.committed, report.aborted, report.unknown
+    );
+}
+
+/// PrompTCC in one DC (Virginia, two servers, one per partition): each
+/// server killed under load in turn, then both, and restarted. Commits
+/// whose coordinator died between the votes and the decision are ended by
+/// the other partition; the history passes the checker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promptcc_servers_killed_under_load_come_back() {
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let seed = std::env::var("CAUSEWAY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x97cc_u64);
+    eprintln!("killed promptcc servers: seed {seed}");
+    let mut cluster = Cluster::placed("killed-promptcc", "promptcc", |d, _| d == 0);
+    assert_eq!(cluster.nodes.len(), 2);
+    cluster.start_all().await;
+    let started = Instant::now();
+    let run = six::start_load(&cluster.nodes, Duration::from_secs(15), 3, seed);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for victims in [vec![0], vec![1], vec![0, 1], vec![1]] {
+        for &i in &victims {
+            cluster.kill(i);
+            eprintln!(
+                "killed promptcc servers: {} killed {:.1?} into the run",
+                cluster.nodes[i].name,
+                started.elapsed()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        for &i in &victims {
+            cluster.start(i);
+        }
+        for &i in &victims {
+            cluster.wait_serving(i).await;
+        }
+        cluster.stable_time_resumes().await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+    assert!(started.elapsed() < Duration::from_secs(14), "the kills outlasted the load: {:?}", started.elapsed());
+    let report = run.await.unwrap().expect("the load runs through the kills");
+    cluster.converged_and_tcc(report.records).await;
+    assert!(report.committed > 200, "only {} transactions committed", report.committed);
+    eprintln!(
+        "killed promptcc servers: 5 kills, {} committed, {} aborted, {} unknown; verdict: TCC",
         report.committed, report.aborted, report.unknown
     );
 }

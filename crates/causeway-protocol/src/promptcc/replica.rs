@@ -417,10 +417,12 @@ impl PtccReplica {
     }
 
     fn on_resolve_timer(&mut self, now: PhysicalMicros, out: &mut Out) {
+        // Fault point: resolve at once, racing the commit under way.
+        let early = out.buggify("promptcc: resolve before the delay");
         let stale: Vec<(PtxId, PartitionId, Vec<PartitionId>, ClientId)> = self
             .pending
             .values()
-            .filter(|p| p.decided.is_none() && now >= p.since + self.config.resolve_after_us)
+            .filter(|p| p.decided.is_none() && (early || now >= p.since + self.config.resolve_after_us))
             .map(|p| (p.prepared.tx, p.prepared.coordinator, p.prepared.participants.clone(), p.client))
             .collect();
         for (tx, coordinator, participants, client) in stale {
@@ -442,7 +444,8 @@ impl PtccReplica {
     fn on_stabilize_timer(&mut self, out: &mut Out) {
         self.refresh();
         if let Some(parent) = self.tree.parent() {
-            if self.tree.is_leaf() {
+            // Fault point: a slow leaf misses a round.
+            if self.tree.is_leaf() && !out.buggify("promptcc: a leaf skips its report") {
                 let entries = vec![(self.me(), self.snapshot.get(self.me()))];
                 out.send_after_durable(Addr::Replica(parent), PtccMsg::Report { entries });
             }
