@@ -26,7 +26,9 @@ async fn every_protocol_serves_clients_and_replicates_across_dcs() {
 /// session, whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promptcc_serves_clients_in_one_dc_and_refuses_two() {
-    let refused = ClusterPlan::embedded(ProtocolKind::PrompTcc, 2, 2, None, None, 0).err().expect("two DCs refused");
+    let Err(refused) = ClusterPlan::embedded(ProtocolKind::PrompTcc, 2, 2, None, None, 0) else {
+        panic!("two DCs refused")
+    };
     assert!(refused.to_string().contains("one DC"), "{refused}");
     let plan = ClusterPlan::embedded(ProtocolKind::PrompTcc, 1, 3, None, None, 0).unwrap();
     let node = start(Arc::new(plan), "embedded").await.unwrap();

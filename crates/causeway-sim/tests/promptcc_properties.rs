@@ -17,9 +17,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 
-/// A seed's failure, if any; crashes, commits, read requests, and the
-/// read-only transactions by round trips.
-type Outcome = (Option<String>, u64, u64, u64, BTreeMap<u32, u64>);
+/// A seed's failure, if any; crashes, commits, read requests, the
+/// read-only transactions by round trips, and versions collected.
+type Outcome = (Option<String>, u64, u64, u64, BTreeMap<u32, u64>, u64);
 
 fn promptcc_config(seed: u64) -> SimConfig {
     let mut config = random_config(seed, 1_500);
@@ -55,7 +55,14 @@ fn promptcc_is_tcc_never_waits_and_keeps_every_acknowledged_write_over_many_seed
             config.partitions, config.max_skew_us, config.faults.crashes
         );
         let crashes = config.faults.crashes.len();
-        let (report, verdict) = run::<PrompTcc>(config, &PtccConfig::default());
+        // On half the seeds a short transaction timeout, so that versions
+        // are collected within the run and slow transactions meet it.
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6c);
+        let protocol = PtccConfig {
+            txn_timeout_us: if rng.random_bool(0.5) { rng.random_range(20_000..300_000) } else { 5_000_000 },
+            ..PtccConfig::default()
+        };
+        let (report, verdict) = run::<PrompTcc>(config, &protocol);
         let mut problems = problems::<PrompTcc>(&report, &verdict);
         problems.extend(lost_writes(&report, |_, _| true));
         if crashes > 0 && report.faults.crashes != report.faults.restarts {
@@ -70,7 +77,8 @@ fn promptcc_is_tcc_never_waits_and_keeps_every_acknowledged_write_over_many_seed
         }
         let failure = (!problems.is_empty()).then(|| format!("{shape}\n{}", problems.join("\n")));
         let rounds = report.read_only_rounds;
-        (failure, report.faults.crashes, report.committed as u64, report.reads, rounds)
+        let collected = report.counters.versions_collected;
+        (failure, report.faults.crashes, report.committed as u64, report.reads, rounds, collected)
     });
     let failures: Vec<&str> = results.iter().filter_map(|r| r.0.as_deref()).collect();
     let sum = |f: fn(&Outcome) -> u64| results.iter().map(f).sum::<u64>();
@@ -79,16 +87,19 @@ fn promptcc_is_tcc_never_waits_and_keeps_every_acknowledged_write_over_many_seed
         *rounds.entry(*r).or_default() += n;
     }
     println!(
-        "promptcc: {n} seeds, {} crashes, {} committed, {} read requests; read-only transactions by round trips {rounds:?}",
+        "promptcc: {n} seeds, {} crashes, {} committed, {} read requests, {} versions collected; \
+         read-only transactions by round trips {rounds:?}",
         sum(|r| r.1),
         sum(|r| r.2),
-        sum(|r| r.3)
+        sum(|r| r.3),
+        sum(|r| r.5)
     );
     assert!(failures.is_empty(), "{} of {n} seeds failed:\n{}", failures.len(), failures.join("\n\n"));
     // Contention makes first rounds miss: some read-only transactions must
     // have needed the second (or the test does not reach it).
     assert!(rounds.get(&2).copied().unwrap_or(0) > 0, "no second round in {n} seeds: {rounds:?}");
     assert!(rounds.get(&1).copied().unwrap_or(0) > 10 * rounds.get(&2).copied().unwrap_or(0), "mostly one round");
+    assert!(sum(|r| r.5) > 0, "no version collected in {n} seeds");
 }
 
 #[test]
@@ -104,15 +115,15 @@ fn a_client_that_never_takes_a_second_round_is_caught() {
 }
 
 #[test]
-fn partitions_that_ignore_the_clients_dependencies_are_caught() {
+fn a_frontier_that_runs_ahead_of_prepared_transactions_is_caught() {
     let caught = (0..40).any(|seed| {
         let mut config = common::hot_keys(seed);
         config.dcs = 1;
-        let fault = PtccConfig { fault: PtccFault::IgnoreDeps, ..PtccConfig::default() };
+        let fault = PtccConfig { fault: PtccFault::EarlyFrontier, ..PtccConfig::default() };
         let (_, verdict) = run::<PrompTcc>(config, &fault);
         !verdict.upholds(causeway_protocol::Guarantee::Causal)
     });
-    assert!(caught, "the checker must see a client miss its own past");
+    assert!(caught, "the checker must see a transaction appear in the middle of a snapshot");
 }
 
 #[test]

@@ -53,6 +53,10 @@ pub enum AbortReason {
     /// time (it may have crashed): the coordinator gave the commit up.
     #[error("aborted: {0} did not answer in time")]
     Unavailable(String),
+    /// The transaction ran longer than the store keeps the versions its
+    /// snapshot may need (PrompTCC's transaction timeout): start it again.
+    #[error("aborted: the transaction outlived its snapshot ({0}); start it again")]
+    Expired(String),
 }
 
 /// The completion of a session call, delivered either at once (the call

@@ -1,6 +1,10 @@
 //! What a PrompTCC partition makes durable, and the messages that wait for
 //! it.
 //!
+//! * `Committed` and `Aborted` of a prepared transaction before it takes
+//!   effect (versions installed, `S_i[i]` past it): a partition tells
+//!   itself (`Logged`) once they are durable, so that no read, report or
+//!   vote shows an outcome a crash could take back.
 //! * `Prepared` before the participant's `Prepared` vote leaves: a
 //!   coordinator that heard every vote commits, so a vote must survive the
 //!   voter's crash (with its sequence number: the decision names it).
@@ -59,10 +63,12 @@ pub enum PtccRecord {
         ts: VClock,
         decided: Decided,
     },
-    /// In a checkpoint: a transaction committed here lately, at `seq`.
+    /// In a checkpoint: a transaction committed here lately, at `seq`, with
+    /// every participant's number.
     Recent {
         tx: PtxId,
         seq: Timestamp,
+        decided: Decided,
     },
 }
 

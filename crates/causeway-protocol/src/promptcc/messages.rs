@@ -35,6 +35,9 @@ pub enum PtccMsg {
     Read { tag: ReadTag, keys: Vec<Key>, deps: VClock, bound: Option<VClock> },
     /// `snapshot`: `S_i` after the read.
     ReadResp { tag: ReadTag, snapshot: VClock, values: Vec<ReadValue> },
+    /// A read at a snapshot whose version of a key may have been
+    /// collected (§VII): the transaction must start again.
+    TooOld { tag: ReadTag },
     /// A write-only transaction's writes to one partition (Alg. 1 line 7).
     Write {
         tx: PtxId,
@@ -64,6 +67,9 @@ pub enum PtccMsg {
     Vote { tx: PtxId, seq: Option<Timestamp> },
     /// `tx` is given up: drop what was prepared.
     Abort { tx: PtxId },
+    /// To itself: the outcome records up to the `upto`-th are durable, and
+    /// may take effect.
+    Logged { upto: u64 },
     // Stabilization over the DC's tree (§IV-E).
     /// Up the tree: each partition's own entry `S_p[p]` in the subtree.
     Report { entries: Vec<(PartitionId, Timestamp)> },
@@ -78,6 +84,7 @@ impl Message for PtccMsg {
         match self {
             PtccMsg::Read { .. }
             | PtccMsg::ReadResp { .. }
+            | PtccMsg::TooOld { .. }
             | PtccMsg::Write { .. }
             | PtccMsg::Committed { .. }
             | PtccMsg::Aborted { .. } => MsgClass::CLIENT,
@@ -86,7 +93,8 @@ impl Message for PtccMsg {
             | PtccMsg::Resolve { .. }
             | PtccMsg::Query { .. }
             | PtccMsg::Vote { .. }
-            | PtccMsg::Abort { .. } => MsgClass::TRANSACTION,
+            | PtccMsg::Abort { .. }
+            | PtccMsg::Logged { .. } => MsgClass::TRANSACTION,
             PtccMsg::Report { .. } | PtccMsg::Stable { .. } => STABILIZATION,
         }
     }
@@ -104,7 +112,7 @@ impl Message for PtccMsg {
 
     fn read_reply(&self) -> Option<ReadTag> {
         match self {
-            PtccMsg::ReadResp { tag, .. } => Some(*tag),
+            PtccMsg::ReadResp { tag, .. } | PtccMsg::TooOld { tag } => Some(*tag),
             _ => None,
         }
     }

@@ -32,6 +32,14 @@
 //! * The client joins what it reads and writes into `D_c` rather than
 //!   replacing it (lines 10 and 26), so a transaction that reads other
 //!   partitions does not forget a write it made.
+//! * A partition never raises its own entry `S_i[i]` from a client's
+//!   `D_c` (Alg. 2 lines 37, 46 raise every entry): it knows better — one
+//!   below its oldest transaction not yet ended — and an entry from a
+//!   client can only be at or below that.
+//! * An outcome takes effect (versions installed, `S_i[i]` past it) only
+//!   once its record is durable, so that a crash takes back nothing a read
+//!   or a report showed; a transaction that writes one partition commits
+//!   in one round, once its prepare and commit are on disk.
 //! * The client waits for every participant's commit, not only the
 //!   coordinator's (§IV-D says so; Alg. 1 line 9 shows one): its next read
 //!   must find its write committed wherever it reads.
@@ -40,8 +48,17 @@
 //!   asks the coordinator, which asks every participant; one that has not
 //!   prepared it fences the id (durably) and the transaction is aborted,
 //!   else it commits with the numbers the participants gave it.
-//! * Garbage collection of old versions (§VII) is not in yet: every version
-//!   is kept.
+//! * Garbage collection (§VII): a version goes once a newer visible one of
+//!   its key has been committed here for the transaction timeout. A read
+//!   at a snapshot that finds no version of a key whose oldest kept one is
+//!   that old answers `TooOld` (the version it needed may be gone), and the
+//!   transaction aborts; the client also aborts a transaction that reads
+//!   past the timeout. A transaction's snapshot also takes in the
+//!   entry-wise smallest `S_i` its first round saw (its entries are safe
+//!   like any, and every partition of that round already covers it, so it
+//!   costs no second round), so that later reads of partitions the first
+//!   did not touch are fresh and find what they need among the kept
+//!   versions.
 
 pub mod durable;
 pub mod messages;
@@ -76,6 +93,11 @@ pub struct PtccConfig {
     pub resolve_after_us: u64,
     /// A client gives a commit up (its outcome unknown) after this long.
     pub commit_timeout_us: u64,
+    /// The transaction timeout of §VII: a partition keeps a version this
+    /// long after a newer one of its key is visible, and a transaction
+    /// that reads this long after its first read is aborted (the client
+    /// starts it again).
+    pub txn_timeout_us: u64,
     /// Deliberate protocol bugs, for tests that prove the checker can see.
     /// Never set outside tests.
     #[doc(hidden)]
@@ -89,6 +111,7 @@ impl Default for PtccConfig {
             tree_fanout: 4,
             resolve_after_us: 500_000,
             commit_timeout_us: 2_000_000,
+            txn_timeout_us: 5_000_000,
             fault: PtccFault::None,
         }
     }
@@ -104,9 +127,10 @@ pub enum PtccFault {
     /// transaction visible at one partition and not yet at another returns
     /// half of it.
     OneRound,
-    /// Partitions ignore the client's `D_c`: a client's own write, or what
-    /// it read elsewhere, may be missing from its next read.
-    IgnoreDeps,
+    /// A partition's own entry `S_i[i]` runs ahead of its prepared
+    /// transactions: one that commits later, below what a reader's snapshot
+    /// already covers, shows up in the middle of that reader's transaction.
+    EarlyFrontier,
 }
 
 /// PrompTCC.
@@ -133,8 +157,15 @@ impl Protocol for PrompTcc {
                 topology.dc_count()
             ));
         }
-        if config.stabilization_interval_us == 0 || config.resolve_after_us == 0 || config.commit_timeout_us == 0 {
-            return Err("Δ_G, the resolve interval and the commit timeout must be positive".into());
+        if config.stabilization_interval_us == 0
+            || config.resolve_after_us == 0
+            || config.commit_timeout_us == 0
+            || config.txn_timeout_us == 0
+        {
+            return Err("Δ_G, the resolve interval and the commit and transaction timeouts must be positive".into());
+        }
+        if topology.partition_count() > 1 << 20 {
+            return Err("PrompTCC takes at most 2^20 partitions".into());
         }
         if config.tree_fanout == 0 {
             return Err("the tree's fan-out must be at least 1".into());
@@ -158,7 +189,7 @@ impl Protocol for PrompTcc {
     }
 
     fn session(setup: SessionSetup, config: &PtccConfig) -> PtccSession {
-        let client = PtccClient::new(setup.id, setup.topology.clone(), config.commit_timeout_us, config.fault);
+        let client = PtccClient::new(setup.id, setup.topology.clone(), config);
         SessionCore::new(&setup, client)
     }
 }

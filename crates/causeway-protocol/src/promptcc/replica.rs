@@ -38,6 +38,15 @@ pub enum PtccTimer {
 pub struct Meta {
     pub ts: VClock,
     pub decided: Decided,
+    /// When it committed here (0: before the last restart).
+    pub committed_at: PhysicalMicros,
+}
+
+/// How a prepared transaction ends here.
+#[derive(Clone, Debug)]
+enum Outcome {
+    Commit(Decided),
+    Abort,
 }
 
 /// A prepared transaction and what the partition knows of it.
@@ -47,8 +56,26 @@ struct Pending {
     client: ClientId,
     /// When it was prepared, by this partition's clock.
     since: PhysicalMicros,
-    decided: Option<Decided>,
+    outcome: Option<Outcome>,
+    /// The outcome's record was appended as the `n`-th; it takes effect
+    /// when `Logged { upto: n }` comes back (once it is durable).
+    logged: Option<u64>,
 }
+
+/// A transaction committed here lately: a late `Query` must still hear its
+/// number, until every participant is known to have committed it.
+#[derive(Clone, Debug)]
+struct Recent {
+    seq: Timestamp,
+    at: PhysicalMicros,
+    decided: Decided,
+}
+
+/// How far ahead of this partition's clock an entry of a vector it is sent
+/// may be: more is refused as impossible from an honest client or peer
+/// (clocks of a DC agree far better), so that no input moves the clock
+/// or `S_i` arbitrarily far.
+pub const MAX_AHEAD_US: u64 = 60_000_000;
 
 /// Votes a coordinator gathers: in the commit (`Some` only) or in a
 /// termination (`None`: that participant fenced the id).
@@ -76,11 +103,17 @@ pub struct PtccReplica {
     coordinating: FxHashMap<PtxId, Ballot>,
     /// Terminations this partition runs for silent commits.
     terminating: FxHashMap<PtxId, Ballot>,
-    /// Ids given up here: a `Write` of them is refused.
+    /// Ids given up here: a `Write` of them is refused. Kept for good
+    /// (only failures abort, so they are few): a `Write` may arrive
+    /// arbitrarily late.
     fenced: FxHashSet<PtxId>,
-    /// Transactions committed here lately: their numbers, and when.
-    recent: FxHashMap<PtxId, (Timestamp, PhysicalMicros)>,
+    recent: FxHashMap<PtxId, Recent>,
+    /// Outcome records appended so far.
+    logged: u64,
     tree: Tree<Vec<(PartitionId, Timestamp)>>,
+    /// When this incarnation started: versions found on disk count as
+    /// committed then.
+    started_at: PhysicalMicros,
     counters: ReplicaCounters,
 }
 
@@ -98,7 +131,9 @@ impl PtccReplica {
             terminating: FxHashMap::default(),
             fenced: FxHashSet::default(),
             recent: FxHashMap::default(),
+            logged: 0,
             tree: Tree::new(id, &topology, config.tree_fanout),
+            started_at: 0,
             counters: ReplicaCounters::default(),
             topology,
             config,
@@ -114,10 +149,14 @@ impl PtccReplica {
     }
 
     /// `S_i[i]`: every transaction this partition numbered at or below it
-    /// has committed here, and none will be numbered so low again — one
-    /// below the oldest prepared one, or the clock (the next number is
-    /// above it). Prop. 2 of the paper.
+    /// has ended here, durably, and none will be numbered so low again —
+    /// one below the oldest prepared one (an ended one counts until its
+    /// record is durable), or the clock (the next number is above it).
+    /// Prop. 2 of the paper.
     fn frontier(&self) -> Timestamp {
+        if self.config.fault == PtccFault::EarlyFrontier {
+            return self.hlc.current();
+        }
         match self.pending.keys().next() {
             Some(seq) => seq.prev(),
             None => self.hlc.current(),
@@ -142,8 +181,21 @@ impl PtccReplica {
         }
     }
 
-    fn well_formed(&self, v: &VClock) -> bool {
-        v.len() == self.topology.partition_count() as usize
+    /// A vector of this DC's shape whose entries are not impossibly far
+    /// ahead of this partition's clock.
+    fn well_formed(&self, v: &VClock, now: PhysicalMicros) -> bool {
+        v.len() == self.topology.partition_count() as usize && v.max_entry() <= self.horizon(now)
+    }
+
+    fn horizon(&self, now: PhysicalMicros) -> Timestamp {
+        Timestamp::from_physical(now.saturating_add(MAX_AHEAD_US))
+    }
+
+    /// A list of partitions of this DC, sorted, each once, with this one.
+    fn participants_ok(&self, participants: &[PartitionId]) -> bool {
+        participants.windows(2).all(|w| w[0] < w[1])
+            && participants.iter().all(|p| p.0 < self.topology.partition_count())
+            && participants.contains(&self.me())
     }
 
     fn is_mine(&self, key: &[u8]) -> bool {
@@ -160,8 +212,10 @@ impl PtccReplica {
         meta.decided.iter().all(|&(p, t)| snapshot.get(p) >= t)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn on_read(
         &mut self,
+        now: PhysicalMicros,
         from: Addr,
         tag: ReadTag,
         keys: Vec<Key>,
@@ -169,38 +223,46 @@ impl PtccReplica {
         bound: Option<VClock>,
         out: &mut Out,
     ) {
-        if !self.well_formed(&deps) || bound.as_ref().is_some_and(|b| !self.well_formed(b)) {
+        if !self.well_formed(&deps, now) || bound.as_ref().is_some_and(|b| !self.well_formed(b, now)) {
             return self.refuse();
         }
         if keys.iter().any(|k| !self.is_mine(k)) {
             return self.refuse();
         }
         self.refresh();
-        if self.config.fault != PtccFault::IgnoreDeps {
-            self.adopt(&deps);
-            if let Some(b) = &bound {
-                self.adopt(b);
-            }
+        self.adopt(&deps);
+        if let Some(b) = &bound {
+            self.adopt(b);
         }
         let snapshot = &self.snapshot;
-        let values: Vec<ReadValue> = keys
-            .into_iter()
-            .map(|key| {
-                let found = self.store.chain(&key).and_then(|c| {
-                    c.newest_visible(|v| {
-                        Self::visible(snapshot, &v.meta) && bound.as_ref().is_none_or(|b| b.dominates(&v.meta.ts))
-                    })
-                });
-                match found {
-                    Some(v) => {
-                        let (value, ts) = (v.value.clone(), Some(v.meta.ts.clone()));
-                        (key, value, ts)
-                    }
-                    None => (key, None, None),
+        let mut values: Vec<ReadValue> = Vec::with_capacity(keys.len());
+        for key in keys {
+            let Some(chain) = self.store.chain(&key) else {
+                values.push((key, None, None));
+                continue;
+            };
+            let found = chain.newest_visible(|v| {
+                Self::visible(snapshot, &v.meta) && bound.as_ref().is_none_or(|b| b.dominates(&v.meta.ts))
+            });
+            match found {
+                Some(v) => values.push((key, v.value.clone(), Some(v.meta.ts.clone()))),
+                // Nothing at the snapshot: the key did not exist in it, or
+                // the version it had was collected, which only a version
+                // kept for the whole timeout can have made room for.
+                None if bound.is_some() && chain.iter().next().is_some_and(|v| self.held_long(v, now)) => {
+                    out.send(from, PtccMsg::TooOld { tag });
+                    return;
                 }
-            })
-            .collect();
+                None => values.push((key, None, None)),
+            }
+        }
         out.send(from, PtccMsg::ReadResp { tag, snapshot: self.snapshot.clone(), values });
+    }
+
+    /// Whether version `v` has been committed here for the transaction
+    /// timeout: no transaction still running can need what it replaced.
+    fn held_long(&self, v: &Version<Arc<Meta>>, now: PhysicalMicros) -> bool {
+        v.meta.committed_at.max(self.started_at) + self.config.txn_timeout_us <= now
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -216,14 +278,10 @@ impl PtccReplica {
         out: &mut Out,
     ) {
         let me = self.me();
-        let sorted = participants.windows(2).all(|w| w[0] < w[1]);
-        let known = participants.iter().all(|p| p.0 < self.topology.partition_count());
         if tx.client != client
-            || !sorted
-            || !known
-            || !participants.contains(&me)
+            || !self.participants_ok(&participants)
             || !participants.contains(&coordinator)
-            || !self.well_formed(&deps)
+            || !self.well_formed(&deps, now)
             || writes.is_empty()
             || writes.iter().any(|(k, _)| !self.is_mine(k))
         {
@@ -239,10 +297,15 @@ impl PtccReplica {
         // Alg. 2 lines 3–4: a number above everything the client has seen,
         // so that what it wrote orders after what it read.
         let seq = self.hlc.tick(now, deps.max_entry());
+        if self.pending.contains_key(&seq) {
+            // The clock never hands a number out twice (replay observes
+            // every number on disk); guard the index all the same.
+            return self.refuse();
+        }
         let prepared = PreparedTx { tx, seq, coordinator, participants: participants.clone(), deps, writes };
         out.persist(PtccRecord::Prepared(prepared.clone()));
         self.by_tx.insert(tx, seq);
-        self.pending.insert(seq, Pending { prepared, client, since: now, decided: None });
+        self.pending.insert(seq, Pending { prepared, client, since: now, outcome: None, logged: None });
         if participants.len() == 1 {
             // One partition: nothing to agree on (one round).
             self.decide_here(now, tx, vec![(me, seq)], out);
@@ -312,55 +375,108 @@ impl PtccReplica {
     }
 
     /// The decision reaches a participant (line 20); it commits once the
-    /// transaction is its oldest prepared one (line 23).
+    /// transaction is its oldest prepared one (line 23). A decision must
+    /// name exactly the participants, with this partition's number.
     fn decide_here(&mut self, now: PhysicalMicros, tx: PtxId, decided: Decided, out: &mut Out) {
         let Some(seq) = self.by_tx.get(&tx).copied() else { return };
+        let horizon = self.horizon(now);
+        let me = self.id.partition;
         let pending = self.pending.get_mut(&seq).expect("indexed");
-        if decided.iter().find(|(p, _)| *p == self.id.partition).map(|&(_, s)| s) != Some(seq) {
+        let fits = decided.len() == pending.prepared.participants.len()
+            && decided.iter().zip(&pending.prepared.participants).all(|(d, p)| d.0 == *p && d.1 <= horizon)
+            && decided.iter().any(|&(p, s)| p == me && s == seq);
+        if !fits {
             return self.refuse();
         }
-        pending.decided = Some(decided);
-        self.commit_ready(now, out);
+        match &pending.outcome {
+            None => pending.outcome = Some(Outcome::Commit(decided)),
+            Some(Outcome::Commit(_)) => return, // told twice
+            Some(Outcome::Abort) => return self.refuse(),
+        }
+        self.commit_ready(out);
     }
 
-    /// Commits the oldest prepared transactions while they are decided
-    /// (Alg. 2 lines 23–30): in the order of their numbers, so that `S_i[i]`
-    /// only ever passes committed ones.
-    fn commit_ready(&mut self, now: PhysicalMicros, out: &mut Out) {
-        while let Some(entry) = self.pending.first_entry() {
-            if entry.get().decided.is_none() {
-                break;
+    /// Ends the oldest prepared transactions whose outcome is known
+    /// (Alg. 2 lines 23–30), in the order of their numbers, so that
+    /// `S_i[i]` only ever passes ended ones: each outcome is recorded, and
+    /// takes effect only once its record is durable (`Logged`, a message
+    /// to itself that waits for it), so that no read, report or vote shows
+    /// what a crash could take back.
+    fn commit_ready(&mut self, out: &mut Out) {
+        let mut upto = None;
+        for pending in self.pending.values_mut() {
+            let Some(outcome) = &pending.outcome else { break };
+            if pending.logged.is_some() {
+                continue;
             }
-            let Pending { prepared, client, decided, .. } = entry.remove();
-            let decided = decided.expect("checked");
-            self.by_tx.remove(&prepared.tx);
-            out.persist(PtccRecord::Committed { tx: prepared.tx, decided: decided.clone() });
-            self.install(&prepared, &decided);
-            self.recent.insert(prepared.tx, (prepared.seq, now));
-            out.send_after_durable(Addr::Client(client), PtccMsg::Committed { tx: prepared.tx, decided });
+            let tx = pending.prepared.tx;
+            out.persist(match outcome {
+                Outcome::Commit(decided) => PtccRecord::Committed { tx, decided: decided.clone() },
+                Outcome::Abort => PtccRecord::Aborted { tx },
+            });
+            self.logged += 1;
+            pending.logged = Some(self.logged);
+            upto = Some(self.logged);
+        }
+        if let Some(upto) = upto {
+            out.send_after_durable(Addr::Replica(self.id), PtccMsg::Logged { upto });
         }
     }
 
-    /// Puts a committed transaction's versions in the store.
-    fn install(&mut self, prepared: &PreparedTx, decided: &Decided) {
-        let meta = Arc::new(Meta { ts: VClock::commit_ts(&prepared.deps, decided), decided: decided.clone() });
+    /// The outcomes recorded up to the `upto`-th are durable: they take
+    /// effect — versions installed, the client told, the frontier past them.
+    fn on_logged(&mut self, now: PhysicalMicros, upto: u64, out: &mut Out) {
+        while let Some(entry) = self.pending.first_entry() {
+            if entry.get().logged.is_none_or(|n| n > upto) {
+                break;
+            }
+            let Pending { prepared, client, outcome, .. } = entry.remove();
+            self.by_tx.remove(&prepared.tx);
+            match outcome.expect("logged") {
+                Outcome::Commit(decided) => {
+                    self.install(now, &prepared, &decided);
+                    let recent = Recent { seq: prepared.seq, at: now, decided: decided.clone() };
+                    self.recent.insert(prepared.tx, recent);
+                    out.send(Addr::Client(client), PtccMsg::Committed { tx: prepared.tx, decided });
+                }
+                Outcome::Abort => {
+                    self.fenced.insert(prepared.tx);
+                }
+            }
+        }
+    }
+
+    /// Puts a committed transaction's versions in the store, and collects
+    /// what they make old (§VII): every version older than the newest one
+    /// that is visible and has been held for the transaction timeout.
+    fn install(&mut self, now: PhysicalMicros, prepared: &PreparedTx, decided: &Decided) {
+        let ts = VClock::commit_ts(&prepared.deps, decided);
+        let meta = Arc::new(Meta { ts, decided: decided.clone(), committed_at: now });
         let stamp = stamp_of(self.id.dc, decided);
+        let (snapshot, timeout, started_at) = (&self.snapshot, self.config.txn_timeout_us, self.started_at);
         for (key, value) in &prepared.writes {
             let version = Version { value: value.clone(), stamp, meta: meta.clone() };
-            self.store.insert(key.clone(), version, |_| false);
+            self.store.insert(key.clone(), version, |v| {
+                Self::visible(snapshot, &v.meta) && v.meta.committed_at.max(started_at) + timeout <= now
+            });
         }
         self.counters.transactions_applied += 1;
     }
 
-    /// Drops a prepared transaction that was given up, and fences its id.
+    /// Gives a transaction up here: a prepared one ends aborted (in its
+    /// turn, once recorded), and the id is fenced.
     fn abort_here(&mut self, tx: PtxId, out: &mut Out) {
         if let Some(seq) = self.by_tx.get(&tx).copied() {
-            if self.pending[&seq].decided.is_some() {
-                return self.refuse(); // decided to commit: an abort contradicts it
+            let pending = self.pending.get_mut(&seq).expect("indexed");
+            match pending.outcome {
+                None => pending.outcome = Some(Outcome::Abort),
+                Some(Outcome::Abort) => {}
+                // Decided to commit: an abort contradicts it.
+                Some(Outcome::Commit(_)) => return self.refuse(),
             }
-            self.pending.remove(&seq);
-            self.by_tx.remove(&tx);
-        } else if self.recent.contains_key(&tx) {
+            return self.commit_ready(out);
+        }
+        if self.recent.contains_key(&tx) {
             return self.refuse();
         }
         if self.fenced.insert(tx) {
@@ -371,7 +487,8 @@ impl PtccReplica {
     /// A termination asks this participant for its vote.
     fn on_query(&mut self, from: PartitionId, tx: PtxId, out: &mut Out) {
         let seq = match (self.by_tx.get(&tx), self.recent.get(&tx)) {
-            (Some(&seq), _) | (None, Some(&(seq, _))) => Some(seq),
+            (Some(&seq), _) => Some(seq),
+            (None, Some(recent)) => Some(recent.seq),
             (None, None) => {
                 if self.fenced.insert(tx) {
                     out.persist(PtccRecord::Aborted { tx });
@@ -422,7 +539,7 @@ impl PtccReplica {
         let stale: Vec<(PtxId, PartitionId, Vec<PartitionId>, ClientId)> = self
             .pending
             .values()
-            .filter(|p| p.decided.is_none() && (early || now >= p.since + self.config.resolve_after_us))
+            .filter(|p| p.outcome.is_none() && (early || now >= p.since + self.config.resolve_after_us))
             .map(|p| (p.prepared.tx, p.prepared.coordinator, p.prepared.participants.clone(), p.client))
             .collect();
         for (tx, coordinator, participants, client) in stale {
@@ -432,9 +549,12 @@ impl PtccReplica {
                 out.send(self.partition(coordinator), PtccMsg::Resolve { tx, participants, client });
             }
         }
-        // Forget what nobody can ask about any more.
+        // Forget what nobody can ask about any more: a commit once every
+        // participant is known to have committed it (nobody still holds it
+        // prepared) and a late query would have come.
         let keep = self.config.resolve_after_us * 20;
-        self.recent.retain(|_, &mut (_, at)| now < at + keep);
+        let snapshot = &self.snapshot;
+        self.recent.retain(|_, r| now < r.at + keep || !r.decided.iter().all(|&(p, t)| snapshot.get(p) >= t));
         self.coordinating.retain(|_, b| now < b.began + keep);
         self.terminating.retain(|_, b| now < b.began + keep);
         out.set_timer(PtccTimer::Resolve, self.config.resolve_after_us);
@@ -453,8 +573,10 @@ impl PtccReplica {
         out.set_timer(PtccTimer::Stabilize, self.config.stabilization_interval_us);
     }
 
-    fn on_report(&mut self, from: Addr, entries: Vec<(PartitionId, Timestamp)>, out: &mut Out) {
-        if !self.tree.is_child(from) || entries.iter().any(|(p, _)| p.0 >= self.topology.partition_count()) {
+    fn on_report(&mut self, now: PhysicalMicros, from: Addr, entries: Vec<(PartitionId, Timestamp)>, out: &mut Out) {
+        let horizon = self.horizon(now);
+        let bad = |&(p, t): &(PartitionId, Timestamp)| p.0 >= self.topology.partition_count() || t > horizon;
+        if !self.tree.is_child(from) || entries.iter().any(bad) {
             return self.refuse();
         }
         let Some(children) = self.tree.gather(from, entries) else { return };
@@ -480,8 +602,8 @@ impl PtccReplica {
         }
     }
 
-    fn on_stable(&mut self, from: Addr, snapshot: VClock, out: &mut Out) {
-        if !self.tree.is_parent(from) || !self.well_formed(&snapshot) {
+    fn on_stable(&mut self, now: PhysicalMicros, from: Addr, snapshot: VClock, out: &mut Out) {
+        if !self.tree.is_parent(from) || !self.well_formed(&snapshot, now) {
             return self.refuse();
         }
         self.adopt(&snapshot);
@@ -496,15 +618,19 @@ impl PtccReplica {
             match record {
                 PtccRecord::Reserved(_) => {}
                 PtccRecord::Prepared(prepared) => {
+                    // The clock resumes above every number on disk, even one
+                    // a crash kept without the reservation after it.
+                    self.hlc.observe(0, prepared.seq);
                     self.by_tx.insert(prepared.tx, prepared.seq);
                     let client = prepared.tx.client;
-                    self.pending.insert(prepared.seq, Pending { prepared, client, since: 0, decided: None });
+                    let pending = Pending { prepared, client, since: 0, outcome: None, logged: None };
+                    self.pending.insert(pending.prepared.seq, pending);
                 }
                 PtccRecord::Committed { tx, decided } => {
                     if let Some(seq) = self.by_tx.remove(&tx) {
                         let pending = self.pending.remove(&seq).expect("indexed");
-                        self.install(&pending.prepared, &decided);
-                        self.recent.insert(tx, (seq, 0));
+                        self.install(0, &pending.prepared, &decided);
+                        self.recent.insert(tx, Recent { seq, at: 0, decided });
                     }
                 }
                 PtccRecord::Aborted { tx } => {
@@ -514,11 +640,17 @@ impl PtccReplica {
                     self.fenced.insert(tx);
                 }
                 PtccRecord::Version { key, value, stamp, ts, decided } => {
-                    let meta = Arc::new(Meta { ts, decided });
+                    for &(p, t) in &decided {
+                        if p == self.id.partition {
+                            self.hlc.observe(0, t);
+                        }
+                    }
+                    let meta = Arc::new(Meta { ts, decided, committed_at: 0 });
                     self.store.insert(key, Version { value, stamp, meta }, |_| false);
                 }
-                PtccRecord::Recent { tx, seq } => {
-                    self.recent.insert(tx, (seq, 0));
+                PtccRecord::Recent { tx, seq, decided } => {
+                    self.hlc.observe(0, seq);
+                    self.recent.insert(tx, Recent { seq, at: 0, decided });
                 }
             }
         }
@@ -538,12 +670,13 @@ impl Replica for PtccReplica {
 
     fn start(&mut self, now: PhysicalMicros, out: &mut Out) {
         self.hlc.observe(now, Timestamp::ZERO);
+        self.started_at = now;
         // Prepared transactions found on disk wait a full interval again.
         for p in self.pending.values_mut() {
             p.since = now;
         }
-        for (_, at) in self.recent.values_mut() {
-            *at = now;
+        for r in self.recent.values_mut() {
+            r.at = now;
         }
         self.refresh();
         out.set_timer(PtccTimer::Stabilize, self.config.stabilization_interval_us);
@@ -561,37 +694,40 @@ impl Replica for PtccReplica {
         };
         match (msg, from, peer) {
             (PtccMsg::Read { tag, keys, deps, bound }, Addr::Client(_), _) => {
-                self.on_read(from, tag, keys, deps, bound, out)
+                self.on_read(now, from, tag, keys, deps, bound, out)
             }
             (PtccMsg::Write { tx, writes, participants, coordinator, deps }, Addr::Client(c), _) => {
                 self.on_write(now, c, tx, writes, participants, coordinator, deps, out)
             }
             (PtccMsg::Prepared { tx, seq, participants, client }, _, Some(p)) => {
-                if tx.client != client || !participants.contains(&self.me()) {
+                if tx.client != client || !self.participants_ok(&participants) || seq > self.horizon(now) {
                     return self.refuse();
                 }
                 self.vote(now, tx, p, Some(seq), &participants, client, false, out)
             }
             (PtccMsg::Commit { tx, decided }, _, Some(_)) => self.decide_here(now, tx, decided, out),
             (PtccMsg::Resolve { tx, participants, client }, _, Some(_)) => {
-                let known = participants.iter().all(|p| p.0 < self.topology.partition_count());
-                if tx.client != client || !known || !participants.contains(&self.me()) {
+                if tx.client != client || !self.participants_ok(&participants) {
                     return self.refuse();
                 }
                 self.terminate(now, tx, participants, client, out)
             }
             (PtccMsg::Query { tx }, _, Some(p)) => self.on_query(p, tx, out),
             (PtccMsg::Vote { tx, seq }, _, Some(p)) => {
+                if seq.is_some_and(|s| s > self.horizon(now)) {
+                    return self.refuse();
+                }
                 let Some(b) = self.terminating.get(&tx) else { return };
                 let (parts, client) = (b.participants.clone(), b.client);
                 self.vote(now, tx, p, seq, &parts, client, true, out)
             }
             (PtccMsg::Abort { tx }, _, Some(_)) => self.abort_here(tx, out),
-            (PtccMsg::Report { entries }, _, Some(_)) => self.on_report(from, entries, out),
-            (PtccMsg::Stable { snapshot }, _, Some(_)) => self.on_stable(from, snapshot, out),
+            (PtccMsg::Logged { upto }, _, _) if from == Addr::Replica(self.id) => self.on_logged(now, upto, out),
+            (PtccMsg::Report { entries }, _, Some(_)) => self.on_report(now, from, entries, out),
+            (PtccMsg::Stable { snapshot }, _, Some(_)) => self.on_stable(now, from, snapshot, out),
             _ => self.refuse(),
         }
-        self.commit_ready(now, out);
+        self.commit_ready(out);
         self.refresh();
         self.reserved.after_step(&self.hlc, 0, out);
     }
@@ -602,6 +738,7 @@ impl Replica for PtccReplica {
             PtccTimer::Stabilize => self.on_stabilize_timer(out),
             PtccTimer::Resolve => self.on_resolve_timer(now, out),
         }
+        self.commit_ready(out);
         self.refresh();
         self.reserved.after_step(&self.hlc, 0, out);
     }
@@ -619,13 +756,28 @@ impl Replica for PtccReplica {
                 });
             }
         }
-        records.extend(self.pending.values().map(|p| PtccRecord::Prepared(p.prepared.clone())));
+        for p in self.pending.values() {
+            records.push(PtccRecord::Prepared(p.prepared.clone()));
+            // An outcome recorded but not yet in effect: the checkpoint
+            // replaces its record, so it says it again.
+            match (&p.outcome, p.logged) {
+                (Some(Outcome::Commit(decided)), Some(_)) => {
+                    records.push(PtccRecord::Committed { tx: p.prepared.tx, decided: decided.clone() })
+                }
+                (Some(Outcome::Abort), Some(_)) => records.push(PtccRecord::Aborted { tx: p.prepared.tx }),
+                _ => {}
+            }
+        }
         let mut fenced: Vec<PtxId> = self.fenced.iter().copied().collect();
         fenced.sort();
         records.extend(fenced.into_iter().map(|tx| PtccRecord::Aborted { tx }));
-        let mut recent: Vec<(PtxId, Timestamp)> = self.recent.iter().map(|(&tx, &(seq, _))| (tx, seq)).collect();
-        recent.sort();
-        records.extend(recent.into_iter().map(|(tx, seq)| PtccRecord::Recent { tx, seq }));
+        let mut recent: Vec<(PtxId, &Recent)> = self.recent.iter().map(|(&tx, r)| (tx, r)).collect();
+        recent.sort_by_key(|(tx, _)| *tx);
+        records.extend(recent.into_iter().map(|(tx, r)| PtccRecord::Recent {
+            tx,
+            seq: r.seq,
+            decided: r.decided.clone(),
+        }));
         records
     }
 

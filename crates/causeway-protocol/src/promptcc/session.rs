@@ -12,7 +12,7 @@
 
 use super::messages::{PtccMsg, PtxId, ReadValue};
 use super::vclock::{stamp_of, Decided, VClock};
-use super::PtccFault;
+use super::{PtccConfig, PtccFault};
 use crate::contract::{AbortReason, CommitStamp, Effects, Key, ReadTag, SessionError, Value};
 use crate::hlc::PhysicalMicros;
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
@@ -29,6 +29,8 @@ pub type PtccSession = SessionCore<PtccClient>;
 pub enum PtccClientTimer {
     /// The commit of transaction `n` has not been answered in time.
     CommitTimeout(u64),
+    /// Transaction `n` read past the transaction timeout: it is aborted.
+    Expired(u64),
 }
 
 /// How many read rounds the session's read-only parts took.
@@ -63,6 +65,7 @@ struct Gather {
 struct Committing {
     tx: PtxId,
     deps: VClock,
+    participants: Vec<PartitionId>,
     waiting: BTreeSet<PartitionId>,
     decided: Option<Decided>,
 }
@@ -73,7 +76,10 @@ pub struct PtccClient {
     id: ClientId,
     topology: Arc<Topology>,
     commit_timeout_us: u64,
+    txn_timeout_us: u64,
     fault: PtccFault,
+    /// When the running transaction's first read was asked.
+    first_read_at: Option<PhysicalMicros>,
     /// `D_c`: the largest commit timestamp this client has seen.
     deps: VClock,
     epoch: u64,
@@ -96,13 +102,15 @@ pub struct PtccSessionState {
 type Out = Effects<PtccMsg, PtccClientTimer>;
 
 impl PtccClient {
-    pub fn new(id: ClientId, topology: Arc<Topology>, commit_timeout_us: u64, fault: PtccFault) -> Self {
+    pub fn new(id: ClientId, topology: Arc<Topology>, config: &PtccConfig) -> Self {
         PtccClient {
             id,
             deps: VClock::zeros(topology.partition_count()),
             topology,
-            commit_timeout_us,
-            fault,
+            commit_timeout_us: config.commit_timeout_us,
+            txn_timeout_us: config.txn_timeout_us,
+            fault: config.fault,
+            first_read_at: None,
             epoch: 0,
             n: 0,
             snapshot: None,
@@ -155,6 +163,19 @@ impl PtccClient {
                         snapshot.join(ts);
                     }
                 }
+                // And the smallest vector the partitions answered with:
+                // each of them covers it already, so it asks no second
+                // round, and later reads of other partitions are fresher.
+                let mut floor: Option<VClock> = None;
+                for (s, _) in gather.answers.values() {
+                    match &mut floor {
+                        None => floor = Some(s.clone()),
+                        Some(f) => f.meet(s),
+                    }
+                }
+                if let Some(floor) = floor {
+                    snapshot.join(&floor);
+                }
                 let behind: BTreeMap<PartitionId, Vec<Key>> = gather
                     .answers
                     .iter()
@@ -181,7 +202,13 @@ impl PtccClient {
                         && values.iter().filter_map(|(_, _, ts)| ts.as_ref()).all(|ts| bound.dominates(ts))
                 });
                 if !consistent {
+                    // Never, by the protocol: fail loudly rather than
+                    // return values that may not be one snapshot.
                     self.rounds.third_needed += 1;
+                    debug_assert!(self.fault != PtccFault::None, "a read at the snapshot was not consistent");
+                    return Some(Reply::Failed(SessionError::InvalidArgument(
+                        "a read at the transaction's snapshot came back inconsistent (a protocol bug)".into(),
+                    )));
                 }
                 if first_call {
                     self.rounds.two += 1;
@@ -210,11 +237,19 @@ impl ClientRole for PtccClient {
         }
         self.n += 1;
         self.snapshot = None;
+        self.first_read_at = None;
         self.next_round = 0;
         true
     }
 
-    fn request_read(&mut self, _now: PhysicalMicros, _round: u32, keys: Vec<Key>, out: &mut Out) {
+    fn request_read(&mut self, now: PhysicalMicros, _round: u32, keys: Vec<Key>, out: &mut Out) {
+        // §VII: a transaction older than the timeout is aborted; the
+        // partitions may have collected what its snapshot needs.
+        let first = *self.first_read_at.get_or_insert(now);
+        if now > first + self.txn_timeout_us {
+            out.set_timer(PtccClientTimer::Expired(self.n), 1);
+            return;
+        }
         let by_partition: BTreeMap<PartitionId, Vec<Key>> =
             self.topology.group_by_partition(keys, |k| k).into_iter().collect();
         let bound = self.snapshot.clone();
@@ -237,8 +272,8 @@ impl ClientRole for PtccClient {
         }
         let _ = now;
         out.set_timer(PtccClientTimer::CommitTimeout(self.n), self.commit_timeout_us);
-        let waiting = participants.into_iter().collect();
-        self.committing = Some(Committing { tx, deps: self.deps.clone(), waiting, decided: None });
+        let waiting = participants.iter().copied().collect();
+        self.committing = Some(Committing { tx, deps: self.deps.clone(), participants, waiting, decided: None });
     }
 
     fn release(&mut self, _now: PhysicalMicros, _out: &mut Out) {}
@@ -273,9 +308,20 @@ impl ClientRole for PtccClient {
                 let gather = self.reading.take().expect("gathering");
                 self.round_done(gather, out)
             }
+            (PtccMsg::TooOld { tag }, Awaiting::Read) => {
+                let gather = self.reading.as_ref()?;
+                if tag != (ReadTag { tx: self.n, round: gather.round }) || !gather.waiting.contains(&r.partition) {
+                    return None;
+                }
+                self.reading = None;
+                Some(Reply::Aborted(AbortReason::Expired("a version of its snapshot was collected".into())))
+            }
             (PtccMsg::Committed { tx, decided }, Awaiting::Commit) => {
                 let c = self.committing.as_mut().filter(|c| c.tx == tx)?;
-                if !c.waiting.remove(&r.partition) {
+                // A decision names every partition written, in order.
+                let fits = decided.len() == c.participants.len()
+                    && decided.iter().zip(&c.participants).all(|((p, _), q)| p == q);
+                if !fits || !c.waiting.remove(&r.partition) {
                     return None;
                 }
                 c.decided.get_or_insert(decided);
@@ -304,12 +350,21 @@ impl ClientRole for PtccClient {
         awaiting: Option<Awaiting>,
         _out: &mut Out,
     ) -> Option<Reply> {
-        let PtccClientTimer::CommitTimeout(n) = timer;
-        if awaiting != Some(Awaiting::Commit) || self.committing.as_ref().is_none_or(|c| c.tx.n != n) {
-            return None;
+        match timer {
+            PtccClientTimer::CommitTimeout(n) => {
+                if awaiting != Some(Awaiting::Commit) || self.committing.as_ref().is_none_or(|c| c.tx.n != n) {
+                    return None;
+                }
+                self.committing = None;
+                Some(Reply::Failed(SessionError::OutcomeUnknown))
+            }
+            PtccClientTimer::Expired(n) => {
+                if awaiting != Some(Awaiting::Read) || n != self.n || self.reading.is_some() {
+                    return None;
+                }
+                Some(Reply::Aborted(AbortReason::Expired("it read past the transaction timeout".into())))
+            }
         }
-        self.committing = None;
-        Some(Reply::Failed(SessionError::OutcomeUnknown))
     }
 
     fn committed(&mut self, _stamp: &CommitStamp, _writes: Vec<(Key, Option<Value>)>) {}
@@ -318,6 +373,7 @@ impl ClientRole for PtccClient {
         self.reading = None;
         self.committing = None;
         self.snapshot = None;
+        self.first_read_at = None;
     }
 
     fn export_state(&self) -> PtccSessionState {

@@ -329,3 +329,119 @@ fn a_checkpoint_rebuilds_the_versions_the_fences_and_the_clock() {
     let mut reader = c.session(2);
     assert_eq!(c.read_only(&mut reader, std::slice::from_ref(&a), nothing), vec![(a, value("a3"))]);
 }
+
+#[test]
+fn a_slow_reader_keeps_its_snapshot_for_the_timeout_and_is_aborted_past_it() {
+    let timeout = PtccConfig::default().txn_timeout_us;
+    let mut c = Cluster::new(2);
+    let (a, b) = (c.key(0), c.key(1));
+    let mut writer = c.session(1);
+    c.commit(&mut writer, &[(&a, "a0")], nothing);
+    c.commit(&mut writer, &[(&b, "b0")], nothing);
+    c.now += timeout;
+    // A stabilization round: partition 0 learns how far partition 1 got.
+    let mut out = Out::default();
+    c.replicas[1].on_timer(c.now, PtccTimer::Stabilize, &mut out);
+    c.take(1, out);
+    c.run(&mut writer, nothing);
+
+    // The reader's first read touches partition 0 only.
+    let mut reader = c.session(2);
+    let mut out = Default::default();
+    reader.begin(c.now, &mut out).unwrap();
+    reader.read(c.now, std::slice::from_ref(&a), &mut out).unwrap();
+    c.send_from(&reader, out);
+    assert_eq!(c.run(&mut reader, nothing), vec![SessionEvent::Read(vec![(a.clone(), value("a0"))])]);
+
+    // Newer versions of b, while it reads slowly; the old one is kept.
+    c.commit(&mut writer, &[(&b, "b1")], nothing);
+    c.commit(&mut writer, &[(&b, "b2")], nothing);
+    let mut out = Default::default();
+    reader.read(c.now, std::slice::from_ref(&b), &mut out).unwrap();
+    let bound = match &out.messages[..] {
+        [(_, m @ PtccMsg::Read { bound: Some(_), .. })] => m.clone(),
+        other => panic!("a read at the snapshot: {other:?}"),
+    };
+    c.send_from(&reader, out);
+    assert_eq!(
+        c.run(&mut reader, nothing),
+        vec![SessionEvent::Read(vec![(b.clone(), value("b0"))])],
+        "its snapshot's b"
+    );
+    assert_eq!(c.replicas[1].counters().versions, 3);
+
+    // Past the timeout a new write lets the partition collect b0 and b1.
+    c.now += timeout + 1;
+    c.commit(&mut writer, &[(&b, "b3")], nothing);
+    let counters = c.replicas[1].counters();
+    assert_eq!((counters.versions, counters.versions_collected), (2, 2), "b2 (held for the timeout) and b3 kept");
+    // The reader's next read (of another key of partition 1) is aborted by
+    // its own library...
+    let other = (0..).map(|i| Key::from(format!("other{i}"))).find(|k| c.topology.partition_of(k) == PartitionId(1));
+    let mut out = Default::default();
+    assert_eq!(reader.read(c.now, &[other.unwrap()], &mut out).unwrap(), None);
+    assert!(out.messages.is_empty(), "nothing asked of the partitions");
+    let [(timer, _)] = out.timers[..] else { panic!("{:?}", out.timers) };
+    let event = reader.on_timer(c.now, timer, &mut Default::default());
+    assert!(matches!(event, Some(SessionEvent::Aborted(crate::contract::AbortReason::Expired(_)))), "{event:?}");
+    // ...and a partition asked at that snapshot says the version is gone.
+    let mut out = Out::default();
+    c.replicas[1].on_message(c.now, Addr::Client(reader.id()), bound, &mut out);
+    assert!(matches!(&out.messages[..], [(_, PtccMsg::TooOld { .. })]), "{:?}", out.messages);
+    // A fresh transaction reads the newest.
+    let mut fresh = c.session(3);
+    assert_eq!(c.read_only(&mut fresh, std::slice::from_ref(&b), nothing), vec![(b, value("b3"))]);
+}
+
+#[test]
+fn a_commit_shows_nowhere_before_its_record_is_durable() {
+    let c = Cluster::new(1);
+    let a = c.key(0);
+    let me = ReplicaId::new(0, 0);
+    let mut r = PtccReplica::new(me, c.topology.clone(), PtccConfig::default());
+    r.start(1_000, &mut Out::default());
+    let client = ClientId { dc: DcId(0), index: 7 };
+    let tx = super::messages::PtxId { client, epoch: 1, n: 1 };
+    let write = PtccMsg::Write {
+        tx,
+        writes: vec![(a.clone(), value("a1"))],
+        participants: vec![PartitionId(0)],
+        coordinator: PartitionId(0),
+        deps: super::VClock::zeros(1),
+    };
+    let mut out = Out::default();
+    r.on_message(2_000, Addr::Client(client), write, &mut out);
+    assert!(
+        matches!(&out.records[..], [PtccRecord::Prepared(_), PtccRecord::Committed { .. }, ..]),
+        "{:?}",
+        out.records
+    );
+    let logged = match &out.after_durable[..] {
+        [(to, m @ PtccMsg::Logged { .. })] if *to == Addr::Replica(me) => m.clone(),
+        other => panic!("one Logged to itself, after the records: {other:?}"),
+    };
+    assert!(out.messages.is_empty(), "the client hears nothing yet");
+    // A read before the records are durable does not see the write.
+    let read = |r: &mut PtccReplica, at| {
+        let tag = crate::contract::ReadTag { tx: 1, round: 0 };
+        let msg = PtccMsg::Read { tag, keys: vec![a.clone()], deps: super::VClock::zeros(1), bound: None };
+        let mut out = Out::default();
+        r.on_message(at, Addr::Client(ClientId { dc: DcId(0), index: 8 }), msg, &mut out);
+        match &out.messages[..] {
+            [(_, PtccMsg::ReadResp { values, .. })] => values[0].1.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(read(&mut r, 2_100), None);
+    // Durable: the write takes effect, and the client is told.
+    let mut out = Out::default();
+    r.on_message(2_200, Addr::Replica(me), logged, &mut out);
+    assert!(matches!(&out.messages[..], [(Addr::Client(c), PtccMsg::Committed { .. })] if *c == client));
+    assert_eq!(read(&mut r, 2_300), value("a1"));
+    // A Logged from anyone else is refused.
+    let mut out = Out::default();
+    r.on_message(2_400, Addr::Replica(ReplicaId::new(0, 0)), PtccMsg::Logged { upto: 9 }, &mut out);
+    let stranger = Addr::Client(client);
+    r.on_message(2_400, stranger, PtccMsg::Logged { upto: 9 }, &mut out);
+    assert_eq!(r.counters().inputs_refused, 1);
+}

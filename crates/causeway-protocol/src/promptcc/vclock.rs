@@ -52,6 +52,13 @@ impl VClock {
         }
     }
 
+    /// Entry-wise minimum with `other` (of the same length).
+    pub fn meet(&mut self, other: &VClock) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a = (*a).min(*b);
+        }
+    }
+
     /// Whether every entry is at least `other`'s.
     pub fn dominates(&self, other: &VClock) -> bool {
         self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| a >= b)
