@@ -10,7 +10,7 @@ use crate::contract::{Protocol, Tuning};
 use crate::cure::{Cure, HCure};
 use crate::ec::Ec;
 use crate::paris::{Bpr, Paris};
-use crate::promptcc::PrompTcc;
+use crate::promptcc::{PrompTcc, PrompTccNaive};
 use crate::topology::Topology;
 use crate::wren::Wren;
 use std::fmt;
@@ -34,6 +34,8 @@ pub enum ProtocolKind {
     Bpr,
     /// PrompTCC: one DC; reads in one round (two at most) from the freshest snapshot committed everywhere.
     PrompTcc,
+    /// PrompTCC-naive: PrompTCC with every vector sent whole (§IV), to measure what §V saves.
+    PrompTccNaive,
 }
 
 /// A computation generic over the protocol, run by [`ProtocolKind::visit`].
@@ -51,6 +53,7 @@ impl ProtocolKind {
         ProtocolKind::Paris,
         ProtocolKind::Bpr,
         ProtocolKind::PrompTcc,
+        ProtocolKind::PrompTccNaive,
     ];
 
     pub fn name(self) -> &'static str {
@@ -62,6 +65,7 @@ impl ProtocolKind {
             ProtocolKind::Paris => Paris::NAME,
             ProtocolKind::Bpr => Bpr::NAME,
             ProtocolKind::PrompTcc => PrompTcc::NAME,
+            ProtocolKind::PrompTccNaive => PrompTccNaive::NAME,
         }
     }
 
@@ -81,6 +85,7 @@ impl ProtocolKind {
             ProtocolKind::PrompTcc => {
                 "one DC only: reads in one round, two at most, from the freshest snapshot committed at every partition"
             }
+            ProtocolKind::PrompTccNaive => "PrompTCC with its vectors sent whole (baseline of its metadata savings)",
         }
     }
 
@@ -132,6 +137,7 @@ impl ProtocolKind {
             ProtocolKind::Paris => visitor.visit::<Paris>(),
             ProtocolKind::Bpr => visitor.visit::<Bpr>(),
             ProtocolKind::PrompTcc => visitor.visit::<PrompTcc>(),
+            ProtocolKind::PrompTccNaive => visitor.visit::<PrompTccNaive>(),
         }
     }
 }
@@ -171,7 +177,7 @@ mod tests {
             assert_eq!(kind.visit(Name), kind.name());
         }
         let names: Vec<_> = ProtocolKind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(names, ["wren", "cure", "h-cure", "ec", "paris", "bpr", "promptcc"]);
+        assert_eq!(names, ["wren", "cure", "h-cure", "ec", "paris", "bpr", "promptcc", "promptcc-naive"]);
         assert_eq!("H-Cure".parse::<ProtocolKind>(), Ok(ProtocolKind::HCure));
         assert!("paxos".parse::<ProtocolKind>().unwrap_err().contains("wren"));
     }

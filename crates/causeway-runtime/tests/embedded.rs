@@ -16,7 +16,8 @@ fn b(s: &str) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_protocol_serves_clients_and_replicates_across_dcs() {
-    for &kind in ProtocolKind::ALL.iter().filter(|&&k| k != ProtocolKind::PrompTcc) {
+    let one_dc = [ProtocolKind::PrompTcc, ProtocolKind::PrompTccNaive];
+    for &kind in ProtocolKind::ALL.iter().filter(|k| !one_dc.contains(k)) {
         a_write_in_one_dc_becomes_visible_in_another(kind).await;
     }
 }
@@ -26,11 +27,15 @@ async fn every_protocol_serves_clients_and_replicates_across_dcs() {
 /// session, whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promptcc_serves_clients_in_one_dc_and_refuses_two() {
-    let Err(refused) = ClusterPlan::embedded(ProtocolKind::PrompTcc, 2, 2, None, None, 0) else {
-        panic!("two DCs refused")
-    };
-    assert!(refused.to_string().contains("one DC"), "{refused}");
-    let plan = ClusterPlan::embedded(ProtocolKind::PrompTcc, 1, 3, None, None, 0).unwrap();
+    for kind in [ProtocolKind::PrompTcc, ProtocolKind::PrompTccNaive] {
+        let Err(refused) = ClusterPlan::embedded(kind, 2, 2, None, None, 0) else { panic!("two DCs refused") };
+        assert!(refused.to_string().contains("one DC"), "{refused}");
+        promptcc_in_one_dc(kind).await;
+    }
+}
+
+async fn promptcc_in_one_dc(kind: ProtocolKind) {
+    let plan = ClusterPlan::embedded(kind, 1, 3, None, None, 0).unwrap();
     let node = start(Arc::new(plan), "embedded").await.unwrap();
     let (mut a, _) = Raw::hello(node.client_addr(DcId(0)).unwrap()).await;
     assert_eq!(a.call(Request::Begin).await, Some(Response::Started));

@@ -1,6 +1,6 @@
 //! Every message PrompTCC sends.
 
-use super::vclock::{Decided, VClock};
+use super::vclock::{Decided, VClock, Wire};
 use crate::contract::{Key, Message, MsgClass, ReadTag, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{ClientId, PartitionId};
@@ -19,7 +19,24 @@ pub struct PtxId {
 
 /// One key read: its value (`None`: no version, or a delete) and the
 /// version's commit timestamp (`None` when no version is visible).
-pub type ReadValue = (Key, Option<Value>, Option<VClock>);
+pub type ReadValue = (Key, Option<Value>, Option<Wire>);
+
+/// What a partition says of its snapshot vector with a first round's
+/// values, for the client to tell whether they are of one snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Cover {
+    /// PrompTCC-naive: `S_i` itself (Alg. 2 line 43); the values are of the
+    /// snapshot if it covers them all.
+    Vector(Wire),
+    /// PrompTCC (§V): two scalars — `S_i[i]`, below which this partition
+    /// has ended every transaction it numbered, and the smallest entry of
+    /// `S_i` — and the commit timestamps of the versions of the keys read
+    /// that are newer than those returned but not yet visible here (almost
+    /// always none). The values are of the snapshot if it is at or below
+    /// `own` at this partition (no transaction still open here is in it)
+    /// and holds none of those versions.
+    Floor { own: Timestamp, floor: Timestamp, pending: Vec<Wire> },
+}
 
 /// Stable-time gossip inside the DC.
 pub const STABILIZATION: MsgClass = MsgClass::new(2, "stabilization");
@@ -32,9 +49,9 @@ pub enum PtccMsg {
     /// (Alg. 2 lines 37, 46). `bound`: none in a first round (the newest
     /// visible versions, line 40); the transaction's snapshot in a second
     /// round and in the later reads of a transaction (line 49).
-    Read { tag: ReadTag, keys: Vec<Key>, deps: VClock, bound: Option<VClock> },
-    /// `snapshot`: `S_i` after the read.
-    ReadResp { tag: ReadTag, snapshot: VClock, values: Vec<ReadValue> },
+    Read { tag: ReadTag, keys: Vec<Key>, deps: Wire, bound: Option<Wire> },
+    /// `cover`: what the client needs of `S_i` after the read.
+    ReadResp { tag: ReadTag, cover: Cover, values: Vec<ReadValue> },
     /// A read at a snapshot whose version of a key may have been
     /// collected (§VII): the transaction must start again.
     TooOld { tag: ReadTag },
@@ -44,7 +61,7 @@ pub enum PtccMsg {
         writes: Vec<(Key, Option<Value>)>,
         participants: Vec<PartitionId>,
         coordinator: PartitionId,
-        deps: VClock,
+        deps: Wire,
     },
     /// The transaction committed at the sending partition; with the
     /// sequence numbers every participant gave it.

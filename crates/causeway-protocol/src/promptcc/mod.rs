@@ -79,7 +79,7 @@ pub use durable::PtccRecord;
 pub use messages::PtccMsg;
 pub use replica::{PtccReplica, PtccTimer};
 pub use session::{PtccClient, PtccSession, PtccSessionState, RoundCounts};
-pub use vclock::VClock;
+pub use vclock::{VClock, Wire};
 
 /// Tunables of PrompTCC, in microseconds of the replica's clock.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +98,10 @@ pub struct PtccConfig {
     /// that reads this long after its first read is aborted (the client
     /// starts it again).
     pub txn_timeout_us: u64,
+    /// PrompTCC-naive: every vector sent whole, and `S_i` returned with
+    /// every read (§IV), to measure what §V's parsimony saves. The protocol
+    /// type sets it ([`PrompTccNaive`]).
+    pub naive: bool,
     /// Deliberate protocol bugs, for tests that prove the checker can see.
     /// Never set outside tests.
     #[doc(hidden)]
@@ -112,6 +116,7 @@ impl Default for PtccConfig {
             resolve_after_us: 500_000,
             commit_timeout_us: 2_000_000,
             txn_timeout_us: 5_000_000,
+            naive: false,
             fault: PtccFault::None,
         }
     }
@@ -133,11 +138,18 @@ pub enum PtccFault {
     EarlyFrontier,
 }
 
-/// PrompTCC.
-pub struct PrompTcc;
+/// PrompTCC, or with `NAIVE` PrompTCC-naive: the same protocol, its
+/// vectors sent whole.
+pub struct PrompTccOn<const NAIVE: bool>;
 
-impl Protocol for PrompTcc {
-    const NAME: &'static str = "promptcc";
+/// PrompTCC (§V's metadata).
+pub type PrompTcc = PrompTccOn<false>;
+
+/// PrompTCC-naive (§IV's metadata: full vectors).
+pub type PrompTccNaive = PrompTccOn<true>;
+
+impl<const NAIVE: bool> Protocol for PrompTccOn<NAIVE> {
+    const NAME: &'static str = if NAIVE { "promptcc-naive" } else { "promptcc" };
     const GUARANTEE: Guarantee = Guarantee::Causal;
     const READS_NEVER_WAIT: bool = true;
     type Config = PtccConfig;
@@ -147,7 +159,11 @@ impl Protocol for PrompTcc {
 
     /// Δ_G is the tree's interval; PrompTCC replicates nothing (Δ_R unused).
     fn configure(tuning: &Tuning) -> PtccConfig {
-        PtccConfig { stabilization_interval_us: tuning.stabilization_interval_us, ..PtccConfig::default() }
+        PtccConfig {
+            stabilization_interval_us: tuning.stabilization_interval_us,
+            naive: NAIVE,
+            ..PtccConfig::default()
+        }
     }
 
     fn validate(topology: &Topology, config: &PtccConfig) -> Result<(), String> {
@@ -174,7 +190,7 @@ impl Protocol for PrompTcc {
     }
 
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &PtccConfig) -> PtccReplica {
-        PtccReplica::new(id, topology, config.clone())
+        PtccReplica::new(id, topology, PtccConfig { naive: NAIVE, ..config.clone() })
     }
 
     fn recover(
@@ -189,7 +205,7 @@ impl Protocol for PrompTcc {
     }
 
     fn session(setup: SessionSetup, config: &PtccConfig) -> PtccSession {
-        let client = PtccClient::new(setup.id, setup.topology.clone(), config);
+        let client = PtccClient::new(setup.id, setup.topology.clone(), &PtccConfig { naive: NAIVE, ..config.clone() });
         SessionCore::new(&setup, client)
     }
 }

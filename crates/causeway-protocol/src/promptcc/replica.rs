@@ -6,8 +6,8 @@
 //! went silent.
 
 use super::durable::{PreparedTx, PtccRecord};
-use super::messages::{PtccMsg, PtxId, ReadValue};
-use super::vclock::{stamp_of, Decided, VClock};
+use super::messages::{Cover, PtccMsg, PtxId, ReadValue};
+use super::vclock::{stamp_of, Decided, VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::replica::ReplicaEffects;
 use crate::contract::{Key, ReadTag, Replica, ReplicaCounters, Value};
@@ -219,13 +219,16 @@ impl PtccReplica {
         from: Addr,
         tag: ReadTag,
         keys: Vec<Key>,
-        deps: VClock,
-        bound: Option<VClock>,
+        deps: Wire,
+        bound: Option<Wire>,
         out: &mut Out,
     ) {
-        if !self.well_formed(&deps, now) || bound.as_ref().is_some_and(|b| !self.well_formed(b, now)) {
-            return self.refuse();
-        }
+        let Some(deps) = self.decode(&deps, now) else { return self.refuse() };
+        let bound = match bound.map(|b| self.decode(&b, now)) {
+            None => None,
+            Some(Some(b)) => Some(b),
+            Some(None) => return self.refuse(),
+        };
         if keys.iter().any(|k| !self.is_mine(k)) {
             return self.refuse();
         }
@@ -234,8 +237,13 @@ impl PtccReplica {
         if let Some(b) = &bound {
             self.adopt(b);
         }
+        // What the client will read the commit timestamps against: entries
+        // at or below its own floor it need not be sent (§V).
+        let (naive, floor) = (self.config.naive, deps.min_entry());
+        let ts_wire = |ts: &VClock| if naive { ts.to_wire(true) } else { ts.above(floor) };
         let snapshot = &self.snapshot;
         let mut values: Vec<ReadValue> = Vec::with_capacity(keys.len());
+        let mut pending: Vec<Wire> = Vec::new();
         for key in keys {
             let Some(chain) = self.store.chain(&key) else {
                 values.push((key, None, None));
@@ -244,8 +252,15 @@ impl PtccReplica {
             let found = chain.newest_visible(|v| {
                 Self::visible(snapshot, &v.meta) && bound.as_ref().is_none_or(|b| b.dominates(&v.meta.ts))
             });
+            // §V: the versions newer than the one returned, none of them
+            // visible yet, are all a first round's client needs to know of
+            // S_i (one of them in its snapshot means a second round here).
+            if !naive && bound.is_none() {
+                let newer = chain.iter().filter(|v| found.is_none_or(|f| v.stamp > f.stamp));
+                pending.extend(newer.map(|v| ts_wire(&v.meta.ts)));
+            }
             match found {
-                Some(v) => values.push((key, v.value.clone(), Some(v.meta.ts.clone()))),
+                Some(v) => values.push((key, v.value.clone(), Some(ts_wire(&v.meta.ts)))),
                 // Nothing at the snapshot: the key did not exist in it, or
                 // the version it had was collected, which only a version
                 // kept for the whole timeout can have made room for.
@@ -256,7 +271,17 @@ impl PtccReplica {
                 None => values.push((key, None, None)),
             }
         }
-        out.send(from, PtccMsg::ReadResp { tag, snapshot: self.snapshot.clone(), values });
+        let cover = if naive {
+            Cover::Vector(self.snapshot.to_wire(true))
+        } else {
+            Cover::Floor { own: self.snapshot.get(self.me()), floor: self.snapshot.min_entry(), pending }
+        };
+        out.send(from, PtccMsg::ReadResp { tag, cover, values });
+    }
+
+    /// A vector from a message, if well formed for this DC.
+    fn decode(&self, wire: &Wire, now: PhysicalMicros) -> Option<VClock> {
+        wire.decode(self.topology.partition_count()).filter(|v| self.well_formed(v, now))
     }
 
     /// Whether version `v` has been committed here for the transaction
@@ -274,14 +299,14 @@ impl PtccReplica {
         writes: Vec<(Key, Option<Value>)>,
         participants: Vec<PartitionId>,
         coordinator: PartitionId,
-        deps: VClock,
+        deps: Wire,
         out: &mut Out,
     ) {
         let me = self.me();
+        let Some(deps) = self.decode(&deps, now) else { return self.refuse() };
         if tx.client != client
             || !self.participants_ok(&participants)
             || !participants.contains(&coordinator)
-            || !self.well_formed(&deps, now)
             || writes.is_empty()
             || writes.iter().any(|(k, _)| !self.is_mine(k))
         {

@@ -10,8 +10,8 @@
 //! later read calls read at that snapshot in one round, and its commit
 //! sends the writes with the dependencies.
 
-use super::messages::{PtccMsg, PtxId, ReadValue};
-use super::vclock::{stamp_of, Decided, VClock};
+use super::messages::{Cover, PtccMsg, PtxId};
+use super::vclock::{stamp_of, Decided, VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::{AbortReason, CommitStamp, Effects, Key, ReadTag, SessionError, Value};
 use crate::hlc::PhysicalMicros;
@@ -54,11 +54,43 @@ struct Gather {
     /// The keys asked of each partition.
     keys: BTreeMap<PartitionId, Vec<Key>>,
     waiting: BTreeSet<PartitionId>,
-    /// Each partition's answer: its snapshot vector and values.
-    answers: BTreeMap<PartitionId, (VClock, Vec<ReadValue>)>,
+    /// Each partition's answer.
+    answers: BTreeMap<PartitionId, Answer>,
     /// What this round reads at, if it is not a first round.
     bound: Option<VClock>,
     first_call: bool,
+}
+
+/// A partition's answer to a read round, decoded.
+#[derive(Debug)]
+struct Answer {
+    cover: Covers,
+    values: Vec<(Key, Option<Value>, Option<VClock>)>,
+}
+
+/// What the answer says of the partition's `S_i` ([`Cover`], decoded).
+#[derive(Debug)]
+enum Covers {
+    Vector(VClock),
+    Floor { own: crate::hlc::Timestamp, floor: crate::hlc::Timestamp, pending: Vec<VClock> },
+}
+
+impl Covers {
+    /// Whether partition `p`'s first-round values are those of
+    /// `snapshot`: its `S_i` covers it (the paper's test), or (§V's) no
+    /// transaction still open at `p` when it answered can be in it — its
+    /// entry is at or below `S_p[p]` — and none of the versions `p` could
+    /// not show yet is. The second part alone would miss a transaction
+    /// that ends at `p` just after `p` answers, and that another partition
+    /// answering later shows.
+    fn covers(&self, p: PartitionId, snapshot: &VClock) -> bool {
+        match self {
+            Covers::Vector(s) => s.dominates(snapshot),
+            Covers::Floor { own, pending, .. } => {
+                snapshot.get(p) <= *own && pending.iter().all(|ts| !snapshot.dominates(ts))
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -77,6 +109,7 @@ pub struct PtccClient {
     topology: Arc<Topology>,
     commit_timeout_us: u64,
     txn_timeout_us: u64,
+    naive: bool,
     fault: PtccFault,
     /// When the running transaction's first read was asked.
     first_read_at: Option<PhysicalMicros>,
@@ -109,6 +142,7 @@ impl PtccClient {
             topology,
             commit_timeout_us: config.commit_timeout_us,
             txn_timeout_us: config.txn_timeout_us,
+            naive: config.naive,
             fault: config.fault,
             first_read_at: None,
             epoch: 0,
@@ -141,9 +175,10 @@ impl PtccClient {
         let round = self.next_round;
         self.next_round += 1;
         let tag = ReadTag { tx: self.n, round };
-        let deps = bound.clone().unwrap_or_else(|| self.deps.clone());
+        let deps = bound.as_ref().unwrap_or(&self.deps).to_wire(self.naive);
+        let bound_wire = bound.as_ref().map(|b| b.to_wire(self.naive));
         for (&p, keys) in &keys {
-            let msg = PtccMsg::Read { tag, keys: keys.clone(), deps: deps.clone(), bound: bound.clone() };
+            let msg = PtccMsg::Read { tag, keys: keys.clone(), deps: deps.clone(), bound: bound_wire.clone() };
             out.send(self.partition(p), msg);
         }
         let waiting = keys.keys().copied().collect();
@@ -158,19 +193,24 @@ impl PtccClient {
             // vector does not cover it may have missed a version in it.
             (None, _) => {
                 let mut snapshot = self.deps.clone();
-                for (_, values) in gather.answers.values() {
-                    for ts in values.iter().filter_map(|(_, _, ts)| ts.as_ref()) {
+                for a in gather.answers.values() {
+                    for ts in a.values.iter().filter_map(|(_, _, ts)| ts.as_ref()) {
                         snapshot.join(ts);
                     }
                 }
-                // And the smallest vector the partitions answered with:
-                // each of them covers it already, so it asks no second
-                // round, and later reads of other partitions are fresher.
+                // And the smallest vector the partitions answered with (or,
+                // under §V, the smallest of their smallest entries): each of
+                // them covers it already, so it asks no second round, and
+                // later reads of other partitions are fresher.
                 let mut floor: Option<VClock> = None;
-                for (s, _) in gather.answers.values() {
+                for a in gather.answers.values() {
+                    let s = match &a.cover {
+                        Covers::Vector(s) => s.clone(),
+                        Covers::Floor { floor, .. } => VClock::filled(self.deps.len() as u32, *floor),
+                    };
                     match &mut floor {
-                        None => floor = Some(s.clone()),
-                        Some(f) => f.meet(s),
+                        None => floor = Some(s),
+                        Some(f) => f.meet(&s),
                     }
                 }
                 if let Some(floor) = floor {
@@ -179,7 +219,7 @@ impl PtccClient {
                 let behind: BTreeMap<PartitionId, Vec<Key>> = gather
                     .answers
                     .iter()
-                    .filter(|(_, (s, _))| !s.dominates(&snapshot))
+                    .filter(|(p, a)| !a.cover.covers(**p, &snapshot))
                     .map(|(p, _)| (*p, gather.keys[p].clone()))
                     .collect();
                 self.deps = snapshot.clone();
@@ -188,7 +228,7 @@ impl PtccClient {
                     self.rounds.one += 1;
                     return Some(Reply::Values(values_of(gather.answers)));
                 }
-                let kept: BTreeMap<PartitionId, (VClock, Vec<ReadValue>)> =
+                let kept: BTreeMap<PartitionId, Answer> =
                     gather.answers.into_iter().filter(|(p, _)| !behind.contains_key(p)).collect();
                 self.send_round(behind, Some(snapshot), true, out);
                 self.reading.as_mut().expect("just sent").answers = kept;
@@ -197,9 +237,12 @@ impl PtccClient {
             (Some(bound), first_call) => {
                 // A round at the snapshot: every partition has adopted it,
                 // so every version in it is visible there (no third round).
-                let consistent = gather.answers.values().all(|(s, values)| {
-                    s.dominates(bound)
-                        && values.iter().filter_map(|(_, _, ts)| ts.as_ref()).all(|ts| bound.dominates(ts))
+                let consistent = gather.answers.values().all(|a| {
+                    let covered = match &a.cover {
+                        Covers::Vector(s) => s.dominates(bound),
+                        Covers::Floor { .. } => true,
+                    };
+                    covered && a.values.iter().filter_map(|(_, _, ts)| ts.as_ref()).all(|ts| bound.dominates(ts))
                 });
                 if !consistent {
                     // Never, by the protocol: fail loudly rather than
@@ -221,8 +264,26 @@ impl PtccClient {
     }
 }
 
-fn values_of(answers: BTreeMap<PartitionId, (VClock, Vec<ReadValue>)>) -> Vec<(Key, Option<Value>)> {
-    answers.into_values().flat_map(|(_, values)| values.into_iter().map(|(k, v, _)| (k, v))).collect()
+fn values_of(answers: BTreeMap<PartitionId, Answer>) -> Vec<(Key, Option<Value>)> {
+    answers.into_values().flat_map(|a| a.values.into_iter().map(|(k, v, _)| (k, v))).collect()
+}
+
+/// A read reply's vectors, decoded (`None` if one is malformed).
+fn decode_answer(cover: Cover, values: Vec<(Key, Option<Value>, Option<Wire>)>, partitions: u32) -> Option<Answer> {
+    let cover = match cover {
+        Cover::Vector(s) => Covers::Vector(s.decode(partitions)?),
+        Cover::Floor { own, floor, pending } => {
+            Covers::Floor { own, floor, pending: pending.iter().map(|w| w.decode(partitions)).collect::<Option<_>>()? }
+        }
+    };
+    let values = values
+        .into_iter()
+        .map(|(k, v, ts)| match ts {
+            None => Some((k, v, None)),
+            Some(w) => Some((k, v, Some(w.decode(partitions)?))),
+        })
+        .collect::<Option<_>>()?;
+    Some(Answer { cover, values })
 }
 
 impl ClientRole for PtccClient {
@@ -266,8 +327,13 @@ impl ClientRole for PtccClient {
         let coordinator = participants[((self.id.index as u64 + self.n) % participants.len() as u64) as usize];
         let tx = PtxId { client: self.id, epoch: self.epoch, n: self.n };
         for (p, writes) in by_partition {
-            let msg =
-                PtccMsg::Write { tx, writes, participants: participants.clone(), coordinator, deps: self.deps.clone() };
+            let msg = PtccMsg::Write {
+                tx,
+                writes,
+                participants: participants.clone(),
+                coordinator,
+                deps: self.deps.to_wire(self.naive),
+            };
             out.send(self.partition(p), msg);
         }
         let _ = now;
@@ -291,17 +357,16 @@ impl ClientRole for PtccClient {
             return None;
         }
         match (msg, awaiting) {
-            (PtccMsg::ReadResp { tag, snapshot, values }, Awaiting::Read) => {
+            (PtccMsg::ReadResp { tag, cover, values }, Awaiting::Read) => {
+                let partitions = self.topology.partition_count();
                 let gather = self.reading.as_mut()?;
                 if tag != (ReadTag { tx: self.n, round: gather.round }) || !gather.waiting.remove(&r.partition) {
                     return None;
                 }
-                if snapshot.len() != self.deps.len()
-                    || values.iter().any(|(_, _, ts)| ts.as_ref().is_some_and(|t| t.len() != self.deps.len()))
-                {
+                let Some(answer) = decode_answer(cover, values, partitions) else {
                     return Some(Reply::Failed(SessionError::InvalidArgument("a malformed read reply".into())));
-                }
-                gather.answers.insert(r.partition, (snapshot, values));
+                };
+                gather.answers.insert(r.partition, answer);
                 if !gather.waiting.is_empty() {
                     return None;
                 }

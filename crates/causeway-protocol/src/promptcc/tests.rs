@@ -262,7 +262,7 @@ fn a_transaction_whose_coordinator_never_heard_of_it_is_aborted_and_fenced() {
         writes: vec![(a.clone(), value("a1"))],
         participants: vec![PartitionId(0), PartitionId(1)],
         coordinator,
-        deps: super::VClock::zeros(2),
+        deps: super::VClock::zeros(2).to_wire(false),
     };
     c.replicas[coordinator.0 as usize].on_message(c.now, Addr::Client(tx.client), late, &mut out);
     assert!(matches!(&out.messages[..], [(_, PtccMsg::Aborted { .. })]), "{:?}", out.messages);
@@ -407,7 +407,7 @@ fn a_commit_shows_nowhere_before_its_record_is_durable() {
         writes: vec![(a.clone(), value("a1"))],
         participants: vec![PartitionId(0)],
         coordinator: PartitionId(0),
-        deps: super::VClock::zeros(1),
+        deps: super::VClock::zeros(1).to_wire(false),
     };
     let mut out = Out::default();
     r.on_message(2_000, Addr::Client(client), write, &mut out);
@@ -424,7 +424,8 @@ fn a_commit_shows_nowhere_before_its_record_is_durable() {
     // A read before the records are durable does not see the write.
     let read = |r: &mut PtccReplica, at| {
         let tag = crate::contract::ReadTag { tx: 1, round: 0 };
-        let msg = PtccMsg::Read { tag, keys: vec![a.clone()], deps: super::VClock::zeros(1), bound: None };
+        let msg =
+            PtccMsg::Read { tag, keys: vec![a.clone()], deps: super::VClock::zeros(1).to_wire(false), bound: None };
         let mut out = Out::default();
         r.on_message(at, Addr::Client(ClientId { dc: DcId(0), index: 8 }), msg, &mut out);
         match &out.messages[..] {

@@ -25,6 +25,11 @@ impl VClock {
         VClock(vec![Timestamp::ZERO; partitions as usize])
     }
 
+    /// Every entry `t`.
+    pub fn filled(partitions: u32, t: Timestamp) -> Self {
+        VClock(vec![t; partitions as usize])
+    }
+
     /// How many entries (the DC's partition count, if well formed).
     pub fn len(&self) -> usize {
         self.0.len()
@@ -91,6 +96,71 @@ impl VClock {
     }
 }
 
+/// A vector as a message carries it. PrompTCC-naive sends every entry
+/// (§IV); PrompTCC sends a floor and the entries above it (§V), each as its
+/// distance from the floor after the gap in partition numbers from the one
+/// before — numbers the message format writes in a few bytes. A receiver
+/// that knows a floor of its own (a partition answering a client whose
+/// `D_c` starts at it) may leave out the entries at or below that floor:
+/// read back as the floor, they change nothing the reader joins them with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Wire {
+    Full(Vec<Timestamp>),
+    Sparse { floor: Timestamp, above: Vec<(u32, u64)> },
+}
+
+impl VClock {
+    /// This vector as a message carries it, in full or above its smallest
+    /// entry.
+    pub fn to_wire(&self, full: bool) -> Wire {
+        if full {
+            return Wire::Full(self.0.clone());
+        }
+        self.above(self.min_entry())
+    }
+
+    /// Only the entries above `floor` (the reader reads the rest as `floor`).
+    pub fn above(&self, floor: Timestamp) -> Wire {
+        let mut above = Vec::new();
+        let mut last = 0u32;
+        for (i, &t) in self.0.iter().enumerate() {
+            if t > floor {
+                let i = i as u32;
+                above.push((i - last, t.0 - floor.0));
+                last = i;
+            }
+        }
+        Wire::Sparse { floor, above }
+    }
+}
+
+impl Wire {
+    /// The vector of `partitions` entries this says, if it is well formed
+    /// (entries of partitions that exist, in order, each above the floor).
+    pub fn decode(&self, partitions: u32) -> Option<VClock> {
+        match self {
+            Wire::Full(entries) => (entries.len() == partitions as usize).then(|| VClock(entries.clone())),
+            Wire::Sparse { floor, above } => {
+                let mut v = vec![*floor; partitions as usize];
+                let mut at: Option<u32> = None;
+                for &(gap, offset) in above {
+                    let i = match at {
+                        None => gap,
+                        Some(prev) if gap > 0 => prev.checked_add(gap)?,
+                        Some(_) => return None,
+                    };
+                    if offset == 0 {
+                        return None;
+                    }
+                    *v.get_mut(i as usize)? = Timestamp(floor.0.checked_add(offset)?);
+                    at = Some(i);
+                }
+                Some(VClock(v))
+            }
+        }
+    }
+}
+
 /// The last-writer-wins stamp of a decided transaction: its largest
 /// sequence number, and the first partition that gave it as the tie-breaker
 /// (two transactions never get the same number from one partition, so the
@@ -120,6 +190,28 @@ mod tests {
         let ts = VClock::commit_ts(&v(&[1, 1, 1]), &[(PartitionId(0), Timestamp(9)), (PartitionId(2), Timestamp(7))]);
         assert_eq!(ts, v(&[9, 1, 7]));
         assert_eq!((ts.max_entry(), ts.min_entry()), (Timestamp(9), Timestamp(1)));
+    }
+
+    #[test]
+    fn wire_forms_decode_to_the_vector_and_refuse_what_is_malformed() {
+        let x = v(&[5, 9, 5, 7, 5]);
+        for full in [true, false] {
+            assert_eq!(x.to_wire(full).decode(5), Some(x.clone()));
+        }
+        assert_eq!(x.to_wire(false), Wire::Sparse { floor: Timestamp(5), above: vec![(1, 4), (2, 2)] });
+        // Above a floor the reader knows: what is below reads as the floor.
+        assert_eq!(x.above(Timestamp(6)).decode(5), Some(v(&[6, 9, 6, 7, 6])));
+        assert_eq!(x.to_wire(true).decode(4), None, "another length");
+        let bad = [
+            Wire::Sparse { floor: Timestamp(1), above: vec![(5, 1)] },
+            Wire::Sparse { floor: Timestamp(1), above: vec![(1, 1), (0, 1)] },
+            Wire::Sparse { floor: Timestamp(1), above: vec![(1, 0)] },
+            Wire::Sparse { floor: Timestamp(u64::MAX), above: vec![(1, 1)] },
+            Wire::Sparse { floor: Timestamp(1), above: vec![(1, 1), (u32::MAX, 1)] },
+        ];
+        for w in bad {
+            assert_eq!(w.decode(5), None, "{w:?}");
+        }
     }
 
     #[test]
