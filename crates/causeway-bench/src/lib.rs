@@ -23,4 +23,4 @@ pub mod sweep;
 
 pub use report::BenchReport;
 pub use run::{run, Outcome};
-pub use spec::{new_run_id, paper_workload, BenchSpec, Deployment};
+pub use spec::{new_run_id, paper_workload, promptcc_workload, BenchSpec, Deployment};

@@ -86,6 +86,11 @@ pub struct WorkloadReport {
     /// holds (`--locality 95:5`: 0.05).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multi_dc_fraction: Option<f64>,
+    /// With the PrompTCC paper's transactions (each reads or writes
+    /// `reads_per_txn` keys), the share that write; `None`: the Wren
+    /// paper's (reads then writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_fraction: Option<f64>,
 }
 
 impl WorkloadReport {
@@ -113,6 +118,24 @@ pub struct ReadWaits {
     pub wait_mean_of_waited_ms: f64,
     /// Share of measured transactions with at least one slice that waited.
     pub txns_waited_share: f64,
+    /// Read-only transactions measured, by the round trips their session
+    /// took: `[1, 2, 3, 4 or more]` (empty in reports from before).
+    #[serde(default)]
+    pub read_only_rounds: Vec<u64>,
+}
+
+impl ReadWaits {
+    /// Mean round trips of the read-only transactions, and the shares that
+    /// took 2 or more and 3 or more; `None` without any.
+    pub fn read_only_round_summary(&self) -> Option<(f64, f64, f64)> {
+        let n: u64 = self.read_only_rounds.iter().sum();
+        if n == 0 {
+            return None;
+        }
+        let mean = self.read_only_rounds.iter().enumerate().map(|(i, c)| (i as u64 + 1) * c).sum::<u64>() as f64;
+        let from = |k: usize| self.read_only_rounds.iter().skip(k - 1).sum::<u64>() as f64 / n as f64;
+        Some((mean / n as f64, from(2), from(3)))
+    }
 }
 
 /// How long a commit takes to become visible to new transactions, in its
@@ -308,6 +331,17 @@ impl BenchReport {
                 100.0 * r.txns_waited_share
             ),
         );
+        if let Some((mean, two, three)) = r.read_only_round_summary() {
+            line(
+                &mut s,
+                format!(
+                    "  read-only      {mean:.3} round trips each; {:.2} % took 2 or more, {:.2} % 3 or more ({} transactions)",
+                    100.0 * two,
+                    100.0 * three,
+                    r.read_only_rounds.iter().sum::<u64>()
+                ),
+            );
+        }
         for (name, d) in [("visible here  ", &self.visibility.local), ("visible remote", &self.visibility.remote)] {
             if d.count > 0 {
                 line(
@@ -346,5 +380,19 @@ impl BenchReport {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_rounds_summarize_to_a_mean_and_the_shares_of_second_and_third_rounds() {
+        let r = ReadWaits { read_only_rounds: vec![90, 8, 2, 0], ..ReadWaits::default() };
+        let (mean, two, three) = r.read_only_round_summary().unwrap();
+        assert!((mean - 1.12).abs() < 1e-9, "{mean}");
+        assert!((two - 0.10).abs() < 1e-9 && (three - 0.02).abs() < 1e-9, "{two} {three}");
+        assert!(ReadWaits::default().read_only_round_summary().is_none(), "none from older reports");
     }
 }

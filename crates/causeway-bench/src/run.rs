@@ -182,6 +182,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             zipf: w.zipf,
             value_size: spec.value_size,
             multi_dc_fraction: (!topology.is_fully_replicated()).then_some(w.multi_dc_fraction),
+            write_fraction: (w.shape == causeway_workload::TxnShape::ReadOrWrite).then_some(1.0 - w.read_only_fraction),
         },
         wan: spec.wan.is_some(),
         preload: spec.preload,
@@ -208,6 +209,14 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             wait_mean_ms: wait_us as f64 / 1000.0 / slices.max(1) as f64,
             wait_mean_of_waited_ms: wait_us as f64 / 1000.0 / slices_waited.max(1) as f64,
             txns_waited_share: waited as f64 / report.attempted.max(1) as f64,
+            read_only_rounds: (0..4)
+                .map(|i| {
+                    let at = |ns: &[causeway_client::wire::NodeStats]| {
+                        ns.iter().map(|n| n.read_only_rounds.get(i).copied().unwrap_or(0)).sum::<u64>()
+                    };
+                    at(b).saturating_sub(at(a))
+                })
+                .collect(),
         },
         visibility: Visibility {
             local: Distribution::of(&seen.local),

@@ -3,7 +3,7 @@
 
 use causeway_client::wire::Limits;
 use causeway_protocol::{ProtocolKind, Topology};
-use causeway_workload::WorkloadConfig;
+use causeway_workload::{TxnShape, WorkloadConfig};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -154,6 +154,21 @@ pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
         max_read_rounds: 1,
         think_time_us: 0,
         multi_dc_fraction: 0.05,
+        shape: TxnShape::ReadThenWrite,
+    }
+}
+
+/// The PrompTCC paper's workload (its Table II defaults): a transaction
+/// reads `keys` keys, or — a share `write_fraction` of them — writes `keys`
+/// keys, drawn by zipf 0.99 over the whole key space (100,000 keys per
+/// partition here).
+pub fn promptcc_workload(keys: u32, write_fraction: f64) -> WorkloadConfig {
+    WorkloadConfig {
+        reads_per_txn: keys,
+        writes_per_txn: keys,
+        read_only_fraction: 1.0 - write_fraction,
+        shape: TxnShape::ReadOrWrite,
+        ..paper_workload(keys, keys)
     }
 }
 

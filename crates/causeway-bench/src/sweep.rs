@@ -50,8 +50,12 @@ impl Sweep {
                         for (clients, per_dc) in loads {
                             let mut s = self.base.clone();
                             s.clients_per_dc = per_dc;
-                            s.workload.reads_per_txn = reads;
-                            s.workload.writes_per_txn = writes;
+                            // The PrompTCC paper's transactions read or write
+                            // their own count of keys: a mix does not apply.
+                            if s.workload.shape == causeway_workload::TxnShape::ReadThenWrite {
+                                s.workload.reads_per_txn = reads;
+                                s.workload.writes_per_txn = writes;
+                            }
                             s.workload.multi_dc_fraction = multi_dc;
                             s.dcs = dcs;
                             s.partitions = partitions;

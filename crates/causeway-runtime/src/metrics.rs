@@ -65,7 +65,15 @@ pub struct Metrics {
     pub waited_txns: Mutex<rustc_hash::FxHashSet<(u16, u64)>>,
     /// The series of `op_latency` for each client operation, looked up once.
     op_series: Vec<(&'static str, Histogram)>,
+    /// Read-only transactions by the round trips their session took
+    /// ([`READ_ONLY_ROUNDS`] series: 1, 2, 3, then 4 or more).
+    read_only_rounds: Family<Labels, Counter>,
+    read_only_series: Vec<Counter>,
 }
+
+/// How many series `read_only_round_trips` has: 1, 2, 3, and the last
+/// for 4 or more.
+pub const READ_ONLY_ROUNDS: usize = 4;
 
 /// Client operations timed by `operation_latency_seconds`.
 pub const OPERATIONS: [&str; 5] = ["begin", "read", "commit", "read_only", "dump"];
@@ -86,6 +94,13 @@ impl Metrics {
         let op_latency: Family<Labels, Histogram, fn() -> Histogram> = Family::new_with_constructor(latency_histogram);
         let op_series =
             OPERATIONS.map(|op| (op, op_latency.get_or_create(&vec![("op", op.to_string())]).clone())).to_vec();
+        let read_only_rounds: Family<Labels, Counter> = Family::default();
+        let read_only_series = (1..=READ_ONLY_ROUNDS)
+            .map(|r| {
+                let label = if r < READ_ONLY_ROUNDS { r.to_string() } else { format!("{r}+") };
+                read_only_rounds.get_or_create(&vec![("rounds", label)]).clone()
+            })
+            .collect();
         let m = Metrics {
             registry: Mutex::new(Registry::with_prefix("causeway")),
             txns_started: Counter::default(),
@@ -110,6 +125,8 @@ impl Metrics {
             checkpoint_waits: Counter::default(),
             waited_txns: Mutex::default(),
             op_series,
+            read_only_rounds,
+            read_only_series,
         };
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -130,6 +147,9 @@ impl Metrics {
                 "transactions_committed": "Transactions committed by clients of this node" => m.txns_committed,
                 "transactions_aborted": "Transactions aborted by clients of this node" => m.txns_aborted,
                 "operation_latency" in Seconds: "Client operation latency, by operation" => m.op_latency,
+                "read_only_round_trips": "Read-only transactions of this node's clients, by the round trips \
+                    their session took (Wren: 2, its snapshot and its reads; EC: 1; PrompTCC: 1, or 2)"
+                    => m.read_only_rounds,
                 "reads_waited": "Read slices a replica could not answer at once" => m.reads_waited,
                 "checkpoint_waits": "Times a replica stopped until its checkpoint was written, the next being due \
                     (the disk falls behind the writes)" => m.checkpoint_waits,
@@ -170,6 +190,17 @@ impl Metrics {
             Some((_, h)) => h.observe(seconds),
             None => self.op_latency.get_or_create(&vec![("op", op.to_string())]).observe(seconds),
         }
+    }
+
+    /// Records a read-only transaction that took `rounds` round trips.
+    pub fn observe_read_only_rounds(&self, rounds: u32) {
+        let i = (rounds.max(1) as usize).min(READ_ONLY_ROUNDS) - 1;
+        self.read_only_series[i].inc();
+    }
+
+    /// Read-only transactions so far by round trips: 1, 2, 3, 4 or more.
+    pub fn read_only_rounds(&self) -> Vec<u64> {
+        self.read_only_series.iter().map(|c| c.get()).collect()
     }
 
     /// Records a read slice that was answered `waited` after it arrived
@@ -251,5 +282,18 @@ pub async fn serve(
             let _ = stream.write_all(body.as_bytes()).await;
             let _ = stream.shutdown().await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn read_only_rounds_are_bucketed_one_two_three_and_more() {
+        let m = super::Metrics::new(&[causeway_protocol::MsgClass::CLIENT]);
+        for r in [1, 1, 2, 3, 4, 9, 0] {
+            m.observe_read_only_rounds(r);
+        }
+        assert_eq!(m.read_only_rounds(), vec![3, 1, 1, 2], "0 counts as 1, 9 as 4 or more");
+        assert!(m.encode().contains("read_only_round_trips_total{rounds=\"4+\"} 2"), "{}", m.encode());
     }
 }

@@ -39,5 +39,6 @@ pub fn node_stats(
         read_slices_waited: metrics.reads_waited.get(),
         read_wait_us: metrics.read_wait_us.get(),
         waited_txns,
+        read_only_rounds: metrics.read_only_rounds(),
     }
 }

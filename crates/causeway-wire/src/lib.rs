@@ -32,10 +32,10 @@ pub use error::WireError;
 pub use frames::{Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, DUMP_PAGE_BYTES};
 pub use stats::{ClassCount, NodeStats, ReplicaReading};
 
-/// Bumped on any incompatible change of the frames (6: a dump says how
-/// many partitions the key space has, which partial replication sets apart
-/// from those the DC holds).
-pub const WIRE_VERSION: u32 = 6;
+/// Bumped on any incompatible change of the frames (7: an abort may say
+/// the transaction outlived its snapshot, and a node's stats count its
+/// read-only transactions by round trips).
+pub const WIRE_VERSION: u32 = 7;
 
 /// The largest frame either side accepts by default (16 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;

@@ -23,6 +23,9 @@ pub struct NodeStats {
     /// the last request that asked for them (with `waited_txns`; at most
     /// [`NodeStats::MAX_WAITED_TXNS`] are kept between two requests).
     pub waited_txns: Vec<(u16, u64)>,
+    /// Read-only transactions of the node's clients by the round trips
+    /// their session took: `[1, 2, 3, 4 or more]`.
+    pub read_only_rounds: Vec<u64>,
 }
 
 impl NodeStats {

@@ -39,6 +39,28 @@ pub struct WorkloadConfig {
     /// locality, 95:5 by default). Without partial replication every
     /// transaction is both.
     pub multi_dc_fraction: f64,
+    /// What a transaction is: reads then writes over chosen partitions
+    /// (the Wren paper's), or either reads or writes of keys drawn from the
+    /// whole key space (the PrompTCC paper's).
+    pub shape: TxnShape,
+}
+
+/// The shape of a transaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TxnShape {
+    /// `reads_per_txn` reads then `writes_per_txn` writes, over
+    /// `partitions_per_txn` partitions (zipf inside each); a share of them
+    /// read-only.
+    #[default]
+    ReadThenWrite,
+    /// The PrompTCC paper's (after TAO): a transaction only reads
+    /// (`reads_per_txn` keys, one call: a read-only transaction) or, a
+    /// share `1 - read_only_fraction` of them (the write fraction), only
+    /// writes (`writes_per_txn` keys); the keys distinct, drawn by one zipf
+    /// over every key of every partition, the hottest spread over the
+    /// partitions. `partitions_per_txn`, aborts, rewrites and read rounds
+    /// do not apply.
+    ReadOrWrite,
 }
 
 impl Default for WorkloadConfig {
@@ -59,6 +81,7 @@ impl Default for WorkloadConfig {
             max_read_rounds: 2,
             think_time_us: 0,
             multi_dc_fraction: 0.05,
+            shape: TxnShape::ReadThenWrite,
         }
     }
 }
@@ -145,6 +168,8 @@ impl PlannedWrite {
 pub struct Generator {
     kind: WorkloadKind,
     keys: KeySpace,
+    /// Popularity inside a partition ([`TxnShape::ReadThenWrite`]) or over
+    /// every key ([`TxnShape::ReadOrWrite`]).
     zipf: Option<ZipfTable>,
     /// Under partial replication, the partitions each DC holds (a local-DC
     /// transaction's choice); empty under full replication.
@@ -164,7 +189,13 @@ impl Generator {
         };
         let keys = KeySpace::with_prefix(topology, keys_per_partition, prefix);
         let zipf = match &kind {
-            WorkloadKind::Random(w) if w.zipf > 0.0 => Some(ZipfTable::new(w.keys_per_partition as usize, w.zipf)),
+            WorkloadKind::Random(w) if w.zipf > 0.0 => {
+                let n = match w.shape {
+                    TxnShape::ReadThenWrite => w.keys_per_partition as usize,
+                    TxnShape::ReadOrWrite => w.keys_per_partition as usize * keys.partitions(),
+                };
+                Some(ZipfTable::new(n, w.zipf))
+            }
             _ => None,
         };
         let held = if topology.is_fully_replicated() {
@@ -192,6 +223,7 @@ impl Generator {
     /// The next transaction of a client of DC `dc`.
     pub fn next(&self, rng: &mut impl Rng, dc: DcId) -> TxnPlan {
         match &self.kind {
+            WorkloadKind::Random(w) if w.shape == TxnShape::ReadOrWrite => self.read_or_write_txn(rng, w),
             WorkloadKind::Random(w) => self.random_txn(rng, w, dc),
             WorkloadKind::Groups { groups, read_only_fraction } => {
                 let g = rng.random_range(0..*groups as usize);
@@ -210,6 +242,40 @@ impl Generator {
                     let writes = group.into_iter().map(PlannedWrite::value).collect();
                     TxnPlan { read_rounds: Vec::new(), writes, abort: false }
                 }
+            }
+        }
+    }
+
+    /// A key by its rank over the whole key space: rank `r` is key `r / n`
+    /// of partition `r % n`, so the hottest keys sit in different
+    /// partitions, as hashing would put them.
+    fn pick_anywhere(&self, rng: &mut impl Rng) -> Key {
+        let n = self.keys.partitions();
+        let r = match &self.zipf {
+            Some(z) => z.sample(rng),
+            None => rng.random_range(0..n * self.keys.partition(0).len()),
+        };
+        self.keys.partition(r % n)[r / n].clone()
+    }
+
+    fn read_or_write_txn(&self, rng: &mut impl Rng, w: &WorkloadConfig) -> TxnPlan {
+        let read_only = w.writes_per_txn == 0 || (w.reads_per_txn > 0 && rng.random_bool(w.read_only_fraction));
+        let count = if read_only { w.reads_per_txn } else { w.writes_per_txn } as usize;
+        let all = self.keys.partitions() * self.keys.partition(0).len();
+        let mut keys: Vec<Key> = Vec::with_capacity(count);
+        while keys.len() < count.min(all) {
+            let k = self.pick_anywhere(rng);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        if read_only {
+            TxnPlan { read_rounds: vec![keys], writes: Vec::new(), abort: false }
+        } else {
+            TxnPlan {
+                read_rounds: Vec::new(),
+                writes: keys.into_iter().map(PlannedWrite::value).collect(),
+                abort: false,
             }
         }
     }
@@ -311,6 +377,46 @@ mod tests {
             let plan = g.next(&mut rng, DcId(1));
             assert!(plan.read_rounds.iter().flatten().all(|k| t.holds(DcId(1), t.partition_of(k))));
         }
+    }
+
+    #[test]
+    fn read_or_write_plans_only_read_or_only_write_distinct_keys_anywhere() {
+        let t = Topology::full(1, 16).unwrap();
+        let w = WorkloadConfig {
+            shape: TxnShape::ReadOrWrite,
+            reads_per_txn: 5,
+            writes_per_txn: 5,
+            read_only_fraction: 0.9,
+            keys_per_partition: 100,
+            ..Default::default()
+        };
+        let g = Generator::new(WorkloadKind::Random(w), &t);
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let (mut writes, mut partitions) = (0, std::collections::BTreeSet::new());
+        for _ in 0..2000 {
+            let plan = g.next(&mut rng, DcId(0));
+            assert!(!plan.abort);
+            let keys: Vec<&Key> = match (&plan.read_rounds[..], plan.writes.is_empty()) {
+                ([keys], true) => keys.iter().collect(),
+                ([], false) => {
+                    writes += 1;
+                    plan.writes.iter().map(|w| &w.key).collect()
+                }
+                _ => panic!("reads or writes, not both: {plan:?}"),
+            };
+            assert_eq!(keys.len(), 5);
+            let mut distinct = keys.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(distinct.len(), 5, "distinct keys");
+            partitions.extend(keys.iter().map(|k| t.partition_of(k)));
+        }
+        assert!((140..260).contains(&writes), "a write fraction of 0.1: {writes} of 2000");
+        assert_eq!(partitions.len(), 16, "keys from every partition");
+        // The hottest key overall is the first of partition 0.
+        let hot = g.keys().partition(0)[0].clone();
+        let hits = (0..2000).filter(|_| g.pick_anywhere(&mut rng) == hot).count();
+        assert!(hits > 100, "{hits} of 2000 for the hottest of 1600 keys at zipf 0.99");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::serve::{init_logging, runtime};
 use crate::verdict;
 use anyhow::{Context, Result};
 use causeway_bench::sweep::{self, Sweep};
-use causeway_bench::{figures, paper_workload, BenchReport, BenchSpec, Deployment};
+use causeway_bench::{figures, paper_workload, promptcc_workload, BenchReport, BenchSpec, Deployment};
 use causeway_load::Progress;
 use causeway_protocol::ProtocolKind;
 use causeway_runtime::disk::Fsync;
@@ -53,9 +53,24 @@ pub struct RunFlags {
     /// 90:10, 50:50); a sweep takes a comma-separated list.
     #[arg(long, value_delimiter = ',', default_value = "95:5", value_name = "LOCAL:MULTI")]
     locality: Vec<Locality>,
-    /// Bytes per written value.
-    #[arg(long, default_value_t = 8)]
-    value_size: usize,
+    /// Bytes per written value [default: 8 for the wren workload, 128 for
+    /// promptcc].
+    #[arg(long)]
+    value_size: Option<usize>,
+    /// Whose transactions: the Wren paper's (reads then writes: --reads,
+    /// --writes over --partitions-per-txn) or the PrompTCC paper's (each
+    /// either reads or writes --keys-per-txn keys drawn by zipf from the
+    /// whole key space; --write-fraction of them write).
+    #[arg(long, value_enum, default_value = "wren")]
+    workload: WorkloadArg,
+    /// Keys each transaction reads or writes, with --workload promptcc (the
+    /// paper: 5; 2 to 64).
+    #[arg(long, default_value_t = 5)]
+    keys_per_txn: u32,
+    /// Share of transactions that write, with --workload promptcc (the
+    /// paper: 0.1; 0.01 to 0.5).
+    #[arg(long, default_value_t = 0.1)]
+    write_fraction: f64,
     /// Emulated clock skew: each replica's clock is off by a fixed amount in
     /// [-skew/2, +skew/2] ms (one machine has one clock; real clusters don't).
     #[arg(long, default_value_t = 0.0)]
@@ -80,6 +95,13 @@ pub struct RunFlags {
     /// once on disk), batch (synced every few ms) or never; needs --data-dir.
     #[arg(long, requires = "data_dir", value_parser = parse_fsync)]
     fsync: Option<Fsync>,
+}
+
+/// The transactions of a run ([`RunFlags::workload`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkloadArg {
+    Wren,
+    Promptcc,
 }
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
@@ -109,7 +131,20 @@ impl RunFlags {
             anyhow::ensure!(!used, "--data-dir {} is not empty: give a new or empty directory", dir.display());
         }
         let (delta_r_ms, delta_g_ms) = net.intervals_ms()?;
-        let mut workload = paper_workload(19, 1);
+        let mut workload = match self.workload {
+            WorkloadArg::Wren => paper_workload(19, 1),
+            WorkloadArg::Promptcc => {
+                anyhow::ensure!(
+                    self.keys_per_txn >= 1,
+                    "--keys-per-txn must be at least 1 (the paper: 5, from 2 to 64)"
+                );
+                anyhow::ensure!(
+                    (0.0..=1.0).contains(&self.write_fraction),
+                    "--write-fraction must be between 0 and 1 (the paper: 0.1)"
+                );
+                promptcc_workload(self.keys_per_txn, self.write_fraction)
+            }
+        };
         workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
         workload.keys_per_partition = self.keys;
         workload.zipf = self.zipf;
@@ -117,7 +152,10 @@ impl RunFlags {
         Ok(BenchSpec {
             deployment,
             workload,
-            value_size: self.value_size,
+            value_size: self.value_size.unwrap_or(match self.workload {
+                WorkloadArg::Wren => 8,
+                WorkloadArg::Promptcc => 128,
+            }),
             warmup: secs(self.warmup, "--warmup")?,
             duration: secs(self.duration, "--duration")?,
             wan: net.wan()?,
@@ -219,15 +257,25 @@ fn describe(spec: &BenchSpec) -> String {
         Some(dir) => format!(", logs in {} (fsync = {})", dir.display(), spec.fsync.name()),
         None => String::new(),
     };
+    let txns = match w.shape {
+        causeway_workload::TxnShape::ReadThenWrite => format!(
+            "{}+{} per txn over {}",
+            w.reads_per_txn,
+            w.writes_per_txn,
+            count(w.partitions_per_txn.min(spec.partitions), "partition")
+        ),
+        causeway_workload::TxnShape::ReadOrWrite => format!(
+            "{} keys read or written per txn ({:.0} % write)",
+            w.reads_per_txn,
+            (1.0 - w.read_only_fraction) * 100.0
+        ),
+    };
     format!(
-        "{} on {place}, WAN emulation {}, {} per DC, {}+{} per txn over {}, {} keys per partition, zipf {}, \
+        "{} on {place}, WAN emulation {}, {} per DC, {txns}, {} keys per partition, zipf {}, \
          {}-byte values, warm-up {} s, measured {} s{disk}",
         spec.protocol,
         if spec.wan.is_some() { "on" } else { "off" },
         count(spec.clients_per_dc(), "client"),
-        w.reads_per_txn,
-        w.writes_per_txn,
-        count(w.partitions_per_txn.min(spec.partitions), "partition"),
         w.keys_per_partition,
         w.zipf,
         spec.value_size,
@@ -253,8 +301,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     spec.replication = args.cluster.replication;
     spec.clients_per_partition = args.clients.clients;
     spec.clients_per_dc = args.clients_per_dc;
-    spec.workload.reads_per_txn = args.reads;
-    spec.workload.writes_per_txn = args.writes;
+    if args.run.workload == WorkloadArg::Wren {
+        spec.workload.reads_per_txn = args.reads;
+        spec.workload.writes_per_txn = args.writes;
+    }
     spec.record = args.history.is_some();
     spec.key_prefix = args.key_prefix.clone();
     if let Deployment::Config(path) = &spec.deployment {

@@ -8,7 +8,7 @@ use causeway_protocol::{Protocol, ProtocolVisitor, Topology, Tuning};
 use causeway_sim::{
     random_crashes, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation, TransportFaults,
 };
-use causeway_workload::{Locality, WanModel, WorkloadConfig, WorkloadKind};
+use causeway_workload::{Locality, TxnShape, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -21,6 +21,9 @@ pub enum WorkloadName {
     Random,
     /// Atomicity invariant: each update writes one value to a whole group of keys.
     Groups,
+    /// The PrompTCC paper's: each transaction reads or writes --keys-per-txn
+    /// keys drawn by zipf from the whole key space; --write-fraction write.
+    Promptcc,
 }
 
 /// A crash and its restart: `DC:PARTITION:START_MS-END_MS`, or
@@ -172,6 +175,12 @@ pub struct SimArgs {
     /// Key groups of the `groups` workload.
     #[arg(long, default_value_t = 20)]
     groups: u32,
+    /// Keys each transaction reads or writes (the `promptcc` workload).
+    #[arg(long, default_value_t = 5)]
+    keys_per_txn: u32,
+    /// Share of transactions that write (the `promptcc` workload).
+    #[arg(long, default_value_t = 0.1)]
+    write_fraction: f64,
 }
 
 /// A one-line progress display on a terminal; nothing when piped.
@@ -259,6 +268,10 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         Some(model) => model,
         None => WanModel::default_model().without_wan(c.dcs),
     };
+    if matches!(args.workload, WorkloadName::Promptcc) {
+        anyhow::ensure!(args.keys_per_txn >= 1, "--keys-per-txn must be at least 1 (the paper: 5, from 2 to 64)");
+        anyhow::ensure!((0.0..=1.0).contains(&args.write_fraction), "--write-fraction must be between 0 and 1");
+    }
     let workload = match args.workload {
         WorkloadName::Random => WorkloadKind::Random(WorkloadConfig {
             reads_per_txn: args.reads,
@@ -273,6 +286,17 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
             ..WorkloadConfig::default()
         }),
         WorkloadName::Groups => WorkloadKind::Groups { groups: args.groups, read_only_fraction: 0.5 },
+        WorkloadName::Promptcc => WorkloadKind::Random(WorkloadConfig {
+            reads_per_txn: args.keys_per_txn,
+            writes_per_txn: args.keys_per_txn,
+            keys_per_partition: args.keys,
+            zipf: args.zipf,
+            read_only_fraction: 1.0 - args.write_fraction,
+            abort_fraction: 0.0,
+            rewrite_fraction: 0.0,
+            shape: TxnShape::ReadOrWrite,
+            ..WorkloadConfig::default()
+        }),
     };
     let txns = match (args.txns, args.duration_ms) {
         (None, None) => Some(DEFAULT_TXNS),

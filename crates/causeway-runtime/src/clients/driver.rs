@@ -66,6 +66,9 @@ struct Waiting {
     /// operations), and when to look next whether their links are down.
     needs: Vec<PartitionId>,
     check_at: Option<Instant>,
+    /// Steps of the session, since the operation began, that sent requests
+    /// while it waited: its round trips.
+    round_trips: u32,
 }
 
 /// What a transaction's later operations hear once one of them was refused
@@ -139,6 +142,9 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
 
     /// Sends what the session asked to send, and arms its timers.
     pub fn flush(&mut self) {
+        if let Some(w) = self.waiting.as_mut().filter(|_| !self.out.messages.is_empty()) {
+            w.round_trips += 1;
+        }
         for (to, msg) in self.out.messages.drain(..) {
             self.host.router.send(Addr::Client(self.client), to, msg);
         }
@@ -251,8 +257,14 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             Request::Stats { waited_txns } => Ok(Served::Reply(admin::stats(self.host, waited_txns))),
             Request::Dump { after } => {
                 admin::start_dump(self.host, self.dc, after, dumps.clone());
-                self.waiting =
-                    Some(Waiting { id, op: Operation::Dump, since: Instant::now(), needs: Vec::new(), check_at: None });
+                self.waiting = Some(Waiting {
+                    id,
+                    op: Operation::Dump,
+                    since: Instant::now(),
+                    needs: Vec::new(),
+                    check_at: None,
+                    round_trips: 0,
+                });
                 Ok(Served::Wait)
             }
         };
@@ -365,7 +377,8 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
         f: impl FnOnce(&mut P::Session, PhysicalMicros, &mut SessionEffects<P::Session>) -> CallResult,
     ) -> Result<Served, WireError> {
         let event = f(&mut self.session, now_micros(), &mut self.out)?;
-        self.waiting = Some(Waiting { id, op, since: Instant::now(), needs: Vec::new(), check_at: None });
+        self.waiting =
+            Some(Waiting { id, op, since: Instant::now(), needs: Vec::new(), check_at: None, round_trips: 0 });
         match event.map(|ev| self.complete(ev)) {
             // Answered without the cluster (a read of the client's own
             // writes, a commit without writes).
@@ -428,6 +441,9 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             (Some(Operation::ReadOnly), SessionEvent::Read(values)) => {
                 metrics.txns_started.inc();
                 metrics.txns_committed.inc();
+                // What the completing step sends (a release) is flushed
+                // after the operation is over: not a round trip.
+                metrics.observe_read_only_rounds(self.waiting.as_ref().map_or(0, |w| w.round_trips));
                 Response::Values(values.into_iter().map(|(_, v)| v).collect())
             }
             (_, ev) => {

@@ -54,6 +54,7 @@ pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
         think_time_us: rng.random_range(1_000..30_000),
         // Under partial replication only (PaRiS's tests draw their own).
         multi_dc_fraction: 0.05,
+        shape: causeway_workload::TxnShape::ReadThenWrite,
     };
     SimConfig {
         seed,
