@@ -17,11 +17,12 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Every metric a node serves, with its type.
-const EXPECTED: [(&str, &str); 17] = [
+const EXPECTED: [(&str, &str); 18] = [
     ("transactions_started", "counter"),
     ("transactions_committed", "counter"),
     ("transactions_aborted", "counter"),
     ("operation_latency_seconds", "histogram"),
+    ("read_only_round_trips", "counter"),
     ("reads_waited", "counter"),
     ("checkpoint_waits", "counter"),
     ("read_wait_seconds", "histogram"),

@@ -115,28 +115,24 @@ fn survives<P: Protocol<Config = PtccConfig>>() {
     assert!(sum(|r| r.5) > 0, "no version collected in {n} seeds");
 }
 
-#[test]
-fn a_client_that_never_takes_a_second_round_is_caught() {
-    let caught = (0..40).any(|seed| {
+/// Whether the checker sees `fault` in 40 contended one-DC runs.
+fn caught(fault: PtccFault) -> bool {
+    (0..40).any(|seed| {
         let mut config = common::hot_keys(seed);
         config.dcs = 1;
-        let fault = PtccConfig { fault: PtccFault::OneRound, ..PtccConfig::default() };
-        let (_, verdict) = run::<PrompTcc>(config, &fault);
+        let (_, verdict) = run::<PrompTcc>(config, &PtccConfig { fault, ..PtccConfig::default() });
         !verdict.upholds(causeway_protocol::Guarantee::Causal)
-    });
-    assert!(caught, "the checker must see fractured reads when the second round is skipped");
+    })
+}
+
+#[test]
+fn a_client_that_never_takes_a_second_round_is_caught() {
+    assert!(caught(PtccFault::OneRound), "the checker must see fractured reads when the second round is skipped");
 }
 
 #[test]
 fn a_frontier_that_runs_ahead_of_prepared_transactions_is_caught() {
-    let caught = (0..40).any(|seed| {
-        let mut config = common::hot_keys(seed);
-        config.dcs = 1;
-        let fault = PtccConfig { fault: PtccFault::EarlyFrontier, ..PtccConfig::default() };
-        let (_, verdict) = run::<PrompTcc>(config, &fault);
-        !verdict.upholds(causeway_protocol::Guarantee::Causal)
-    });
-    assert!(caught, "the checker must see a transaction appear in the middle of a snapshot");
+    assert!(caught(PtccFault::EarlyFrontier), "the checker must see a transaction appear in the middle of a snapshot");
 }
 
 #[test]
