@@ -1,6 +1,6 @@
 //! Every message PrompTCC sends.
 
-use super::vclock::{Decided, VClock, Wire};
+use super::vclock::{Decided, Wire};
 use crate::contract::{Key, Message, MsgClass, ReadTag, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{ClientId, PartitionId};
@@ -91,7 +91,7 @@ pub enum PtccMsg {
     /// Up the tree: each partition's own entry `S_p[p]` in the subtree.
     Report { entries: Vec<(PartitionId, Timestamp)> },
     /// Down the tree: the root's snapshot vector.
-    Stable { snapshot: VClock },
+    Stable { snapshot: Wire },
 }
 
 impl Message for PtccMsg {

@@ -623,14 +623,14 @@ impl PtccReplica {
 
     fn push_down(&mut self, out: &mut Out) {
         for &child in self.tree.children() {
-            out.send(Addr::Replica(child), PtccMsg::Stable { snapshot: self.snapshot.clone() });
+            out.send(Addr::Replica(child), PtccMsg::Stable { snapshot: self.snapshot.to_wire(self.config.naive) });
         }
     }
 
-    fn on_stable(&mut self, now: PhysicalMicros, from: Addr, snapshot: VClock, out: &mut Out) {
-        if !self.tree.is_parent(from) || !self.well_formed(&snapshot, now) {
+    fn on_stable(&mut self, now: PhysicalMicros, from: Addr, snapshot: Wire, out: &mut Out) {
+        let Some(snapshot) = self.decode(&snapshot, now).filter(|_| self.tree.is_parent(from)) else {
             return self.refuse();
-        }
+        };
         self.adopt(&snapshot);
         self.refresh();
         self.push_down(out);
