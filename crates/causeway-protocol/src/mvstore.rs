@@ -111,6 +111,24 @@ impl<M> VersionChain<M> {
         }
     }
 
+    /// Garbage collection by a rule that holds of a chain's oldest
+    /// versions and stops holding further on (PrompTCC's "visible, and
+    /// held for the transaction timeout"): drops every version older than
+    /// the last of the oldest run that `collectable` admits. Dropping less
+    /// than [`prune`](Self::prune) would where the rule skips a version, it
+    /// looks only at that run, not the whole chain: a hot key's chain of
+    /// recent versions costs nothing. Returns how many were dropped.
+    pub fn prune_oldest(&mut self, mut collectable: impl FnMut(&Version<M>) -> bool) -> usize {
+        let run = self.versions.iter().take_while(|v| collectable(v)).count();
+        match run {
+            0 | 1 => 0,
+            n => {
+                self.versions.drain(..n - 1);
+                n - 1
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.versions.len()
     }
@@ -182,6 +200,23 @@ impl<M> MvStore<M> {
             self.versions += 1;
         }
         let dropped = chain.prune(visible_in_oldest) as u64;
+        self.versions -= dropped;
+        self.collected += dropped;
+    }
+
+    /// Inserts a version, then prunes the chain's oldest versions with
+    /// [`VersionChain::prune_oldest`].
+    pub fn insert_pruning_oldest(
+        &mut self,
+        key: Key,
+        version: Version<M>,
+        collectable: impl FnMut(&Version<M>) -> bool,
+    ) {
+        let chain = self.chains.entry(key).or_default();
+        if chain.insert(version) {
+            self.versions += 1;
+        }
+        let dropped = chain.prune_oldest(collectable) as u64;
         self.versions -= dropped;
         self.collected += dropped;
     }
@@ -294,6 +329,24 @@ mod tests {
 
     fn version(ts: u64, dc: u16, tx: u64) -> Version<()> {
         Version { value: Some(Value::from(format!("{ts}/{dc}/{tx}"))), stamp: stamp(ts, dc, tx), meta: () }
+    }
+
+    #[test]
+    fn pruning_the_oldest_run_keeps_its_last_and_never_looks_past_it() {
+        let mut c = VersionChain::default();
+        for ts in 1..=6 {
+            c.insert(version(ts, 0, ts));
+        }
+        // Versions 1–3 collectable, 4 not, 5 would be: only the run counts.
+        let mut looked = Vec::new();
+        let dropped = c.prune_oldest(|v| {
+            looked.push(v.stamp.ts.0);
+            v.stamp.ts.0 != 4
+        });
+        assert_eq!(dropped, 2, "1 and 2 go, 3 stays as the oldest kept");
+        assert_eq!(c.iter().map(|v| v.stamp.ts.0).collect::<Vec<_>>(), vec![3, 4, 5, 6]);
+        assert_eq!(looked, vec![1, 2, 3, 4], "it stops at the first version the rule refuses");
+        assert_eq!(c.prune_oldest(|_| false), 0);
     }
 
     #[test]

@@ -472,8 +472,10 @@ impl PtccReplica {
     }
 
     /// Puts a committed transaction's versions in the store, and collects
-    /// what they make old (§VII): every version older than the newest one
-    /// that is visible and has been held for the transaction timeout.
+    /// what they make old (§VII): the versions older than one that is
+    /// visible and has been held for the transaction timeout (the last of
+    /// the chain's oldest such, not the newest: a hot key's recent versions
+    /// are not scanned at every write).
     fn install(&mut self, now: PhysicalMicros, prepared: &PreparedTx, decided: &Decided) {
         let ts = VClock::commit_ts(&prepared.deps, decided);
         let meta = Arc::new(Meta { ts, decided: decided.clone(), committed_at: now });
@@ -481,7 +483,7 @@ impl PtccReplica {
         let (snapshot, timeout, started_at) = (&self.snapshot, self.config.txn_timeout_us, self.started_at);
         for (key, value) in &prepared.writes {
             let version = Version { value: value.clone(), stamp, meta: meta.clone() };
-            self.store.insert(key.clone(), version, |v| {
+            self.store.insert_pruning_oldest(key.clone(), version, |v| {
                 Self::visible(snapshot, &v.meta) && v.meta.committed_at.max(started_at) + timeout <= now
             });
         }
