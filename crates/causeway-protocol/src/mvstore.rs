@@ -117,15 +117,26 @@ impl<M> VersionChain<M> {
     /// the last of the oldest run that `collectable` admits. Dropping less
     /// than [`prune`](Self::prune) would where the rule skips a version, it
     /// looks only at that run, not the whole chain: a hot key's chain of
-    /// recent versions costs nothing. Returns how many were dropped.
-    pub fn prune_oldest(&mut self, mut collectable: impl FnMut(&Version<M>) -> bool) -> usize {
+    /// recent versions costs nothing. Returns the stamp of the newest
+    /// version dropped, if any.
+    pub fn prune_oldest(&mut self, mut collectable: impl FnMut(&Version<M>) -> bool) -> Option<CommitStamp> {
         let run = self.versions.iter().take_while(|v| collectable(v)).count();
         match run {
-            0 | 1 => 0,
+            0 | 1 => None,
             n => {
+                let upto = self.versions[n - 2].stamp;
                 self.versions.drain(..n - 1);
-                n - 1
+                Some(upto)
             }
+        }
+    }
+
+    /// The versions newer than `stamp` (all of them for `None`), oldest
+    /// first: found by binary search, not by a scan.
+    pub fn newer_than(&self, stamp: Option<CommitStamp>) -> &[Version<M>] {
+        match stamp {
+            None => &self.versions,
+            Some(s) => &self.versions[self.versions.partition_point(|v| v.stamp <= s)..],
         }
     }
 
@@ -211,14 +222,17 @@ impl<M> MvStore<M> {
         key: Key,
         version: Version<M>,
         collectable: impl FnMut(&Version<M>) -> bool,
-    ) {
+    ) -> Option<CommitStamp> {
         let chain = self.chains.entry(key).or_default();
         if chain.insert(version) {
             self.versions += 1;
         }
-        let dropped = chain.prune_oldest(collectable) as u64;
+        let before = chain.len();
+        let upto = chain.prune_oldest(collectable);
+        let dropped = (before - chain.len()) as u64;
         self.versions -= dropped;
         self.collected += dropped;
+        upto
     }
 
     /// Garbage collection of deletes: drops the chain of every key whose
@@ -343,10 +357,10 @@ mod tests {
             looked.push(v.stamp.ts.0);
             v.stamp.ts.0 != 4
         });
-        assert_eq!(dropped, 2, "1 and 2 go, 3 stays as the oldest kept");
+        assert_eq!(dropped.map(|s| s.ts.0), Some(2), "1 and 2 go, 3 stays as the oldest kept");
         assert_eq!(c.iter().map(|v| v.stamp.ts.0).collect::<Vec<_>>(), vec![3, 4, 5, 6]);
         assert_eq!(looked, vec![1, 2, 3, 4], "it stops at the first version the rule refuses");
-        assert_eq!(c.prune_oldest(|_| false), 0);
+        assert_eq!(c.prune_oldest(|_| false), None);
     }
 
     #[test]

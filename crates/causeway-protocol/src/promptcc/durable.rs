@@ -19,8 +19,9 @@
 //!   already counts as committed.
 //!
 //! A checkpoint is the versions held, the prepared transactions, the fences,
-//! the recent commits (a late `Query` must still hear their numbers) and
-//! the reservations.
+//! the recent commits (a late `Query` must still hear their numbers), the
+//! newest stamp collected of each key (only a checkpoint drops versions:
+//! records replayed after it collect nothing) and the reservations.
 
 use super::messages::PtxId;
 use super::vclock::{Decided, VClock};
@@ -62,6 +63,12 @@ pub enum PtccRecord {
         stamp: CommitStamp,
         ts: VClock,
         decided: Decided,
+    },
+    /// In a checkpoint: versions of `key` up to `upto` were collected (a
+    /// read that would return an older one answers `TooOld`).
+    Collected {
+        key: Key,
+        upto: CommitStamp,
     },
     /// In a checkpoint: a transaction committed here lately, at `seq`, with
     /// every participant's number.

@@ -10,7 +10,7 @@ use super::messages::{Cover, PtccMsg, PtxId, ReadValue};
 use super::vclock::{stamp_of, Decided, VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::replica::ReplicaEffects;
-use crate::contract::{Key, ReadTag, Replica, ReplicaCounters, Value};
+use crate::contract::{CommitStamp, Key, ReadTag, Replica, ReplicaCounters, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, ClientId, DcId, PartitionId, ReplicaId};
 use crate::mvstore::{MvStore, Version};
@@ -108,6 +108,10 @@ pub struct PtccReplica {
     /// arbitrarily late.
     fenced: FxHashSet<PtxId>,
     recent: FxHashMap<PtxId, Recent>,
+    /// Per key, the stamp of the newest version collected (§VII): a read
+    /// that would return something older — or nothing — may have needed
+    /// it, and answers `TooOld` instead.
+    collected: FxHashMap<Key, CommitStamp>,
     /// Outcome records appended so far.
     logged: u64,
     tree: Tree<Vec<(PartitionId, Timestamp)>>,
@@ -131,6 +135,7 @@ impl PtccReplica {
             terminating: FxHashMap::default(),
             fenced: FxHashSet::default(),
             recent: FxHashMap::default(),
+            collected: FxHashMap::default(),
             logged: 0,
             tree: Tree::new(id, &topology, config.tree_fanout),
             started_at: 0,
@@ -256,18 +261,18 @@ impl PtccReplica {
             // visible yet, are all a first round's client needs to know of
             // S_i (one of them in its snapshot means a second round here).
             if !naive && bound.is_none() {
-                let newer = chain.iter().filter(|v| found.is_none_or(|f| v.stamp > f.stamp));
-                pending.extend(newer.map(|v| ts_wire(&v.meta.ts)));
+                let newer = chain.newer_than(found.map(|f| f.stamp));
+                pending.extend(newer.iter().map(|v| ts_wire(&v.meta.ts)));
+            }
+            // A collected version newer than what the read would return
+            // may be the one it needs: it cannot answer (after a restart,
+            // until `S_i` catches up, even a first round may meet this).
+            if self.collected.get(&key).is_some_and(|&upto| found.is_none_or(|f| f.stamp < upto)) {
+                out.send(from, PtccMsg::TooOld { tag });
+                return;
             }
             match found {
                 Some(v) => values.push((key, v.value.clone(), Some(ts_wire(&v.meta.ts)))),
-                // Nothing at the snapshot: the key did not exist in it, or
-                // the version it had was collected, which only a version
-                // kept for the whole timeout can have made room for.
-                None if bound.is_some() && chain.iter().next().is_some_and(|v| self.held_long(v, now)) => {
-                    out.send(from, PtccMsg::TooOld { tag });
-                    return;
-                }
                 None => values.push((key, None, None)),
             }
         }
@@ -282,12 +287,6 @@ impl PtccReplica {
     /// A vector from a message, if well formed for this DC.
     fn decode(&self, wire: &Wire, now: PhysicalMicros) -> Option<VClock> {
         wire.decode(self.topology.partition_count()).filter(|v| self.well_formed(v, now))
-    }
-
-    /// Whether version `v` has been committed here for the transaction
-    /// timeout: no transaction still running can need what it replaced.
-    fn held_long(&self, v: &Version<Arc<Meta>>, now: PhysicalMicros) -> bool {
-        v.meta.committed_at.max(self.started_at) + self.config.txn_timeout_us <= now
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -483,9 +482,13 @@ impl PtccReplica {
         let (snapshot, timeout, started_at) = (&self.snapshot, self.config.txn_timeout_us, self.started_at);
         for (key, value) in &prepared.writes {
             let version = Version { value: value.clone(), stamp, meta: meta.clone() };
-            self.store.insert_pruning_oldest(key.clone(), version, |v| {
+            let upto = self.store.insert_pruning_oldest(key.clone(), version, |v| {
                 Self::visible(snapshot, &v.meta) && v.meta.committed_at.max(started_at) + timeout <= now
             });
+            if let Some(upto) = upto {
+                let mark = self.collected.entry(key.clone()).or_insert(upto);
+                *mark = (*mark).max(upto);
+            }
         }
         self.counters.transactions_applied += 1;
     }
@@ -675,6 +678,9 @@ impl PtccReplica {
                     let meta = Arc::new(Meta { ts, decided, committed_at: 0 });
                     self.store.insert(key, Version { value, stamp, meta }, |_| false);
                 }
+                PtccRecord::Collected { key, upto } => {
+                    self.collected.insert(key, upto);
+                }
                 PtccRecord::Recent { tx, seq, decided } => {
                     self.hlc.observe(0, seq);
                     self.recent.insert(tx, Recent { seq, at: 0, decided });
@@ -805,6 +811,10 @@ impl Replica for PtccReplica {
             seq: r.seq,
             decided: r.decided.clone(),
         }));
+        // What the checkpoint no longer holds: its versions were collected.
+        let mut collected: Vec<(&Key, &CommitStamp)> = self.collected.iter().collect();
+        collected.sort();
+        records.extend(collected.into_iter().map(|(k, &upto)| PtccRecord::Collected { key: k.clone(), upto }));
         records
     }
 

@@ -446,3 +446,54 @@ fn a_commit_shows_nowhere_before_its_record_is_durable() {
     r.on_message(2_400, stranger, PtccMsg::Logged { upto: 9 }, &mut out);
     assert_eq!(r.counters().inputs_refused, 1);
 }
+
+/// After a restart `S_i` starts over, and the versions that replaced
+/// collected ones may be invisible for a while: a read then says it
+/// cannot answer rather than show the key older than its own writer's
+/// write (found by review).
+#[test]
+fn a_restarted_partition_does_not_hide_a_collected_write_behind_an_invisible_one() {
+    let timeout = PtccConfig::default().txn_timeout_us;
+    let mut c = Cluster::new(2);
+    let (a, b) = (c.key(0), c.key(1));
+    let mut writer = c.session(1);
+    let stabilize = |c: &mut Cluster, s: &mut PtccSession| {
+        let mut out = Out::default();
+        c.replicas[1].on_timer(c.now, PtccTimer::Stabilize, &mut out);
+        c.take(1, out);
+        c.run(s, nothing);
+    };
+    c.commit(&mut writer, &[(&a, "c")], nothing);
+    let mut other = c.session(2);
+    c.commit(&mut other, &[(&a, "k"), (&b, "k")], nothing);
+    stabilize(&mut c, &mut other);
+    c.now += timeout + 1;
+    c.commit(&mut other, &[(&a, "y"), (&b, "y")], nothing);
+    assert!(c.replicas[0].counters().versions_collected >= 1, "c collected");
+    // Partition 0 restarts from a checkpoint.
+    let checkpoint = c.replicas[0].checkpoint();
+    let mut r = PrompTcc::recover(ReplicaId::new(0, 0), c.topology.clone(), &PtccConfig::default(), checkpoint);
+    let mut out = Out::default();
+    r.start(c.now, &mut out);
+    c.replicas[0] = r;
+    c.take(0, out);
+    c.run(&mut writer, is_stabilization);
+    // A fresh session's first round at partition 0: nothing visible is as
+    // new as what was collected.
+    let mut fresh = c.session(3);
+    let mut out = Default::default();
+    fresh.read_only(c.now, std::slice::from_ref(&a), &mut out).unwrap();
+    c.send_from(&fresh, out);
+    let events = c.run(&mut fresh, is_stabilization);
+    assert!(
+        matches!(events[..], [SessionEvent::Aborted(crate::contract::AbortReason::Expired(_))]),
+        "not a stale value: {events:?}"
+    );
+    // Once S_i has caught up, the newest is read.
+    stabilize(&mut c, &mut fresh);
+    let mut out = Out::default();
+    c.replicas[0].on_timer(c.now, PtccTimer::Stabilize, &mut out);
+    c.take(0, out);
+    c.run(&mut fresh, nothing);
+    assert_eq!(c.read_only(&mut fresh, std::slice::from_ref(&a), nothing), vec![(a, value("y"))]);
+}
