@@ -128,13 +128,8 @@ impl ReadWaits {
     /// Mean round trips of the read-only transactions, and the shares that
     /// took 2 or more and 3 or more; `None` without any.
     pub fn read_only_round_summary(&self) -> Option<(f64, f64, f64)> {
-        let n: u64 = self.read_only_rounds.iter().sum();
-        if n == 0 {
-            return None;
-        }
-        let mean = self.read_only_rounds.iter().enumerate().map(|(i, c)| (i as u64 + 1) * c).sum::<u64>() as f64;
-        let from = |k: usize| self.read_only_rounds.iter().skip(k - 1).sum::<u64>() as f64 / n as f64;
-        Some((mean / n as f64, from(2), from(3)))
+        let counts = self.read_only_rounds.iter().enumerate().map(|(i, &n)| (i as u32 + 1, n));
+        causeway_protocol::contract::round_trip_summary(counts)
     }
 }
 

@@ -182,7 +182,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             zipf: w.zipf,
             value_size: spec.value_size,
             multi_dc_fraction: (!topology.is_fully_replicated()).then_some(w.multi_dc_fraction),
-            write_fraction: (w.shape == causeway_workload::TxnShape::ReadOrWrite).then_some(1.0 - w.read_only_fraction),
+            write_fraction: (w.shape == causeway_workload::TxnShape::ReadOrWrite).then_some(w.write_fraction()),
         },
         wan: spec.wan.is_some(),
         preload: spec.preload,

@@ -161,14 +161,13 @@ pub fn paper_workload(reads: u32, writes: u32) -> WorkloadConfig {
 /// The PrompTCC paper's workload (its Table II defaults): a transaction
 /// reads `keys` keys, or — a share `write_fraction` of them — writes `keys`
 /// keys, drawn by zipf 0.99 over the whole key space (100,000 keys per
-/// partition here).
+/// partition here, as the Wren workload).
 pub fn promptcc_workload(keys: u32, write_fraction: f64) -> WorkloadConfig {
+    let wren = paper_workload(keys, keys);
     WorkloadConfig {
-        reads_per_txn: keys,
-        writes_per_txn: keys,
-        read_only_fraction: 1.0 - write_fraction,
-        shape: TxnShape::ReadOrWrite,
-        ..paper_workload(keys, keys)
+        keys_per_partition: wren.keys_per_partition,
+        zipf: wren.zipf,
+        ..WorkloadConfig::read_or_write(keys, write_fraction)
     }
 }
 
@@ -205,16 +204,31 @@ impl BenchSpec {
             self.clients_per_dc() <= 4096,
             "at most 4096 clients per DC (--clients × --partitions, or --clients-per-dc)",
         )?;
-        check(w.reads_per_txn + w.writes_per_txn >= 1, "a transaction needs at least one read or write")?;
+        // The flags that set the transaction's size.
+        let (reads, writes) = match w.shape {
+            TxnShape::ReadThenWrite => ("--reads", "--writes"),
+            TxnShape::ReadOrWrite => ("--keys-per-txn", "--keys-per-txn"),
+        };
+        let empty = match w.shape {
+            TxnShape::ReadThenWrite => "a transaction needs at least one read or write (--reads, --writes)",
+            TxnShape::ReadOrWrite => "--keys-per-txn must be at least 1 (the paper: 5, from 2 to 64)",
+        };
+        check(w.reads_per_txn + w.writes_per_txn >= 1, empty)?;
+        if w.shape == TxnShape::ReadOrWrite {
+            check(
+                (0.0..=1.0).contains(&w.write_fraction()),
+                "--write-fraction must be between 0 and 1 (the paper: 0.1)",
+            )?;
+        }
         // The servers' default limits (docs/OPERATIONS.md).
         let limits = Limits::default();
         check(
             w.reads_per_txn <= limits.max_keys_per_read,
-            &format!("--reads must be at most {} (the servers' keys per read)", limits.max_keys_per_read),
+            &format!("{reads} must be at most {} (the servers' keys per read)", limits.max_keys_per_read),
         )?;
         check(
             w.writes_per_txn <= limits.max_writes_per_txn,
-            &format!("--writes must be at most {} (the servers' writes per transaction)", limits.max_writes_per_txn),
+            &format!("{writes} must be at most {} (the servers' writes per transaction)", limits.max_writes_per_txn),
         )?;
         check(
             u64::from(w.keys_per_partition) * u64::from(self.partitions) <= 100_000_000,

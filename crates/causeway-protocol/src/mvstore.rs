@@ -203,6 +203,29 @@ impl<M> MvStore<M> {
 
     /// Inserts a version, then prunes the chain with the GC predicate.
     pub fn insert(&mut self, key: Key, version: Version<M>, visible_in_oldest: impl FnMut(&Version<M>) -> bool) {
+        self.insert_then_prune(key, version, |chain| chain.prune(visible_in_oldest));
+    }
+
+    /// Inserts a version, then prunes the chain's oldest versions with
+    /// [`VersionChain::prune_oldest`]; returns the stamp of the newest
+    /// version dropped, if any.
+    pub fn insert_pruning_oldest(
+        &mut self,
+        key: Key,
+        version: Version<M>,
+        collectable: impl FnMut(&Version<M>) -> bool,
+    ) -> Option<CommitStamp> {
+        self.insert_then_prune(key, version, |chain| chain.prune_oldest(collectable))
+    }
+
+    /// Inserts a version, then lets `prune` collect from its chain; keeps
+    /// the counts of versions held and collected.
+    fn insert_then_prune<T>(
+        &mut self,
+        key: Key,
+        version: Version<M>,
+        prune: impl FnOnce(&mut VersionChain<M>) -> T,
+    ) -> T {
         if version.value.is_none() && self.collects_tombstones {
             self.tombstones.insert((version.stamp, key.clone()));
         }
@@ -210,29 +233,12 @@ impl<M> MvStore<M> {
         if chain.insert(version) {
             self.versions += 1;
         }
-        let dropped = chain.prune(visible_in_oldest) as u64;
-        self.versions -= dropped;
-        self.collected += dropped;
-    }
-
-    /// Inserts a version, then prunes the chain's oldest versions with
-    /// [`VersionChain::prune_oldest`].
-    pub fn insert_pruning_oldest(
-        &mut self,
-        key: Key,
-        version: Version<M>,
-        collectable: impl FnMut(&Version<M>) -> bool,
-    ) -> Option<CommitStamp> {
-        let chain = self.chains.entry(key).or_default();
-        if chain.insert(version) {
-            self.versions += 1;
-        }
         let before = chain.len();
-        let upto = chain.prune_oldest(collectable);
+        let pruned = prune(chain);
         let dropped = (before - chain.len()) as u64;
         self.versions -= dropped;
         self.collected += dropped;
-        upto
+        pruned
     }
 
     /// Garbage collection of deletes: drops the chain of every key whose

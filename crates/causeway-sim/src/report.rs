@@ -126,13 +126,7 @@ impl SimReport {
     /// Mean round trips of the read-only transactions, and the share that
     /// took at least 2 and at least 3.
     pub fn read_only_round_summary(&self) -> Option<(f64, f64, f64)> {
-        let n: u64 = self.read_only_rounds.values().sum();
-        if n == 0 {
-            return None;
-        }
-        let sum: u64 = self.read_only_rounds.iter().map(|(r, c)| u64::from(*r) * c).sum();
-        let share = |least: u32| self.read_only_rounds.range(least..).map(|(_, c)| c).sum::<u64>() as f64 / n as f64;
-        Some((sum as f64 / n as f64, share(2), share(3)))
+        causeway_protocol::contract::round_trip_summary(self.read_only_rounds.iter().map(|(&r, &n)| (r, n)))
     }
 
     /// Transactions finished per second of wall-clock time.

@@ -86,6 +86,29 @@ impl Default for WorkloadConfig {
     }
 }
 
+impl WorkloadConfig {
+    /// The PrompTCC paper's transactions ([`TxnShape::ReadOrWrite`]): each
+    /// reads `keys` keys, or — a share `write_fraction` of them — writes
+    /// `keys` keys; none aborted or written twice.
+    pub fn read_or_write(keys: u32, write_fraction: f64) -> Self {
+        WorkloadConfig {
+            reads_per_txn: keys,
+            writes_per_txn: keys,
+            read_only_fraction: 1.0 - write_fraction,
+            abort_fraction: 0.0,
+            rewrite_fraction: 0.0,
+            max_read_rounds: 1,
+            shape: TxnShape::ReadOrWrite,
+            ..WorkloadConfig::default()
+        }
+    }
+
+    /// The share of transactions that write (`1 - read_only_fraction`).
+    pub fn write_fraction(&self) -> f64 {
+        1.0 - self.read_only_fraction
+    }
+}
+
 /// How clients choose keys.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WorkloadKind {
@@ -106,7 +129,13 @@ impl WorkloadKind {
                     return Err("keys per partition must be at least 1".into());
                 }
                 if w.reads_per_txn == 0 && w.writes_per_txn == 0 {
-                    return Err("a transaction needs at least one read or write".into());
+                    return Err(match w.shape {
+                        TxnShape::ReadThenWrite => "a transaction needs at least one read or write".into(),
+                        TxnShape::ReadOrWrite => "a transaction reads or writes at least one key".into(),
+                    });
+                }
+                if w.shape == TxnShape::ReadOrWrite && !(0.0..=1.0).contains(&w.write_fraction()) {
+                    return Err("the write fraction must be between 0 and 1".into());
                 }
                 if w.partitions_per_txn == 0 {
                     return Err("a transaction touches at least one partition".into());

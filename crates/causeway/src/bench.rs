@@ -133,17 +133,8 @@ impl RunFlags {
         let (delta_r_ms, delta_g_ms) = net.intervals_ms()?;
         let mut workload = match self.workload {
             WorkloadArg::Wren => paper_workload(19, 1),
-            WorkloadArg::Promptcc => {
-                anyhow::ensure!(
-                    self.keys_per_txn >= 1,
-                    "--keys-per-txn must be at least 1 (the paper: 5, from 2 to 64)"
-                );
-                anyhow::ensure!(
-                    (0.0..=1.0).contains(&self.write_fraction),
-                    "--write-fraction must be between 0 and 1 (the paper: 0.1)"
-                );
-                promptcc_workload(self.keys_per_txn, self.write_fraction)
-            }
+            // Checked with the rest of the spec (BenchSpec::validate).
+            WorkloadArg::Promptcc => promptcc_workload(self.keys_per_txn, self.write_fraction),
         };
         workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
         workload.keys_per_partition = self.keys;
@@ -264,11 +255,9 @@ fn describe(spec: &BenchSpec) -> String {
             w.writes_per_txn,
             count(w.partitions_per_txn.min(spec.partitions), "partition")
         ),
-        causeway_workload::TxnShape::ReadOrWrite => format!(
-            "{} keys read or written per txn ({:.0} % write)",
-            w.reads_per_txn,
-            (1.0 - w.read_only_fraction) * 100.0
-        ),
+        causeway_workload::TxnShape::ReadOrWrite => {
+            format!("{} keys read or written per txn ({:.0} % write)", w.reads_per_txn, w.write_fraction() * 100.0)
+        }
     };
     format!(
         "{} on {place}, WAN emulation {}, {} per DC, {txns}, {} keys per partition, zipf {}, \

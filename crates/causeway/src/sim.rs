@@ -8,7 +8,7 @@ use causeway_protocol::{Protocol, ProtocolVisitor, Topology, Tuning};
 use causeway_sim::{
     random_crashes, Crash, CrashTarget, Cut, Faults, LatencySpikes, Progress, SimConfig, Simulation, TransportFaults,
 };
-use causeway_workload::{Locality, TxnShape, WanModel, WorkloadConfig, WorkloadKind};
+use causeway_workload::{Locality, WanModel, WorkloadConfig, WorkloadKind};
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -268,10 +268,6 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         Some(model) => model,
         None => WanModel::default_model().without_wan(c.dcs),
     };
-    if matches!(args.workload, WorkloadName::Promptcc) {
-        anyhow::ensure!(args.keys_per_txn >= 1, "--keys-per-txn must be at least 1 (the paper: 5, from 2 to 64)");
-        anyhow::ensure!((0.0..=1.0).contains(&args.write_fraction), "--write-fraction must be between 0 and 1");
-    }
     let workload = match args.workload {
         WorkloadName::Random => WorkloadKind::Random(WorkloadConfig {
             reads_per_txn: args.reads,
@@ -286,16 +282,11 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
             ..WorkloadConfig::default()
         }),
         WorkloadName::Groups => WorkloadKind::Groups { groups: args.groups, read_only_fraction: 0.5 },
+        // Checked with the rest of the configuration (WorkloadKind::validate).
         WorkloadName::Promptcc => WorkloadKind::Random(WorkloadConfig {
-            reads_per_txn: args.keys_per_txn,
-            writes_per_txn: args.keys_per_txn,
             keys_per_partition: args.keys,
             zipf: args.zipf,
-            read_only_fraction: 1.0 - args.write_fraction,
-            abort_fraction: 0.0,
-            rewrite_fraction: 0.0,
-            shape: TxnShape::ReadOrWrite,
-            ..WorkloadConfig::default()
+            ..WorkloadConfig::read_or_write(args.keys_per_txn, args.write_fraction)
         }),
     };
     let txns = match (args.txns, args.duration_ms) {

@@ -22,7 +22,8 @@
 //! * [`durability`] — how drivers carry the durability effect out: the
 //!   in-memory log and the send gate.
 //! * [`limits`] — the sizes a cluster accepts, and their one check.
-//! * [`probe`] — [`ReadWaitProbe`]: how drivers tell a read that waited.
+//! * [`probe`] — [`ReadWaitProbe`]: how drivers tell a read that waited;
+//!   [`round_trip_summary`] of read-only transactions' round trips.
 
 pub mod data;
 pub mod durability;
@@ -41,7 +42,7 @@ pub use effects::{Effects, FaultPoints, NoRecord};
 pub use guarantee::Guarantee;
 pub use limits::Limits;
 pub use message::{classes_are_indexed, Message, MsgClass, ReadTag};
-pub use probe::ReadWaitProbe;
+pub use probe::{round_trip_summary, ReadWaitProbe};
 pub use protocol::{Protocol, SessionSetup, Tuning};
 pub use replica::{Replica, ReplicaCounters};
 pub use session::{AbortReason, Session, SessionError, SessionEvent};

@@ -61,3 +61,18 @@ impl<T: Copy> ReadWaitProbe<T> {
         self.waiting.clear();
     }
 }
+
+/// What drivers report of read-only transactions counted by round trips
+/// (`(rounds, transactions)` pairs; a driver that buckets the last count
+/// gives it as its floor): the mean, and the shares that took 2 or more
+/// and 3 or more. `None` without any.
+pub fn round_trip_summary(counts: impl IntoIterator<Item = (u32, u64)>) -> Option<(f64, f64, f64)> {
+    let (mut n, mut sum, mut two, mut three) = (0u64, 0u64, 0u64, 0u64);
+    for (rounds, count) in counts {
+        n += count;
+        sum += u64::from(rounds) * count;
+        two += if rounds >= 2 { count } else { 0 };
+        three += if rounds >= 3 { count } else { 0 };
+    }
+    (n > 0).then(|| (sum as f64 / n as f64, two as f64 / n as f64, three as f64 / n as f64))
+}

@@ -70,11 +70,10 @@ pub enum PtccRecord {
         key: Key,
         upto: CommitStamp,
     },
-    /// In a checkpoint: a transaction committed here lately, at `seq`, with
-    /// every participant's number.
+    /// In a checkpoint: a transaction committed here lately, with every
+    /// participant's number.
     Recent {
         tx: PtxId,
-        seq: Timestamp,
         decided: Decided,
     },
 }

@@ -44,12 +44,12 @@ pub const STABILIZATION: MsgClass = MsgClass::new(2, "stabilization");
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PtccMsg {
     // Client ↔ partitions.
-    /// A read round. `deps`: the client's `D_c` (the transaction's snapshot
-    /// after its first round), which the partition adopts into `S_i`
-    /// (Alg. 2 lines 37, 46). `bound`: none in a first round (the newest
-    /// visible versions, line 40); the transaction's snapshot in a second
-    /// round and in the later reads of a transaction (line 49).
-    Read { tag: ReadTag, keys: Vec<Key>, deps: Wire, bound: Option<Wire> },
+    /// A read round. `deps`: the client's `D_c` — in a first round — or,
+    /// `at_snapshot`, the transaction's snapshot (a second round, and the
+    /// later reads of a transaction); the partition adopts it into `S_i`
+    /// (Alg. 2 lines 37, 46) and reads the newest visible versions (line
+    /// 40), at the snapshot only versions within it (line 49).
+    Read { tag: ReadTag, keys: Vec<Key>, deps: Wire, at_snapshot: bool },
     /// `cover`: what the client needs of `S_i` after the read.
     ReadResp { tag: ReadTag, cover: Cover, values: Vec<ReadValue> },
     /// A read at a snapshot whose version of a key may have been

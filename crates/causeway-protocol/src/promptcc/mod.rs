@@ -78,7 +78,7 @@ use std::sync::Arc;
 pub use durable::PtccRecord;
 pub use messages::PtccMsg;
 pub use replica::{PtccReplica, PtccTimer};
-pub use session::{PtccClient, PtccSession, PtccSessionState, RoundCounts};
+pub use session::{PtccClient, PtccSession, PtccSessionState};
 pub use vclock::{VClock, Wire};
 
 /// Tunables of PrompTCC, in microseconds of the replica's clock.
@@ -148,6 +148,13 @@ pub type PrompTcc = PrompTccOn<false>;
 /// PrompTCC-naive (§IV's metadata: full vectors).
 pub type PrompTccNaive = PrompTccOn<true>;
 
+impl<const NAIVE: bool> PrompTccOn<NAIVE> {
+    /// `config` as this variant runs it, whatever its `naive` says.
+    fn variant(config: &PtccConfig) -> PtccConfig {
+        PtccConfig { naive: NAIVE, ..config.clone() }
+    }
+}
+
 impl<const NAIVE: bool> Protocol for PrompTccOn<NAIVE> {
     const NAME: &'static str = if NAIVE { "promptcc-naive" } else { "promptcc" };
     const GUARANTEE: Guarantee = Guarantee::Causal;
@@ -159,11 +166,10 @@ impl<const NAIVE: bool> Protocol for PrompTccOn<NAIVE> {
 
     /// Δ_G is the tree's interval; PrompTCC replicates nothing (Δ_R unused).
     fn configure(tuning: &Tuning) -> PtccConfig {
-        PtccConfig {
+        Self::variant(&PtccConfig {
             stabilization_interval_us: tuning.stabilization_interval_us,
-            naive: NAIVE,
             ..PtccConfig::default()
-        }
+        })
     }
 
     fn validate(topology: &Topology, config: &PtccConfig) -> Result<(), String> {
@@ -190,7 +196,7 @@ impl<const NAIVE: bool> Protocol for PrompTccOn<NAIVE> {
     }
 
     fn replica(id: ReplicaId, topology: Arc<Topology>, config: &PtccConfig) -> PtccReplica {
-        PtccReplica::new(id, topology, PtccConfig { naive: NAIVE, ..config.clone() })
+        PtccReplica::new(id, topology, Self::variant(config))
     }
 
     fn recover(
@@ -205,7 +211,7 @@ impl<const NAIVE: bool> Protocol for PrompTccOn<NAIVE> {
     }
 
     fn session(setup: SessionSetup, config: &PtccConfig) -> PtccSession {
-        let client = PtccClient::new(setup.id, setup.topology.clone(), &PtccConfig { naive: NAIVE, ..config.clone() });
+        let client = PtccClient::new(setup.id, setup.topology.clone(), &Self::variant(config));
         SessionCore::new(&setup, client)
     }
 }

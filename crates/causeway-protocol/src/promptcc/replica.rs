@@ -63,10 +63,10 @@ struct Pending {
 }
 
 /// A transaction committed here lately: a late `Query` must still hear its
-/// number, until every participant is known to have committed it.
+/// number (this partition's entry of `decided`), until every participant
+/// is known to have committed it.
 #[derive(Clone, Debug)]
 struct Recent {
-    seq: Timestamp,
     at: PhysicalMicros,
     decided: Decided,
 }
@@ -225,23 +225,16 @@ impl PtccReplica {
         tag: ReadTag,
         keys: Vec<Key>,
         deps: Wire,
-        bound: Option<Wire>,
+        at_snapshot: bool,
         out: &mut Out,
     ) {
-        let Some(deps) = self.decode(&deps, now) else { return self.refuse() };
-        let bound = match bound.map(|b| self.decode(&b, now)) {
-            None => None,
-            Some(Some(b)) => Some(b),
-            Some(None) => return self.refuse(),
-        };
+        let Some(deps) = self.decode(deps, now) else { return self.refuse() };
         if keys.iter().any(|k| !self.is_mine(k)) {
             return self.refuse();
         }
         self.refresh();
         self.adopt(&deps);
-        if let Some(b) = &bound {
-            self.adopt(b);
-        }
+        let bound = at_snapshot.then_some(&deps);
         // What the client will read the commit timestamps against: entries
         // at or below its own floor it need not be sent (§V).
         let (naive, floor) = (self.config.naive, deps.min_entry());
@@ -254,9 +247,8 @@ impl PtccReplica {
                 values.push((key, None, None));
                 continue;
             };
-            let found = chain.newest_visible(|v| {
-                Self::visible(snapshot, &v.meta) && bound.as_ref().is_none_or(|b| b.dominates(&v.meta.ts))
-            });
+            let found = chain
+                .newest_visible(|v| Self::visible(snapshot, &v.meta) && bound.is_none_or(|b| b.dominates(&v.meta.ts)));
             // §V: the versions newer than the one returned, none of them
             // visible yet, are all a first round's client needs to know of
             // S_i (one of them in its snapshot means a second round here).
@@ -285,7 +277,7 @@ impl PtccReplica {
     }
 
     /// A vector from a message, if well formed for this DC.
-    fn decode(&self, wire: &Wire, now: PhysicalMicros) -> Option<VClock> {
+    fn decode(&self, wire: Wire, now: PhysicalMicros) -> Option<VClock> {
         wire.decode(self.topology.partition_count()).filter(|v| self.well_formed(v, now))
     }
 
@@ -302,7 +294,7 @@ impl PtccReplica {
         out: &mut Out,
     ) {
         let me = self.me();
-        let Some(deps) = self.decode(&deps, now) else { return self.refuse() };
+        let Some(deps) = self.decode(deps, now) else { return self.refuse() };
         if tx.client != client
             || !self.participants_ok(&participants)
             || !participants.contains(&coordinator)
@@ -332,7 +324,7 @@ impl PtccReplica {
         self.pending.insert(seq, Pending { prepared, client, since: now, outcome: None, logged: None });
         if participants.len() == 1 {
             // One partition: nothing to agree on (one round).
-            self.decide_here(now, tx, vec![(me, seq)], out);
+            self.decide_here(now, tx, vec![(me, seq)]);
         } else if coordinator == me {
             self.vote(now, tx, me, Some(seq), &participants, client, false, out);
         } else {
@@ -370,14 +362,16 @@ impl PtccReplica {
             return;
         }
         let ballot = ballots.remove(&tx).expect("just found");
+        // Decided: neither the commit nor a termination of it waits longer.
+        self.coordinating.remove(&tx);
+        self.terminating.remove(&tx);
         let decided: Option<Decided> = ballot.votes.iter().map(|(&p, &s)| s.map(|s| (p, s))).collect();
         match decided {
             // Alg. 2 lines 13–17.
             Some(decided) => {
-                self.coordinating.remove(&tx);
                 for &p in &ballot.participants {
                     if p == self.me() {
-                        self.decide_here(now, tx, decided.clone(), out);
+                        self.decide_here(now, tx, decided.clone());
                     } else {
                         // After this partition's own prepare is durable.
                         out.send_after_durable(self.partition(p), PtccMsg::Commit { tx, decided: decided.clone() });
@@ -385,7 +379,6 @@ impl PtccReplica {
                 }
             }
             None => {
-                self.coordinating.remove(&tx);
                 for &p in &ballot.participants {
                     if p == self.me() {
                         self.abort_here(tx, out);
@@ -401,27 +394,27 @@ impl PtccReplica {
     /// The decision reaches a participant (line 20); it commits once the
     /// transaction is its oldest prepared one (line 23). A decision must
     /// name exactly the participants, with this partition's number.
-    fn decide_here(&mut self, now: PhysicalMicros, tx: PtxId, decided: Decided, out: &mut Out) {
+    fn decide_here(&mut self, now: PhysicalMicros, tx: PtxId, decided: Decided) {
         let Some(seq) = self.by_tx.get(&tx).copied() else { return };
         let horizon = self.horizon(now);
         let me = self.id.partition;
         let pending = self.pending.get_mut(&seq).expect("indexed");
         let fits = decided.len() == pending.prepared.participants.len()
             && decided.iter().zip(&pending.prepared.participants).all(|(d, p)| d.0 == *p && d.1 <= horizon)
-            && decided.iter().any(|&(p, s)| p == me && s == seq);
+            && own_number(&decided, me) == Some(seq);
         if !fits {
             return self.refuse();
         }
         match &pending.outcome {
             None => pending.outcome = Some(Outcome::Commit(decided)),
-            Some(Outcome::Commit(_)) => return, // told twice
-            Some(Outcome::Abort) => return self.refuse(),
+            Some(Outcome::Commit(_)) => {} // told twice
+            Some(Outcome::Abort) => self.refuse(),
         }
-        self.commit_ready(out);
     }
 
     /// Ends the oldest prepared transactions whose outcome is known
-    /// (Alg. 2 lines 23–30), in the order of their numbers, so that
+    /// (Alg. 2 lines 23–30) — after every step, whatever decided them — in
+    /// the order of their numbers, so that
     /// `S_i[i]` only ever passes ended ones: each outcome is recorded, and
     /// takes effect only once its record is durable (`Logged`, a message
     /// to itself that waits for it), so that no read, report or vote shows
@@ -459,7 +452,7 @@ impl PtccReplica {
             match outcome.expect("logged") {
                 Outcome::Commit(decided) => {
                     self.install(now, &prepared, &decided);
-                    let recent = Recent { seq: prepared.seq, at: now, decided: decided.clone() };
+                    let recent = Recent { at: now, decided: decided.clone() };
                     self.recent.insert(prepared.tx, recent);
                     out.send(Addr::Client(client), PtccMsg::Committed { tx: prepared.tx, decided });
                 }
@@ -502,9 +495,9 @@ impl PtccReplica {
                 None => pending.outcome = Some(Outcome::Abort),
                 Some(Outcome::Abort) => {}
                 // Decided to commit: an abort contradicts it.
-                Some(Outcome::Commit(_)) => return self.refuse(),
+                Some(Outcome::Commit(_)) => self.refuse(),
             }
-            return self.commit_ready(out);
+            return;
         }
         if self.recent.contains_key(&tx) {
             return self.refuse();
@@ -514,18 +507,25 @@ impl PtccReplica {
         }
     }
 
+    /// This partition's vote in a termination of `tx`: the number it gave
+    /// it, or none — and then it fences the id, durably, so that it never
+    /// prepares it (the vote leaves only after the fence is durable).
+    fn my_vote(&mut self, tx: PtxId, out: &mut Out) -> Option<Timestamp> {
+        if let Some(&seq) = self.by_tx.get(&tx) {
+            return Some(seq);
+        }
+        if let Some(recent) = self.recent.get(&tx) {
+            return own_number(&recent.decided, self.me());
+        }
+        if self.fenced.insert(tx) {
+            out.persist(PtccRecord::Aborted { tx });
+        }
+        None
+    }
+
     /// A termination asks this participant for its vote.
     fn on_query(&mut self, from: PartitionId, tx: PtxId, out: &mut Out) {
-        let seq = match (self.by_tx.get(&tx), self.recent.get(&tx)) {
-            (Some(&seq), _) => Some(seq),
-            (None, Some(recent)) => Some(recent.seq),
-            (None, None) => {
-                if self.fenced.insert(tx) {
-                    out.persist(PtccRecord::Aborted { tx });
-                }
-                None
-            }
-        };
+        let seq = self.my_vote(tx, out);
         out.send_after_durable(self.partition(from), PtccMsg::Vote { tx, seq });
     }
 
@@ -546,17 +546,10 @@ impl PtccReplica {
         self.terminating
             .insert(tx, Ballot { participants: participants.clone(), client, votes: BTreeMap::new(), began: now });
         let me = self.me();
-        for p in participants {
+        for &p in &participants {
             if p == me {
-                let mut local = Out::default();
-                self.on_query(me, tx, &mut local);
-                out.records.append(&mut local.records);
-                let seq = match local.after_durable.pop() {
-                    Some((_, PtccMsg::Vote { seq, .. })) => seq,
-                    _ => unreachable!("a query is answered with a vote"),
-                };
-                let parts = self.terminating[&tx].participants.clone();
-                self.vote(now, tx, me, seq, &parts, client, true, out);
+                let seq = self.my_vote(tx, out);
+                self.vote(now, tx, me, seq, &participants, client, true, out);
             } else {
                 out.send(self.partition(p), PtccMsg::Query { tx });
             }
@@ -633,7 +626,7 @@ impl PtccReplica {
     }
 
     fn on_stable(&mut self, now: PhysicalMicros, from: Addr, snapshot: Wire, out: &mut Out) {
-        let Some(snapshot) = self.decode(&snapshot, now).filter(|_| self.tree.is_parent(from)) else {
+        let Some(snapshot) = self.decode(snapshot, now).filter(|_| self.tree.is_parent(from)) else {
             return self.refuse();
         };
         self.adopt(&snapshot);
@@ -660,7 +653,7 @@ impl PtccReplica {
                     if let Some(seq) = self.by_tx.remove(&tx) {
                         let pending = self.pending.remove(&seq).expect("indexed");
                         self.install(0, &pending.prepared, &decided);
-                        self.recent.insert(tx, Recent { seq, at: 0, decided });
+                        self.recent.insert(tx, Recent { at: 0, decided });
                     }
                 }
                 PtccRecord::Aborted { tx } => {
@@ -670,10 +663,8 @@ impl PtccReplica {
                     self.fenced.insert(tx);
                 }
                 PtccRecord::Version { key, value, stamp, ts, decided } => {
-                    for &(p, t) in &decided {
-                        if p == self.id.partition {
-                            self.hlc.observe(0, t);
-                        }
+                    if let Some(seq) = own_number(&decided, self.id.partition) {
+                        self.hlc.observe(0, seq);
                     }
                     let meta = Arc::new(Meta { ts, decided, committed_at: 0 });
                     self.store.insert(key, Version { value, stamp, meta }, |_| false);
@@ -681,9 +672,11 @@ impl PtccReplica {
                 PtccRecord::Collected { key, upto } => {
                     self.collected.insert(key, upto);
                 }
-                PtccRecord::Recent { tx, seq, decided } => {
-                    self.hlc.observe(0, seq);
-                    self.recent.insert(tx, Recent { seq, at: 0, decided });
+                PtccRecord::Recent { tx, decided } => {
+                    if let Some(seq) = own_number(&decided, self.id.partition) {
+                        self.hlc.observe(0, seq);
+                    }
+                    self.recent.insert(tx, Recent { at: 0, decided });
                 }
             }
         }
@@ -726,8 +719,8 @@ impl Replica for PtccReplica {
             _ => None,
         };
         match (msg, from, peer) {
-            (PtccMsg::Read { tag, keys, deps, bound }, Addr::Client(_), _) => {
-                self.on_read(now, from, tag, keys, deps, bound, out)
+            (PtccMsg::Read { tag, keys, deps, at_snapshot }, Addr::Client(_), _) => {
+                self.on_read(now, from, tag, keys, deps, at_snapshot, out)
             }
             (PtccMsg::Write { tx, writes, participants, coordinator, deps }, Addr::Client(c), _) => {
                 self.on_write(now, c, tx, writes, participants, coordinator, deps, out)
@@ -738,7 +731,7 @@ impl Replica for PtccReplica {
                 }
                 self.vote(now, tx, p, Some(seq), &participants, client, false, out)
             }
-            (PtccMsg::Commit { tx, decided }, _, Some(_)) => self.decide_here(now, tx, decided, out),
+            (PtccMsg::Commit { tx, decided }, _, Some(_)) => self.decide_here(now, tx, decided),
             (PtccMsg::Resolve { tx, participants, client }, _, Some(_)) => {
                 if tx.client != client || !self.participants_ok(&participants) {
                     return self.refuse();
@@ -806,11 +799,7 @@ impl Replica for PtccReplica {
         records.extend(fenced.into_iter().map(|tx| PtccRecord::Aborted { tx }));
         let mut recent: Vec<(PtxId, &Recent)> = self.recent.iter().map(|(&tx, r)| (tx, r)).collect();
         recent.sort_by_key(|(tx, _)| *tx);
-        records.extend(recent.into_iter().map(|(tx, r)| PtccRecord::Recent {
-            tx,
-            seq: r.seq,
-            decided: r.decided.clone(),
-        }));
+        records.extend(recent.into_iter().map(|(tx, r)| PtccRecord::Recent { tx, decided: r.decided.clone() }));
         // What the checkpoint no longer holds: its versions were collected.
         let mut collected: Vec<(&Key, &CommitStamp)> = self.collected.iter().collect();
         collected.sort();
@@ -844,4 +833,9 @@ impl Replica for PtccReplica {
     fn version_metadata_bytes(&self) -> u64 {
         8 * u64::from(self.topology.partition_count())
     }
+}
+
+/// The number partition `me` gave a decided transaction.
+fn own_number(decided: &[(PartitionId, Timestamp)], me: PartitionId) -> Option<Timestamp> {
+    decided.iter().find(|&&(p, _)| p == me).map(|&(_, t)| t)
 }

@@ -33,20 +33,6 @@ pub enum PtccClientTimer {
     Expired(u64),
 }
 
-/// How many read rounds the session's read-only parts took.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RoundCounts {
-    /// Transactions whose first read call took one round.
-    pub one: u64,
-    /// ... and two.
-    pub two: u64,
-    /// A second round that was still not consistent: the protocol promises
-    /// this never happens (the tests assert it).
-    pub third_needed: u64,
-    /// Later read calls of a transaction (one round each, at its snapshot).
-    pub at_snapshot: u64,
-}
-
 /// A read round being gathered.
 #[derive(Debug)]
 struct Gather {
@@ -58,7 +44,6 @@ struct Gather {
     answers: BTreeMap<PartitionId, Answer>,
     /// What this round reads at, if it is not a first round.
     bound: Option<VClock>,
-    first_call: bool,
 }
 
 /// A partition's answer to a read round, decoded.
@@ -123,7 +108,6 @@ pub struct PtccClient {
     next_round: u32,
     reading: Option<Gather>,
     committing: Option<Committing>,
-    rounds: RoundCounts,
 }
 
 /// What a PrompTCC session token carries: `D_c`.
@@ -151,13 +135,7 @@ impl PtccClient {
             next_round: 0,
             reading: None,
             committing: None,
-            rounds: RoundCounts::default(),
         }
-    }
-
-    /// The read rounds taken so far.
-    pub fn rounds(&self) -> RoundCounts {
-        self.rounds
     }
 
     fn partition(&self, p: PartitionId) -> Addr {
@@ -165,33 +143,27 @@ impl PtccClient {
     }
 
     /// Sends one read round to the partitions of `keys`.
-    fn send_round(
-        &mut self,
-        keys: BTreeMap<PartitionId, Vec<Key>>,
-        bound: Option<VClock>,
-        first_call: bool,
-        out: &mut Out,
-    ) {
+    fn send_round(&mut self, keys: BTreeMap<PartitionId, Vec<Key>>, bound: Option<VClock>, out: &mut Out) {
         let round = self.next_round;
         self.next_round += 1;
         let tag = ReadTag { tx: self.n, round };
         let deps = bound.as_ref().unwrap_or(&self.deps).to_wire(self.naive);
-        let bound_wire = bound.as_ref().map(|b| b.to_wire(self.naive));
+        let at_snapshot = bound.is_some();
         for (&p, keys) in &keys {
-            let msg = PtccMsg::Read { tag, keys: keys.clone(), deps: deps.clone(), bound: bound_wire.clone() };
+            let msg = PtccMsg::Read { tag, keys: keys.clone(), deps: deps.clone(), at_snapshot };
             out.send(self.partition(p), msg);
         }
         let waiting = keys.keys().copied().collect();
-        self.reading = Some(Gather { round, keys, waiting, answers: BTreeMap::new(), bound, first_call });
+        self.reading = Some(Gather { round, keys, waiting, answers: BTreeMap::new(), bound });
     }
 
     /// Every partition of a round has answered.
     fn round_done(&mut self, gather: Gather, out: &mut Out) -> Option<Reply> {
-        match (&gather.bound, gather.first_call) {
+        match &gather.bound {
             // Alg. 1 lines 23–31: the snapshot is what the client had seen
             // and everything the first round returned; a partition whose
             // vector does not cover it may have missed a version in it.
-            (None, _) => {
+            None => {
                 let mut snapshot = self.deps.clone();
                 for a in gather.answers.values() {
                     for ts in a.values.iter().filter_map(|(_, _, ts)| ts.as_ref()) {
@@ -202,19 +174,24 @@ impl PtccClient {
                 // under §V, the smallest of their smallest entries): each of
                 // them covers it already, so it asks no second round, and
                 // later reads of other partitions are fresher.
-                let mut floor: Option<VClock> = None;
+                let mut smallest: Option<VClock> = None;
+                let mut lowest_floor = None;
                 for a in gather.answers.values() {
-                    let s = match &a.cover {
-                        Covers::Vector(s) => s.clone(),
-                        Covers::Floor { floor, .. } => VClock::filled(self.deps.len() as u32, *floor),
-                    };
-                    match &mut floor {
-                        None => floor = Some(s),
-                        Some(f) => f.meet(&s),
+                    match &a.cover {
+                        Covers::Vector(s) => match &mut smallest {
+                            None => smallest = Some(s.clone()),
+                            Some(m) => m.meet(s),
+                        },
+                        Covers::Floor { floor, .. } => {
+                            lowest_floor = Some(lowest_floor.map_or(*floor, |l: crate::hlc::Timestamp| l.min(*floor)))
+                        }
                     }
                 }
-                if let Some(floor) = floor {
-                    snapshot.join(&floor);
+                if let Some(m) = smallest {
+                    snapshot.join(&m);
+                }
+                if let Some(floor) = lowest_floor {
+                    snapshot.raise_all(floor);
                 }
                 let behind: BTreeMap<PartitionId, Vec<Key>> = gather
                     .answers
@@ -225,16 +202,15 @@ impl PtccClient {
                 self.deps = snapshot.clone();
                 self.snapshot = Some(snapshot.clone());
                 if behind.is_empty() || self.fault == PtccFault::OneRound {
-                    self.rounds.one += 1;
                     return Some(Reply::Values(values_of(gather.answers)));
                 }
                 let kept: BTreeMap<PartitionId, Answer> =
                     gather.answers.into_iter().filter(|(p, _)| !behind.contains_key(p)).collect();
-                self.send_round(behind, Some(snapshot), true, out);
+                self.send_round(behind, Some(snapshot), out);
                 self.reading.as_mut().expect("just sent").answers = kept;
                 None
             }
-            (Some(bound), first_call) => {
+            Some(bound) => {
                 // A round at the snapshot: every partition has adopted it,
                 // so every version in it is visible there (no third round).
                 let consistent = gather.answers.values().all(|a| {
@@ -247,16 +223,10 @@ impl PtccClient {
                 if !consistent {
                     // Never, by the protocol: fail loudly rather than
                     // return values that may not be one snapshot.
-                    self.rounds.third_needed += 1;
                     debug_assert!(self.fault != PtccFault::None, "a read at the snapshot was not consistent");
                     return Some(Reply::Failed(SessionError::InvalidArgument(
                         "a read at the transaction's snapshot came back inconsistent (a protocol bug)".into(),
                     )));
-                }
-                if first_call {
-                    self.rounds.two += 1;
-                } else {
-                    self.rounds.at_snapshot += 1;
                 }
                 Some(Reply::Values(values_of(gather.answers)))
             }
@@ -272,9 +242,11 @@ fn values_of(answers: BTreeMap<PartitionId, Answer>) -> Vec<(Key, Option<Value>)
 fn decode_answer(cover: Cover, values: Vec<(Key, Option<Value>, Option<Wire>)>, partitions: u32) -> Option<Answer> {
     let cover = match cover {
         Cover::Vector(s) => Covers::Vector(s.decode(partitions)?),
-        Cover::Floor { own, floor, pending } => {
-            Covers::Floor { own, floor, pending: pending.iter().map(|w| w.decode(partitions)).collect::<Option<_>>()? }
-        }
+        Cover::Floor { own, floor, pending } => Covers::Floor {
+            own,
+            floor,
+            pending: pending.into_iter().map(|w| w.decode(partitions)).collect::<Option<_>>()?,
+        },
     };
     let values = values
         .into_iter()
@@ -311,16 +283,13 @@ impl ClientRole for PtccClient {
             out.set_timer(PtccClientTimer::Expired(self.n), 1);
             return;
         }
-        let by_partition: BTreeMap<PartitionId, Vec<Key>> =
-            self.topology.group_by_partition(keys, |k| k).into_iter().collect();
+        let by_partition = self.topology.group_by_partition(keys, |k| k);
         let bound = self.snapshot.clone();
-        let first_call = bound.is_none();
-        self.send_round(by_partition, bound, first_call, out);
+        self.send_round(by_partition, bound, out);
     }
 
-    fn request_commit(&mut self, now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
-        let by_partition: BTreeMap<PartitionId, Vec<(Key, Option<Value>)>> =
-            self.topology.group_by_partition(writes.to_vec(), |(k, _)| k).into_iter().collect();
+    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
+        let by_partition = self.topology.group_by_partition(writes.to_vec(), |(k, _)| k);
         let participants: Vec<PartitionId> = by_partition.keys().copied().collect();
         // The coordinator: one of the partitions written, spread by client
         // and transaction.
@@ -336,7 +305,6 @@ impl ClientRole for PtccClient {
             };
             out.send(self.partition(p), msg);
         }
-        let _ = now;
         out.set_timer(PtccClientTimer::CommitTimeout(self.n), self.commit_timeout_us);
         let waiting = participants.iter().copied().collect();
         self.committing = Some(Committing { tx, deps: self.deps.clone(), participants, waiting, decided: None });

@@ -25,11 +25,6 @@ impl VClock {
         VClock(vec![Timestamp::ZERO; partitions as usize])
     }
 
-    /// Every entry `t`.
-    pub fn filled(partitions: u32, t: Timestamp) -> Self {
-        VClock(vec![t; partitions as usize])
-    }
-
     /// How many entries (the DC's partition count, if well formed).
     pub fn len(&self) -> usize {
         self.0.len()
@@ -61,6 +56,13 @@ impl VClock {
     pub fn meet(&mut self, other: &VClock) {
         for (a, b) in self.0.iter_mut().zip(&other.0) {
             *a = (*a).min(*b);
+        }
+    }
+
+    /// Raises every entry to at least `t`.
+    pub fn raise_all(&mut self, t: Timestamp) {
+        for e in &mut self.0 {
+            *e = (*e).max(t);
         }
     }
 
@@ -137,13 +139,13 @@ impl VClock {
 impl Wire {
     /// The vector of `partitions` entries this says, if it is well formed
     /// (entries of partitions that exist, in order, each above the floor).
-    pub fn decode(&self, partitions: u32) -> Option<VClock> {
+    pub fn decode(self, partitions: u32) -> Option<VClock> {
         match self {
-            Wire::Full(entries) => (entries.len() == partitions as usize).then(|| VClock(entries.clone())),
+            Wire::Full(entries) => (entries.len() == partitions as usize).then_some(VClock(entries)),
             Wire::Sparse { floor, above } => {
-                let mut v = vec![*floor; partitions as usize];
+                let mut v = vec![floor; partitions as usize];
                 let mut at: Option<u32> = None;
-                for &(gap, offset) in above {
+                for (gap, offset) in above {
                     let i = match at {
                         None => gap,
                         Some(prev) if gap > 0 => prev.checked_add(gap)?,
@@ -210,7 +212,7 @@ mod tests {
             Wire::Sparse { floor: Timestamp(1), above: vec![(1, 1), (u32::MAX, 1)] },
         ];
         for w in bad {
-            assert_eq!(w.decode(5), None, "{w:?}");
+            assert_eq!(w.clone().decode(5), None, "{w:?}");
         }
     }
 
