@@ -13,7 +13,9 @@
 //!   protocols that commit through a coordinator), [`txn`] (a transaction's
 //!   write and read sets), [`mvstore`] (version chains), [`hlc`],
 //!   [`topology`], [`ids`], [`recovery`] (clock and id reservations, and
-//!   replication streams that resume after a crash).
+//!   replication streams that resume after a crash), [`write_only`]
+//!   (write-only transactions through a coordinator the client picks, of
+//!   the protocols whose clients read partitions directly).
 //! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`], [`paris`] (with BPR), [`promptcc`].
 
 pub mod contract;
@@ -31,6 +33,7 @@ pub mod topology;
 pub mod twopc;
 pub mod txn;
 pub mod wren;
+pub mod write_only;
 
 pub use contract::{
     AbortReason, CommitStamp, Effects, FaultPoints, Guarantee, Key, Limits, Message, MsgClass, NoRecord, Protocol,

@@ -23,24 +23,14 @@
 //! newest stamp collected of each key (only a checkpoint drops versions:
 //! records replayed after it collect nothing) and the reservations.
 
-use super::messages::PtxId;
-use super::vclock::{Decided, VClock};
+use super::vclock::VClock;
 use crate::contract::{CommitStamp, Key, Value};
-use crate::hlc::Timestamp;
-use crate::ids::PartitionId;
 use crate::recovery::{Reserved, Reserving};
+use crate::write_only::{self, Decided, TxnRecords, WtxId};
 use serde::{Deserialize, Serialize};
 
-/// A transaction prepared at a partition (Alg. 2 lines 3–7).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreparedTx {
-    pub tx: PtxId,
-    pub seq: Timestamp,
-    pub coordinator: PartitionId,
-    pub participants: Vec<PartitionId>,
-    pub deps: VClock,
-    pub writes: Vec<(Key, Option<Value>)>,
-}
+/// A transaction prepared at a partition, with the writer's `D_c`.
+pub type PreparedTx = write_only::PreparedTx<VClock>;
 
 /// One record of a PrompTCC partition.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,12 +39,12 @@ pub enum PtccRecord {
     Prepared(PreparedTx),
     /// The prepared `tx` committed with these numbers.
     Committed {
-        tx: PtxId,
+        tx: WtxId,
         decided: Decided,
     },
     /// `tx` is given up here: dropped if prepared, refused if it comes.
     Aborted {
-        tx: PtxId,
+        tx: WtxId,
     },
     /// In a checkpoint: a version held.
     Version {
@@ -73,7 +63,7 @@ pub enum PtccRecord {
     /// In a checkpoint: a transaction committed here lately, with every
     /// participant's number.
     Recent {
-        tx: PtxId,
+        tx: WtxId,
         decided: Decided,
     },
 }
@@ -90,5 +80,21 @@ impl Reserving for PtccRecord {
             PtccRecord::Reserved(r) => Some(*r),
             _ => None,
         }
+    }
+}
+
+/// What the shared write-only transactions keep, in PrompTCC's records.
+impl TxnRecords<VClock> for PtccRecord {
+    fn prepared(p: PreparedTx) -> Self {
+        PtccRecord::Prepared(p)
+    }
+    fn committed(tx: WtxId, decided: Decided) -> Self {
+        PtccRecord::Committed { tx, decided }
+    }
+    fn aborted(tx: WtxId) -> Self {
+        PtccRecord::Aborted { tx }
+    }
+    fn recent(tx: WtxId, decided: Decided) -> Self {
+        PtccRecord::Recent { tx, decided }
     }
 }

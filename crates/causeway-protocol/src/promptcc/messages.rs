@@ -1,21 +1,11 @@
 //! Every message PrompTCC sends.
 
-use super::vclock::{Decided, Wire};
+use super::vclock::Wire;
 use crate::contract::{Key, Message, MsgClass, ReadTag, Value};
 use crate::hlc::Timestamp;
 use crate::ids::{ClientId, PartitionId};
+use crate::write_only::{Decided, TxnMessages, WtxId};
 use serde::{Deserialize, Serialize};
-
-/// A write-only transaction, as the client names it: every participant
-/// learns it from the client before any id could be handed out. `epoch` is
-/// the session's first clock reading, so that a client id reused after a
-/// restart names new transactions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct PtxId {
-    pub client: ClientId,
-    pub epoch: u64,
-    pub n: u64,
-}
 
 /// One key read: its value (`None`: no version, or a delete) and the
 /// version's commit timestamp (`None` when no version is visible).
@@ -57,7 +47,7 @@ pub enum PtccMsg {
     TooOld { tag: ReadTag },
     /// A write-only transaction's writes to one partition (Alg. 1 line 7).
     Write {
-        tx: PtxId,
+        tx: WtxId,
         writes: Vec<(Key, Option<Value>)>,
         participants: Vec<PartitionId>,
         coordinator: PartitionId,
@@ -65,25 +55,25 @@ pub enum PtccMsg {
     },
     /// The transaction committed at the sending partition; with the
     /// sequence numbers every participant gave it.
-    Committed { tx: PtxId, decided: Decided },
+    Committed { tx: WtxId, decided: Decided },
     /// The transaction was given up (a participant never received it):
     /// nothing of it will ever be visible.
-    Aborted { tx: PtxId },
+    Aborted { tx: WtxId },
     // Between the partitions of a transaction.
     /// A participant prepared `tx` at `seq` (Alg. 2 line 8); it repeats what
     /// the coordinator needs if the client's own message to it is late.
-    Prepared { tx: PtxId, seq: Timestamp, participants: Vec<PartitionId>, client: ClientId },
+    Prepared { tx: WtxId, seq: Timestamp, participants: Vec<PartitionId>, client: ClientId },
     /// The coordinator's decision: every participant's number (line 16).
-    Commit { tx: PtxId, decided: Decided },
+    Commit { tx: WtxId, decided: Decided },
     /// A participant has waited too long for the decision of `tx`.
-    Resolve { tx: PtxId, participants: Vec<PartitionId>, client: ClientId },
+    Resolve { tx: WtxId, participants: Vec<PartitionId>, client: ClientId },
     /// The coordinator asks whether `tx` is prepared; a participant that
     /// has not prepared it never will (it fences the id).
-    Query { tx: PtxId },
+    Query { tx: WtxId },
     /// The answer: the number `tx` got here, or none (fenced).
-    Vote { tx: PtxId, seq: Option<Timestamp> },
+    Vote { tx: WtxId, seq: Option<Timestamp> },
     /// `tx` is given up: drop what was prepared.
-    Abort { tx: PtxId },
+    Abort { tx: WtxId },
     /// To itself: the outcome records up to the `upto`-th are durable, and
     /// may take effect.
     Logged { upto: u64 },
@@ -132,5 +122,36 @@ impl Message for PtccMsg {
             PtccMsg::ReadResp { tag, .. } | PtccMsg::TooOld { tag } => Some(*tag),
             _ => None,
         }
+    }
+}
+
+/// What the shared write-only transactions say, in PrompTCC's messages.
+impl TxnMessages for PtccMsg {
+    fn committed(tx: WtxId, decided: Decided) -> Self {
+        PtccMsg::Committed { tx, decided }
+    }
+    fn aborted(tx: WtxId) -> Self {
+        PtccMsg::Aborted { tx }
+    }
+    fn prepared(tx: WtxId, seq: Timestamp, participants: Vec<PartitionId>, client: ClientId) -> Self {
+        PtccMsg::Prepared { tx, seq, participants, client }
+    }
+    fn commit(tx: WtxId, decided: Decided) -> Self {
+        PtccMsg::Commit { tx, decided }
+    }
+    fn resolve(tx: WtxId, participants: Vec<PartitionId>, client: ClientId) -> Self {
+        PtccMsg::Resolve { tx, participants, client }
+    }
+    fn query(tx: WtxId) -> Self {
+        PtccMsg::Query { tx }
+    }
+    fn vote(tx: WtxId, seq: Option<Timestamp>) -> Self {
+        PtccMsg::Vote { tx, seq }
+    }
+    fn abort(tx: WtxId) -> Self {
+        PtccMsg::Abort { tx }
+    }
+    fn logged(upto: u64) -> Self {
+        PtccMsg::Logged { upto }
     }
 }

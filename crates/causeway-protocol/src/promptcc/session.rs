@@ -10,14 +10,15 @@
 //! later read calls read at that snapshot in one round, and its commit
 //! sends the writes with the dependencies.
 
-use super::messages::{Cover, PtccMsg, PtxId};
-use super::vclock::{stamp_of, Decided, VClock, Wire};
+use super::messages::{Cover, PtccMsg};
+use super::vclock::{VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::{AbortReason, CommitStamp, Effects, Key, ReadTag, SessionError, Value};
 use crate::hlc::PhysicalMicros;
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
 use crate::session_core::{Awaiting, ClientRole, Reply, SessionCore};
 use crate::topology::Topology;
+use crate::write_only::{stamp_of, Commit, WtxId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -78,15 +79,6 @@ impl Covers {
     }
 }
 
-#[derive(Debug)]
-struct Committing {
-    tx: PtxId,
-    deps: VClock,
-    participants: Vec<PartitionId>,
-    waiting: BTreeSet<PartitionId>,
-    decided: Option<Decided>,
-}
-
 /// PrompTCC's side of a session.
 #[derive(Debug)]
 pub struct PtccClient {
@@ -107,7 +99,7 @@ pub struct PtccClient {
     snapshot: Option<VClock>,
     next_round: u32,
     reading: Option<Gather>,
-    committing: Option<Committing>,
+    committing: Option<Commit<VClock>>,
 }
 
 /// What a PrompTCC session token carries: `D_c`.
@@ -289,25 +281,20 @@ impl ClientRole for PtccClient {
     }
 
     fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
-        let by_partition = self.topology.group_by_partition(writes.to_vec(), |(k, _)| k);
-        let participants: Vec<PartitionId> = by_partition.keys().copied().collect();
-        // The coordinator: one of the partitions written, spread by client
-        // and transaction.
-        let coordinator = participants[((self.id.index as u64 + self.n) % participants.len() as u64) as usize];
-        let tx = PtxId { client: self.id, epoch: self.epoch, n: self.n };
-        for (p, writes) in by_partition {
+        let tx = WtxId { client: self.id, epoch: self.epoch, n: self.n };
+        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, self.deps.clone());
+        for part in parts {
             let msg = PtccMsg::Write {
                 tx,
-                writes,
-                participants: participants.clone(),
-                coordinator,
+                writes: part.writes,
+                participants: part.participants,
+                coordinator: part.coordinator,
                 deps: self.deps.to_wire(self.naive),
             };
-            out.send(self.partition(p), msg);
+            out.send(self.partition(part.partition), msg);
         }
         out.set_timer(PtccClientTimer::CommitTimeout(self.n), self.commit_timeout_us);
-        let waiting = participants.iter().copied().collect();
-        self.committing = Some(Committing { tx, deps: self.deps.clone(), participants, waiting, decided: None });
+        self.committing = Some(commit);
     }
 
     fn release(&mut self, _now: PhysicalMicros, _out: &mut Out) {}
@@ -350,19 +337,8 @@ impl ClientRole for PtccClient {
                 Some(Reply::Aborted(AbortReason::Expired("a version of its snapshot was collected".into())))
             }
             (PtccMsg::Committed { tx, decided }, Awaiting::Commit) => {
-                let c = self.committing.as_mut().filter(|c| c.tx == tx)?;
-                // A decision names every partition written, in order.
-                let fits = decided.len() == c.participants.len()
-                    && decided.iter().zip(&c.participants).all(|((p, _), q)| p == q);
-                if !fits || !c.waiting.remove(&r.partition) {
-                    return None;
-                }
-                c.decided.get_or_insert(decided);
-                if !c.waiting.is_empty() {
-                    return None;
-                }
+                let decided = self.committing.as_mut()?.on_committed(r.partition, tx, decided).ok()??;
                 let c = self.committing.take().expect("committing");
-                let decided = c.decided.expect("one answer at least");
                 // Alg. 1 line 10, as a join: what was read before stays seen.
                 self.deps.join(&VClock::commit_ts(&c.deps, &decided));
                 Some(Reply::Committed(stamp_of(self.id.dc, &decided)))

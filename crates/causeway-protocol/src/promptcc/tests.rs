@@ -386,7 +386,7 @@ fn a_commit_shows_nowhere_before_its_record_is_durable() {
     let mut r = PtccReplica::new(me, c.topology.clone(), PtccConfig::default());
     r.start(1_000, &mut Out::default());
     let client = ClientId { dc: DcId(0), index: 7 };
-    let tx = super::messages::PtxId { client, epoch: 1, n: 1 };
+    let tx = crate::write_only::WtxId { client, epoch: 1, n: 1 };
     let write = PtccMsg::Write {
         tx,
         writes: vec![(a.clone(), value("a1"))],

@@ -6,18 +6,13 @@
 //! client's dependency vector `D_c`, a partition's snapshot vector `S_i`, a
 //! version's commit timestamp and a transaction's read snapshot.
 
-use crate::contract::CommitStamp;
 use crate::hlc::Timestamp;
-use crate::ids::{DcId, PartitionId, TxId};
+use crate::ids::PartitionId;
 use serde::{Deserialize, Serialize};
 
 /// A vector of one timestamp per partition.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct VClock(Vec<Timestamp>);
-
-/// A decided transaction's sequence numbers at the partitions it wrote
-/// (`final-ts` of the listing), sorted by partition.
-pub type Decided = Vec<(PartitionId, Timestamp)>;
 
 impl VClock {
     /// All zeros: nothing seen.
@@ -163,15 +158,11 @@ impl Wire {
     }
 }
 
-/// The last-writer-wins stamp of a decided transaction: its largest
-/// sequence number, and the first partition that gave it as the tie-breaker
-/// (two transactions never get the same number from one partition, so the
-/// pair is unique). It grows along causality: a transaction's numbers are
-/// above every entry of its writer's dependencies.
-pub fn stamp_of(dc: DcId, decided: &[(PartitionId, Timestamp)]) -> CommitStamp {
-    let top = decided.iter().map(|&(_, t)| t).max().unwrap_or(Timestamp::ZERO);
-    let by = decided.iter().find(|&&(_, t)| t == top).map_or(PartitionId(0), |&(p, _)| p);
-    CommitStamp { ts: top, dc, txid: TxId::new(by, top.0 & ((1 << 40) - 1)) }
+/// A writer's `D_c`: a partition numbers its transaction above every entry.
+impl crate::write_only::Deps for VClock {
+    fn ceiling(&self) -> Timestamp {
+        self.max_entry()
+    }
 }
 
 #[cfg(test)]
@@ -214,14 +205,5 @@ mod tests {
         for w in bad {
             assert_eq!(w.clone().decode(5), None, "{w:?}");
         }
-    }
-
-    #[test]
-    fn stamps_are_the_largest_number_and_the_partition_that_gave_it() {
-        let s = stamp_of(DcId(0), &[(PartitionId(1), Timestamp(9)), (PartitionId(3), Timestamp(9))]);
-        assert_eq!(s.ts, Timestamp(9));
-        assert_eq!(s.txid, TxId::new(PartitionId(1), 9));
-        let t = stamp_of(DcId(0), &[(PartitionId(3), Timestamp(9))]);
-        assert_ne!(s, t, "same number from two partitions: two transactions, two stamps");
     }
 }

@@ -1,0 +1,70 @@
+//! The client's side of one write-only transaction: its parts by
+//! partition, the coordinator it picks, and the participants' answers
+//! gathered — the client waits for every participant's commit, not only the
+//! coordinator's, so that its next read finds its write wherever it reads.
+
+use super::{Decided, Refused, WtxId};
+use crate::contract::{Key, Value};
+use crate::ids::{ClientId, PartitionId};
+use crate::topology::Topology;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One commit under way, with what the client depended on when it sent it.
+#[derive(Debug)]
+pub struct Commit<D> {
+    pub tx: WtxId,
+    pub deps: D,
+    participants: Vec<PartitionId>,
+    waiting: BTreeSet<PartitionId>,
+    decided: Option<Decided>,
+}
+
+/// The part of a transaction one partition gets.
+pub struct Part {
+    pub partition: PartitionId,
+    pub writes: Vec<(Key, Option<Value>)>,
+    pub participants: Vec<PartitionId>,
+    pub coordinator: PartitionId,
+}
+
+impl<D> Commit<D> {
+    /// Splits `writes` by partition and picks a coordinator among them,
+    /// spread by client and transaction.
+    pub fn start(
+        topology: &Topology,
+        client: ClientId,
+        tx: WtxId,
+        writes: &[(Key, Option<Value>)],
+        deps: D,
+    ) -> (Self, Vec<Part>) {
+        let by_partition: BTreeMap<PartitionId, Vec<(Key, Option<Value>)>> =
+            topology.group_by_partition(writes.to_vec(), |(k, _)| k);
+        let participants: Vec<PartitionId> = by_partition.keys().copied().collect();
+        let coordinator = participants[((client.index as u64 + tx.n) % participants.len() as u64) as usize];
+        let parts = by_partition
+            .into_iter()
+            .map(|(partition, writes)| Part { partition, writes, participants: participants.clone(), coordinator })
+            .collect();
+        let waiting = participants.iter().copied().collect();
+        (Commit { tx, deps, participants, waiting, decided: None }, parts)
+    }
+
+    /// A participant says `tx` committed there: `Err` if the answer is not
+    /// one this commit can get (another transaction, a decision that does
+    /// not name every partition written in order, a participant twice),
+    /// `Ok(None)` while others are still to answer, and the decision once
+    /// every one has.
+    pub fn on_committed(&mut self, from: PartitionId, tx: WtxId, decided: Decided) -> Result<Option<Decided>, Refused> {
+        let fits = tx == self.tx
+            && decided.len() == self.participants.len()
+            && decided.iter().zip(&self.participants).all(|((p, _), q)| p == q);
+        if !fits || !self.waiting.remove(&from) {
+            return Err(Refused);
+        }
+        self.decided.get_or_insert(decided);
+        if !self.waiting.is_empty() {
+            return Ok(None);
+        }
+        Ok(self.decided.take())
+    }
+}

@@ -1,0 +1,602 @@
+//! A partition's side of write-only transactions: prepare, the votes a
+//! coordinator gathers, outcomes recorded and taking effect once durable,
+//! and the termination of transactions whose coordinator fell silent.
+
+use super::{own_number, Decided, Deps, PreparedTx, TxnMessages, TxnRecords, WtxId};
+use crate::contract::{Effects, Key, Value};
+use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
+use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+
+/// An input that no honest client or partition sends: the caller counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused;
+
+/// How a prepared transaction ends here.
+#[derive(Clone, Debug)]
+enum Outcome {
+    Commit(Decided),
+    Abort,
+}
+
+/// A prepared transaction and what the partition knows of it.
+#[derive(Debug)]
+struct Pending<D> {
+    prepared: PreparedTx<D>,
+    /// When it was prepared, by this partition's clock.
+    since: PhysicalMicros,
+    outcome: Option<Outcome>,
+    /// The outcome's record was appended as the `n`-th; it takes effect
+    /// when `logged(n)` comes back (once it is durable).
+    logged: Option<u64>,
+}
+
+/// A transaction committed here lately: a late `Query` must still hear its
+/// number (this partition's entry of `decided`).
+#[derive(Clone, Debug)]
+struct Recent {
+    at: PhysicalMicros,
+    decided: Decided,
+}
+
+/// Votes a coordinator gathers: in the commit (`Some` only) or in a
+/// termination (`None`: that participant fenced the id).
+#[derive(Debug)]
+struct Ballot {
+    participants: Vec<PartitionId>,
+    client: ClientId,
+    votes: BTreeMap<PartitionId, Option<Timestamp>>,
+    began: PhysicalMicros,
+}
+
+/// What a partition knows of a transaction's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Decided to commit with these numbers (every vote is in: no other
+    /// outcome is possible, even if this partition crashes now).
+    Committed(Decided),
+    Aborted,
+    /// Not decided, as far as this partition knows.
+    Open,
+}
+
+/// A partition's write-only transactions, as participant and coordinator.
+#[derive(Debug)]
+pub struct WriteOnly<D> {
+    id: ReplicaId,
+    partitions: u32,
+    resolve_after_us: u64,
+    /// Outcomes take effect in the order of the numbers (PrompTCC: its own
+    /// entry of `S_i` passes only ended transactions), or each once durable.
+    in_order: bool,
+    /// Prepared transactions not yet ended here, by number, and by id.
+    pending: BTreeMap<Timestamp, Pending<D>>,
+    by_tx: FxHashMap<WtxId, Timestamp>,
+    /// Commits this partition coordinates, gathering the votes.
+    coordinating: FxHashMap<WtxId, Ballot>,
+    /// Terminations this partition runs for silent commits.
+    terminating: FxHashMap<WtxId, Ballot>,
+    /// Ids given up here: a `Write` of them is refused. Kept for good
+    /// (only failures abort, so they are few): a `Write` may arrive
+    /// arbitrarily late.
+    fenced: FxHashSet<WtxId>,
+    recent: FxHashMap<WtxId, Recent>,
+    /// Outcome records appended so far.
+    logged: u64,
+    /// Decisions this partition made as coordinator since the caller last
+    /// took them.
+    decisions: Vec<(WtxId, Status)>,
+}
+
+type Out<M, T, R> = Effects<M, T, R>;
+
+impl<D: Deps> WriteOnly<D> {
+    pub fn new(id: ReplicaId, partitions: u32, resolve_after_us: u64, in_order: bool) -> Self {
+        WriteOnly {
+            id,
+            partitions,
+            resolve_after_us,
+            in_order,
+            pending: BTreeMap::new(),
+            by_tx: FxHashMap::default(),
+            coordinating: FxHashMap::default(),
+            terminating: FxHashMap::default(),
+            fenced: FxHashSet::default(),
+            recent: FxHashMap::default(),
+            logged: 0,
+            decisions: Vec::new(),
+        }
+    }
+
+    fn me(&self) -> PartitionId {
+        self.id.partition
+    }
+
+    fn partition(&self, p: PartitionId) -> Addr {
+        Addr::Replica(ReplicaId { partition: p, ..self.id })
+    }
+
+    /// The number of the oldest transaction not yet ended here.
+    pub fn oldest_open(&self) -> Option<Timestamp> {
+        self.pending.keys().next().copied()
+    }
+
+    /// Every transaction not yet ended here, oldest first, with its
+    /// decision if it has one.
+    pub fn open(&self) -> impl Iterator<Item = (&PreparedTx<D>, Option<&Decided>)> {
+        self.pending.values().map(|p| {
+            let decided = match &p.outcome {
+                Some(Outcome::Commit(d)) => Some(d),
+                _ => None,
+            };
+            (&p.prepared, decided)
+        })
+    }
+
+    pub fn is_quiescent(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// A list of partitions of this DC, sorted, each once, with this one.
+    pub fn participants_ok(&self, participants: &[PartitionId]) -> bool {
+        participants.windows(2).all(|w| w[0] < w[1])
+            && participants.iter().all(|p| p.0 < self.partitions)
+            && participants.contains(&self.me())
+    }
+
+    /// What this partition knows of the outcome of `tx`.
+    pub fn status(&self, tx: WtxId) -> Status {
+        if let Some(r) = self.recent.get(&tx) {
+            return Status::Committed(r.decided.clone());
+        }
+        if self.fenced.contains(&tx) {
+            return Status::Aborted;
+        }
+        match self.by_tx.get(&tx).and_then(|seq| self.pending[seq].outcome.as_ref()) {
+            Some(Outcome::Commit(d)) => Status::Committed(d.clone()),
+            Some(Outcome::Abort) => Status::Aborted,
+            None => Status::Open,
+        }
+    }
+
+    /// The decisions this partition made as coordinator since last asked.
+    pub fn take_decisions(&mut self) -> Vec<(WtxId, Status)> {
+        std::mem::take(&mut self.decisions)
+    }
+
+    /// A client's part of `tx` (PrompTCC Alg. 2 lines 3–8): numbered above
+    /// `deps`, prepared durably, and voted. The caller has checked that
+    /// the keys are this partition's and the dependencies well formed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_write<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        now: PhysicalMicros,
+        hlc: &mut Hlc,
+        client: ClientId,
+        tx: WtxId,
+        writes: Vec<(Key, Option<Value>)>,
+        participants: Vec<PartitionId>,
+        coordinator: PartitionId,
+        deps: D,
+        out: &mut Out<M, T, R>,
+    ) -> Result<(), Refused> {
+        let me = self.me();
+        if tx.client != client
+            || !self.participants_ok(&participants)
+            || !participants.contains(&coordinator)
+            || writes.is_empty()
+        {
+            return Err(Refused);
+        }
+        if self.fenced.contains(&tx) {
+            out.send(Addr::Client(client), M::aborted(tx));
+            return Ok(());
+        }
+        if self.by_tx.contains_key(&tx) || self.recent.contains_key(&tx) {
+            return Ok(()); // delivered twice
+        }
+        // A number above everything the writer has seen, so that what it
+        // writes orders after what it read.
+        let seq = hlc.tick(now, deps.ceiling());
+        if self.pending.contains_key(&seq) {
+            // The clock never hands a number out twice (replay observes
+            // every number on disk); guard the index all the same.
+            return Err(Refused);
+        }
+        let prepared = PreparedTx { tx, seq, coordinator, participants: participants.clone(), deps, writes };
+        out.persist(R::prepared(prepared.clone()));
+        self.by_tx.insert(tx, seq);
+        self.pending.insert(seq, Pending { prepared, since: now, outcome: None, logged: None });
+        if participants.len() == 1 {
+            // One partition: nothing to agree on (one round).
+            self.decide_here(now, tx, vec![(me, seq)], Timestamp::MAX)?;
+            self.decisions.push((tx, Status::Committed(vec![(me, seq)])));
+        } else if coordinator == me {
+            self.vote(now, tx, me, Some(seq), &participants, client, false, out);
+        } else {
+            out.send_after_durable(self.partition(coordinator), M::prepared(tx, seq, participants, client));
+        }
+        Ok(())
+    }
+
+    /// A participant's vote reaches the coordinator.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_prepared<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        now: PhysicalMicros,
+        from: PartitionId,
+        tx: WtxId,
+        seq: Timestamp,
+        participants: Vec<PartitionId>,
+        client: ClientId,
+        horizon: Timestamp,
+        out: &mut Out<M, T, R>,
+    ) -> Result<(), Refused> {
+        if tx.client != client || !self.participants_ok(&participants) || seq > horizon {
+            return Err(Refused);
+        }
+        self.vote(now, tx, from, Some(seq), &participants, client, false, out);
+        Ok(())
+    }
+
+    /// A vote reaches the coordinator: in the commit itself, or in a
+    /// termination (`terminating`).
+    #[allow(clippy::too_many_arguments)]
+    fn vote<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        now: PhysicalMicros,
+        tx: WtxId,
+        from: PartitionId,
+        seq: Option<Timestamp>,
+        participants: &[PartitionId],
+        client: ClientId,
+        terminating: bool,
+        out: &mut Out<M, T, R>,
+    ) {
+        let ballots = if terminating { &mut self.terminating } else { &mut self.coordinating };
+        let ballot = ballots.entry(tx).or_insert_with(|| Ballot {
+            participants: participants.to_vec(),
+            client,
+            votes: BTreeMap::new(),
+            began: now,
+        });
+        if !ballot.participants.contains(&from) {
+            return;
+        }
+        ballot.votes.insert(from, seq);
+        if ballot.votes.len() < ballot.participants.len() {
+            return;
+        }
+        let ballot = ballots.remove(&tx).expect("just found");
+        // Decided: neither the commit nor a termination of it waits longer.
+        self.coordinating.remove(&tx);
+        self.terminating.remove(&tx);
+        let decided: Option<Decided> = ballot.votes.iter().map(|(&p, &s)| s.map(|s| (p, s))).collect();
+        match decided {
+            // PrompTCC Alg. 2 lines 13–17.
+            Some(decided) => {
+                for &p in &ballot.participants {
+                    if p == self.me() {
+                        // Its own number is in the ballot: it fits.
+                        let _ = self.decide_here(now, tx, decided.clone(), Timestamp::MAX);
+                    } else {
+                        // After this partition's own prepare is durable.
+                        out.send_after_durable(self.partition(p), M::commit(tx, decided.clone()));
+                    }
+                }
+                self.decisions.push((tx, Status::Committed(decided)));
+            }
+            None => {
+                for &p in &ballot.participants {
+                    if p == self.me() {
+                        let _ = self.on_abort(tx, out);
+                    } else {
+                        out.send_after_durable(self.partition(p), M::abort(tx));
+                    }
+                }
+                out.send_after_durable(Addr::Client(ballot.client), M::aborted(tx));
+                self.decisions.push((tx, Status::Aborted));
+            }
+        }
+    }
+
+    /// The coordinator's decision reaches a participant (line 20). A
+    /// decision must name exactly the participants, with this partition's
+    /// number, none beyond `horizon`.
+    pub fn on_commit(
+        &mut self,
+        now: PhysicalMicros,
+        tx: WtxId,
+        decided: Decided,
+        horizon: Timestamp,
+    ) -> Result<(), Refused> {
+        self.decide_here(now, tx, decided, horizon)
+    }
+
+    fn decide_here(
+        &mut self,
+        _now: PhysicalMicros,
+        tx: WtxId,
+        decided: Decided,
+        horizon: Timestamp,
+    ) -> Result<(), Refused> {
+        let Some(seq) = self.by_tx.get(&tx).copied() else { return Ok(()) };
+        let me = self.me();
+        let pending = self.pending.get_mut(&seq).expect("indexed");
+        let fits = decided.len() == pending.prepared.participants.len()
+            && decided.iter().zip(&pending.prepared.participants).all(|(d, p)| d.0 == *p && d.1 <= horizon)
+            && own_number(&decided, me) == Some(seq);
+        if !fits {
+            return Err(Refused);
+        }
+        match &pending.outcome {
+            None => pending.outcome = Some(Outcome::Commit(decided)),
+            Some(Outcome::Commit(_)) => {} // told twice
+            Some(Outcome::Abort) => return Err(Refused),
+        }
+        Ok(())
+    }
+
+    /// Records the outcomes that are known and not yet recorded — after
+    /// every step, whatever decided them; in order, only the oldest ones
+    /// (PrompTCC Alg. 2 lines 23–30). Each takes effect only once its
+    /// record is durable (`logged`, a message to itself that waits for it),
+    /// so that nothing a crash could take back is shown.
+    pub fn record_outcomes<M: TxnMessages, T, R: TxnRecords<D>>(&mut self, out: &mut Out<M, T, R>) {
+        let mut upto = None;
+        for pending in self.pending.values_mut() {
+            let Some(outcome) = &pending.outcome else {
+                if self.in_order {
+                    break;
+                }
+                continue;
+            };
+            if pending.logged.is_some() {
+                continue;
+            }
+            let tx = pending.prepared.tx;
+            out.persist(match outcome {
+                Outcome::Commit(decided) => R::committed(tx, decided.clone()),
+                Outcome::Abort => R::aborted(tx),
+            });
+            self.logged += 1;
+            pending.logged = Some(self.logged);
+            upto = Some(self.logged);
+        }
+        if let Some(upto) = upto {
+            out.send_after_durable(Addr::Replica(self.id), M::logged(upto));
+        }
+    }
+
+    /// The outcomes recorded up to the `upto`-th are durable: they take
+    /// effect. Returns the commits, oldest first, for the protocol to
+    /// install; each client is told.
+    pub fn on_logged<M: TxnMessages, T, R>(
+        &mut self,
+        now: PhysicalMicros,
+        upto: u64,
+        out: &mut Out<M, T, R>,
+    ) -> Vec<(PreparedTx<D>, Decided)> {
+        let done: Vec<Timestamp> =
+            self.pending.iter().filter(|(_, p)| p.logged.is_some_and(|n| n <= upto)).map(|(&s, _)| s).collect();
+        let mut committed = Vec::new();
+        for seq in done {
+            let Pending { prepared, outcome, .. } = self.pending.remove(&seq).expect("listed");
+            self.by_tx.remove(&prepared.tx);
+            match outcome.expect("logged") {
+                Outcome::Commit(decided) => {
+                    self.recent.insert(prepared.tx, Recent { at: now, decided: decided.clone() });
+                    out.send(Addr::Client(prepared.tx.client), M::committed(prepared.tx, decided.clone()));
+                    committed.push((prepared, decided));
+                }
+                Outcome::Abort => {
+                    self.fenced.insert(prepared.tx);
+                }
+            }
+        }
+        committed
+    }
+
+    /// Gives a transaction up here: a prepared one ends aborted (in its
+    /// turn, once recorded), and the id is fenced.
+    pub fn on_abort<M, T, R: TxnRecords<D>>(&mut self, tx: WtxId, out: &mut Out<M, T, R>) -> Result<(), Refused> {
+        if let Some(seq) = self.by_tx.get(&tx).copied() {
+            let pending = self.pending.get_mut(&seq).expect("indexed");
+            match pending.outcome {
+                None => pending.outcome = Some(Outcome::Abort),
+                Some(Outcome::Abort) => {}
+                // Decided to commit: an abort contradicts it.
+                Some(Outcome::Commit(_)) => return Err(Refused),
+            }
+            return Ok(());
+        }
+        if self.recent.contains_key(&tx) {
+            return Err(Refused);
+        }
+        if self.fenced.insert(tx) {
+            out.persist(R::aborted(tx));
+        }
+        Ok(())
+    }
+
+    /// This partition's vote in a termination of `tx`: the number it gave
+    /// it, or none — and then it fences the id, durably, so that it never
+    /// prepares it (the vote leaves only after the fence is durable).
+    fn my_vote<M, T, R: TxnRecords<D>>(&mut self, tx: WtxId, out: &mut Out<M, T, R>) -> Option<Timestamp> {
+        if let Some(&seq) = self.by_tx.get(&tx) {
+            return Some(seq);
+        }
+        if let Some(recent) = self.recent.get(&tx) {
+            return own_number(&recent.decided, self.me());
+        }
+        if self.fenced.insert(tx) {
+            out.persist(R::aborted(tx));
+        }
+        None
+    }
+
+    /// A termination asks this participant for its vote.
+    pub fn on_query<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        from: PartitionId,
+        tx: WtxId,
+        out: &mut Out<M, T, R>,
+    ) {
+        let seq = self.my_vote(tx, out);
+        out.send_after_durable(self.partition(from), M::vote(tx, seq));
+    }
+
+    /// A participant's vote in a termination this partition runs.
+    pub fn on_vote<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        now: PhysicalMicros,
+        from: PartitionId,
+        tx: WtxId,
+        seq: Option<Timestamp>,
+        horizon: Timestamp,
+        out: &mut Out<M, T, R>,
+    ) -> Result<(), Refused> {
+        if seq.is_some_and(|s| s > horizon) {
+            return Err(Refused);
+        }
+        let Some(b) = self.terminating.get(&tx) else { return Ok(()) };
+        let (parts, client) = (b.participants.clone(), b.client);
+        self.vote(now, tx, from, seq, &parts, client, true, out);
+        Ok(())
+    }
+
+    /// A participant asks this coordinator to end `tx`.
+    pub fn on_resolve<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        now: PhysicalMicros,
+        tx: WtxId,
+        participants: Vec<PartitionId>,
+        client: ClientId,
+        out: &mut Out<M, T, R>,
+    ) -> Result<(), Refused> {
+        if tx.client != client || !self.participants_ok(&participants) {
+            return Err(Refused);
+        }
+        self.terminate(now, tx, participants, client, out);
+        Ok(())
+    }
+
+    /// Starts (or restarts) the termination of `tx` as its coordinator.
+    fn terminate<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        now: PhysicalMicros,
+        tx: WtxId,
+        participants: Vec<PartitionId>,
+        client: ClientId,
+        out: &mut Out<M, T, R>,
+    ) {
+        if let Some(b) = self.terminating.get(&tx) {
+            if now < b.began + self.resolve_after_us {
+                return;
+            }
+        }
+        self.terminating
+            .insert(tx, Ballot { participants: participants.clone(), client, votes: BTreeMap::new(), began: now });
+        let me = self.me();
+        for &p in &participants {
+            if p == me {
+                let seq = self.my_vote(tx, out);
+                self.vote(now, tx, me, seq, &participants, client, true, out);
+            } else {
+                out.send(self.partition(p), M::query(tx));
+            }
+        }
+    }
+
+    /// Every resolve interval: asks the coordinators of transactions
+    /// prepared too long ago, and forgets what is no longer needed — a
+    /// commit once `settled` says every participant has ended it (nobody
+    /// still holds it prepared) and a late query would have come.
+    pub fn on_resolve_timer<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        now: PhysicalMicros,
+        settled: impl Fn(&Decided) -> bool,
+        out: &mut Out<M, T, R>,
+    ) {
+        // Fault point: resolve at once, racing the commit under way.
+        let early = out.buggify("write-only: resolve before the delay");
+        let stale: Vec<(WtxId, PartitionId, Vec<PartitionId>)> = self
+            .pending
+            .values()
+            .filter(|p| p.outcome.is_none() && (early || now >= p.since + self.resolve_after_us))
+            .map(|p| (p.prepared.tx, p.prepared.coordinator, p.prepared.participants.clone()))
+            .collect();
+        for (tx, coordinator, participants) in stale {
+            if coordinator == self.me() {
+                self.terminate(now, tx, participants, tx.client, out);
+            } else {
+                out.send(self.partition(coordinator), M::resolve(tx, participants, tx.client));
+            }
+        }
+        let keep = self.resolve_after_us * 20;
+        self.recent.retain(|_, r| now < r.at + keep || !settled(&r.decided));
+        self.coordinating.retain(|_, b| now < b.began + keep);
+        self.terminating.retain(|_, b| now < b.began + keep);
+    }
+
+    /// After a restart: prepared transactions found on disk wait a full
+    /// interval again, and recent commits are kept as long again.
+    pub fn restart(&mut self, now: PhysicalMicros) {
+        for p in self.pending.values_mut() {
+            p.since = now;
+        }
+        for r in self.recent.values_mut() {
+            r.at = now;
+        }
+    }
+
+    /// Replay: a prepare on disk.
+    pub fn replay_prepared(&mut self, prepared: PreparedTx<D>) {
+        self.by_tx.insert(prepared.tx, prepared.seq);
+        let seq = prepared.seq;
+        self.pending.insert(seq, Pending { prepared, since: 0, outcome: None, logged: None });
+    }
+
+    /// Replay: a commit on disk; the prepare it ends, for the protocol to
+    /// install.
+    pub fn replay_committed(&mut self, tx: WtxId, decided: Decided) -> Option<PreparedTx<D>> {
+        let seq = self.by_tx.remove(&tx)?;
+        let pending = self.pending.remove(&seq).expect("indexed");
+        self.recent.insert(tx, Recent { at: 0, decided });
+        Some(pending.prepared)
+    }
+
+    /// Replay: an abort or a fence on disk.
+    pub fn replay_aborted(&mut self, tx: WtxId) {
+        if let Some(seq) = self.by_tx.remove(&tx) {
+            self.pending.remove(&seq);
+        }
+        self.fenced.insert(tx);
+    }
+
+    /// Replay: a recent commit from a checkpoint.
+    pub fn replay_recent(&mut self, tx: WtxId, decided: Decided) {
+        self.recent.insert(tx, Recent { at: 0, decided });
+    }
+
+    /// What a checkpoint keeps of the write-only transactions: the prepared
+    /// ones (with an outcome recorded but not yet in effect: the checkpoint
+    /// replaces its record), the fences and the recent commits.
+    pub fn checkpoint<R: TxnRecords<D>>(&self, records: &mut Vec<R>) {
+        for p in self.pending.values() {
+            records.push(R::prepared(p.prepared.clone()));
+            match (&p.outcome, p.logged) {
+                (Some(Outcome::Commit(decided)), Some(_)) => records.push(R::committed(p.prepared.tx, decided.clone())),
+                (Some(Outcome::Abort), Some(_)) => records.push(R::aborted(p.prepared.tx)),
+                _ => {}
+            }
+        }
+        let mut fenced: Vec<WtxId> = self.fenced.iter().copied().collect();
+        fenced.sort();
+        records.extend(fenced.into_iter().map(R::aborted));
+        let mut recent: Vec<(WtxId, &Recent)> = self.recent.iter().map(|(&tx, r)| (tx, r)).collect();
+        recent.sort_by_key(|(tx, _)| *tx);
+        records.extend(recent.into_iter().map(|(tx, r)| R::recent(tx, r.decided.clone())));
+    }
+}
