@@ -9,6 +9,7 @@
 use crate::contract::{Protocol, Tuning};
 use crate::cure::{Cure, HCure};
 use crate::ec::Ec;
+use crate::eiger::Eiger;
 use crate::paris::{Bpr, Paris};
 use crate::promptcc::{PrompTcc, PrompTccNaive};
 use crate::topology::Topology;
@@ -36,6 +37,8 @@ pub enum ProtocolKind {
     PrompTcc,
     /// PrompTCC-naive: PrompTCC with every vector sent whole (§IV), to measure what §V saves.
     PrompTccNaive,
+    /// Eiger: one DC; optimistic reads in up to three rounds (validity intervals, then the coordinators' status).
+    Eiger,
 }
 
 /// A computation generic over the protocol, run by [`ProtocolKind::visit`].
@@ -54,6 +57,7 @@ impl ProtocolKind {
         ProtocolKind::Bpr,
         ProtocolKind::PrompTcc,
         ProtocolKind::PrompTccNaive,
+        ProtocolKind::Eiger,
     ];
 
     pub fn name(self) -> &'static str {
@@ -66,6 +70,7 @@ impl ProtocolKind {
             ProtocolKind::Bpr => Bpr::NAME,
             ProtocolKind::PrompTcc => PrompTcc::NAME,
             ProtocolKind::PrompTccNaive => PrompTccNaive::NAME,
+            ProtocolKind::Eiger => Eiger::NAME,
         }
     }
 
@@ -86,6 +91,9 @@ impl ProtocolKind {
                 "one DC only: reads in one round, two at most, from the freshest snapshot committed at every partition"
             }
             ProtocolKind::PrompTccNaive => "PrompTCC with its vectors sent whole (baseline of its metadata savings)",
+            ProtocolKind::Eiger => {
+                "one DC only: optimistic reads in up to three rounds from validity intervals (PrompTCC's baseline)"
+            }
         }
     }
 
@@ -138,6 +146,7 @@ impl ProtocolKind {
             ProtocolKind::Bpr => visitor.visit::<Bpr>(),
             ProtocolKind::PrompTcc => visitor.visit::<PrompTcc>(),
             ProtocolKind::PrompTccNaive => visitor.visit::<PrompTccNaive>(),
+            ProtocolKind::Eiger => visitor.visit::<Eiger>(),
         }
     }
 }
@@ -177,7 +186,7 @@ mod tests {
             assert_eq!(kind.visit(Name), kind.name());
         }
         let names: Vec<_> = ProtocolKind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(names, ["wren", "cure", "h-cure", "ec", "paris", "bpr", "promptcc", "promptcc-naive"]);
+        assert_eq!(names, ["wren", "cure", "h-cure", "ec", "paris", "bpr", "promptcc", "promptcc-naive", "eiger"]);
         assert_eq!("H-Cure".parse::<ProtocolKind>(), Ok(ProtocolKind::HCure));
         assert!("paxos".parse::<ProtocolKind>().unwrap_err().contains("wren"));
     }

@@ -16,11 +16,12 @@
 //!   replication streams that resume after a crash), [`write_only`]
 //!   (write-only transactions through a coordinator the client picks, of
 //!   the protocols whose clients read partitions directly).
-//! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`], [`paris`] (with BPR), [`promptcc`].
+//! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`], [`paris`] (with BPR), [`promptcc`], [`eiger`].
 
 pub mod contract;
 pub mod cure;
 pub mod ec;
+pub mod eiger;
 pub mod hlc;
 pub mod ids;
 pub mod kind;

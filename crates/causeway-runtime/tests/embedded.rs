@@ -16,25 +16,25 @@ fn b(s: &str) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_protocol_serves_clients_and_replicates_across_dcs() {
-    let one_dc = [ProtocolKind::PrompTcc, ProtocolKind::PrompTccNaive];
+    let one_dc = [ProtocolKind::PrompTcc, ProtocolKind::PrompTccNaive, ProtocolKind::Eiger];
     for &kind in ProtocolKind::ALL.iter().filter(|k| !one_dc.contains(k)) {
         a_write_in_one_dc_becomes_visible_in_another(kind).await;
     }
 }
 
-/// PrompTCC runs in one DC: a cluster of two is refused with the reason,
-/// and in one a session's write is read back at once and by another
-/// session, whole.
+/// PrompTCC and Eiger run in one DC: a cluster of two is refused with the
+/// reason, and in one a session's write is read back at once and by
+/// another session, whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn promptcc_serves_clients_in_one_dc_and_refuses_two() {
-    for kind in [ProtocolKind::PrompTcc, ProtocolKind::PrompTccNaive] {
+async fn one_dc_protocols_serve_clients_in_one_dc_and_refuse_two() {
+    for kind in [ProtocolKind::PrompTcc, ProtocolKind::PrompTccNaive, ProtocolKind::Eiger] {
         let Err(refused) = ClusterPlan::embedded(kind, 2, 2, None, None, 0) else { panic!("two DCs refused") };
         assert!(refused.to_string().contains("one DC"), "{refused}");
-        promptcc_in_one_dc(kind).await;
+        in_one_dc(kind).await;
     }
 }
 
-async fn promptcc_in_one_dc(kind: ProtocolKind) {
+async fn in_one_dc(kind: ProtocolKind) {
     let plan = ClusterPlan::embedded(kind, 1, 3, None, None, 0).unwrap();
     let node = start(Arc::new(plan), "embedded").await.unwrap();
     let (mut a, _) = Raw::hello(node.client_addr(DcId(0)).unwrap()).await;

@@ -18,6 +18,7 @@ mod common;
 use causeway_history::{check, Report};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
+use causeway_protocol::eiger::Eiger;
 use causeway_protocol::promptcc::PrompTcc;
 use causeway_protocol::wren::Wren;
 use causeway_protocol::{Protocol, Topology};
@@ -182,15 +183,26 @@ fn ec_survives_crashes() {
 /// decision is ended by the participants that wait for it.
 #[test]
 fn promptcc_survives_crashes() {
-    survives::<PrompTcc>(seeds(500), |seed| {
-        let mut config = crash_config(seed);
-        config.dcs = 1;
-        config.cuts.clear();
-        let topology = Topology::full(1, config.partitions).unwrap();
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9_7cc);
-        config.faults.crashes = random_crashes(seed, &topology, rng.random_range(1..=4), 400_000);
-        config
-    });
+    survives::<PrompTcc>(seeds(500), one_dc_crash_config);
+}
+
+/// Eiger in one DC, with the same crashes and the same end of silent
+/// coordinators (the write-only transactions are PrompTCC's); a third
+/// round whose coordinator crashed times out and its transaction starts
+/// again.
+#[test]
+fn eiger_survives_crashes() {
+    survives::<Eiger>(seeds(500), one_dc_crash_config);
+}
+
+fn one_dc_crash_config(seed: u64) -> SimConfig {
+    let mut config = crash_config(seed);
+    config.dcs = 1;
+    config.cuts.clear();
+    let topology = Topology::full(1, config.partitions).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9_7cc);
+    config.faults.crashes = random_crashes(seed, &topology, rng.random_range(1..=4), 400_000);
+    config
 }
 
 /// A partition down longer than EC's commit timeout (1 s, shorter than the

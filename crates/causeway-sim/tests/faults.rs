@@ -11,6 +11,7 @@ mod common;
 use causeway_history::{check, Guarantee};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
+use causeway_protocol::eiger::Eiger;
 use causeway_protocol::promptcc::PrompTcc;
 use causeway_protocol::wren::Wren;
 use causeway_protocol::{Protocol, Topology};
@@ -22,7 +23,7 @@ fn with_faults(seed: u64, faults: Faults) -> SimConfig {
     SimConfig { faults, ..random_config(seed, 400) }
 }
 
-/// The same, in one DC (PrompTCC runs in one).
+/// The same, in one DC (PrompTCC and Eiger run in one).
 fn in_one_dc(seed: u64, faults: Faults) -> SimConfig {
     SimConfig { dcs: 1, cuts: Vec::new(), ..with_faults(seed, faults) }
 }
@@ -72,6 +73,7 @@ fn below_the_fifo_links_duplicates_reordering_and_loss_change_no_verdict() {
     check_counts(&keeps_its_guarantee::<Cure>(n, lossy_transport));
     check_counts(&keeps_its_guarantee::<HCure>(n, lossy_transport));
     check_counts(&keeps_its_guarantee_in::<PrompTcc>(n, lossy_transport, in_one_dc));
+    check_counts(&keeps_its_guarantee_in::<Eiger>(n, lossy_transport, in_one_dc));
     check_counts(&keep_eventual(n));
 }
 
@@ -91,6 +93,7 @@ fn every_protocol_keeps_its_guarantee_with_its_fault_points_armed() {
         keeps_its_guarantee::<HCure>(n, buggify),
         keeps_its_guarantee::<Ec>(n, buggify),
         keeps_its_guarantee_in::<PrompTcc>(n, buggify, in_one_dc),
+        keeps_its_guarantee_in::<Eiger>(n, buggify, in_one_dc),
     ]
     .map(|reports| reports.iter().map(|r| r.faults.fault_points_fired).sum::<u64>())
     {

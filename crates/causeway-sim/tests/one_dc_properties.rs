@@ -1,15 +1,18 @@
-//! PrompTCC under many seeds: one DC (the protocol runs inside one, and
-//! refuses more), 1–8 partitions, clock skew and drift, latency spikes,
-//! hot keys on a third of the seeds, and on half of them crashes and
-//! restarts from disk. Every history goes through the TCC checker, the DC
-//! must end holding the acknowledged winner of every key, no read may wait,
-//! and no read-only part may need a third round.
+//! The protocols that run inside one DC (PrompTCC, PrompTCC-naive, Eiger;
+//! each refuses more) under many seeds: 1–8 partitions, clock skew and
+//! drift, latency spikes, hot keys on a third of the seeds, and on half of
+//! them crashes and restarts from disk; on half, a short transaction
+//! timeout, so that versions are collected within the run and slow
+//! transactions meet it. Every history goes through the TCC checker, the
+//! DC must end holding the acknowledged winner of every key; PrompTCC's
+//! reads never wait and never take a third round, Eiger's take one.
 //!
-//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test promptcc_properties`
+//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test one_dc_properties`
 //! runs a longer soak.
 
 mod common;
 
+use causeway_protocol::eiger::{Eiger, EigerConfig, EigerFault};
 use causeway_protocol::promptcc::{PrompTcc, PrompTccNaive, PtccConfig, PtccFault};
 use causeway_protocol::Protocol;
 use causeway_sim::{random_crashes, SimConfig};
@@ -22,7 +25,7 @@ use std::collections::BTreeMap;
 /// read-only transactions by round trips, and versions collected.
 type Outcome = (Option<String>, u64, u64, u64, BTreeMap<u32, u64>, u64);
 
-fn promptcc_config(seed: u64) -> SimConfig {
+fn one_dc_config(seed: u64) -> SimConfig {
     let mut config = random_config(seed, 1_500);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9_7cc);
     config.dcs = 1;
@@ -46,44 +49,67 @@ fn promptcc_config(seed: u64) -> SimConfig {
     config
 }
 
+/// A short transaction timeout on half the seeds (20–300 ms), else 5 s.
+fn txn_timeout(seed: u64) -> u64 {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6c);
+    if rng.random_bool(0.5) {
+        rng.random_range(20_000..300_000)
+    } else {
+        5_000_000
+    }
+}
+
+fn promptcc(seed: u64) -> PtccConfig {
+    PtccConfig { txn_timeout_us: txn_timeout(seed), ..PtccConfig::default() }
+}
+
 #[test]
 fn promptcc_is_tcc_never_waits_and_keeps_every_acknowledged_write_over_many_seeds() {
-    survives::<PrompTcc>();
+    mostly_one_round(&survives::<PrompTcc>(promptcc, 2));
+}
+
+/// PrompTCC's point: a second round is rare, even under contention.
+fn mostly_one_round(rounds: &BTreeMap<u32, u64>) {
+    let (one, two) = (rounds.get(&1).copied().unwrap_or(0), rounds.get(&2).copied().unwrap_or(0));
+    assert!(one > 10 * two, "mostly one round: {rounds:?}");
 }
 
 /// The same protocol with its vectors whole and the paper's test of a
 /// first round (`S_i` covers the snapshot).
 #[test]
 fn promptcc_naive_is_tcc_never_waits_and_keeps_every_acknowledged_write_over_many_seeds() {
-    survives::<PrompTccNaive>();
+    mostly_one_round(&survives::<PrompTccNaive>(promptcc, 2));
 }
 
-fn survives<P: Protocol<Config = PtccConfig>>() {
+/// Eiger: up to three rounds, and some seeds must need the third.
+#[test]
+fn eiger_is_tcc_and_keeps_every_acknowledged_write_over_many_seeds() {
+    let rounds =
+        survives::<Eiger>(|seed| EigerConfig { txn_timeout_us: txn_timeout(seed), ..EigerConfig::default() }, 3);
+    assert!(rounds.get(&3).copied().unwrap_or(0) > 0, "no third round in any seed: {rounds:?}");
+}
+
+/// Runs the seeds; `most` is the most round trips a read-only transaction
+/// may take. Returns the read-only transactions by round trips.
+fn survives<P: Protocol>(config_of: impl Fn(u64) -> P::Config + Sync, most: u32) -> BTreeMap<u32, u64> {
     let n = seeds(500);
     let results = par_seeds(n, |seed| {
-        let config = promptcc_config(seed);
+        let config = one_dc_config(seed);
         let shape = format!(
             "seed {seed}: {} partitions, skew {} us, crashes {:?}",
             config.partitions, config.max_skew_us, config.faults.crashes
         );
         let crashes = config.faults.crashes.len();
-        // On half the seeds a short transaction timeout, so that versions
-        // are collected within the run and slow transactions meet it.
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6c);
-        let protocol = PtccConfig {
-            txn_timeout_us: if rng.random_bool(0.5) { rng.random_range(20_000..300_000) } else { 5_000_000 },
-            ..PtccConfig::default()
-        };
-        let (report, verdict) = run::<P>(config, &protocol);
+        let (report, verdict) = run::<P>(config, &config_of(seed));
         let mut problems = problems::<P>(&report, &verdict);
         problems.extend(lost_writes(&report, |_, _| true));
         if crashes > 0 && report.faults.crashes != report.faults.restarts {
             problems.push(format!("crashes and restarts: {:?}", report.faults));
         }
-        // One round, or two when the first was not from one snapshot:
-        // never a third.
-        if let Some((&most, _)) = report.read_only_rounds.last_key_value() {
-            if most > 2 {
+        // PrompTCC: one round, or two when the first was not from one
+        // snapshot, never a third. Eiger: three at most.
+        if let Some((&took, _)) = report.read_only_rounds.last_key_value() {
+            if took > most {
                 problems.push(format!("read-only transactions by round trips: {:?}", report.read_only_rounds));
             }
         }
@@ -111,34 +137,44 @@ fn survives<P: Protocol<Config = PtccConfig>>() {
     // Contention makes first rounds miss: some read-only transactions must
     // have needed the second (or the test does not reach it).
     assert!(rounds.get(&2).copied().unwrap_or(0) > 0, "no second round in {n} seeds: {rounds:?}");
-    assert!(rounds.get(&1).copied().unwrap_or(0) > 10 * rounds.get(&2).copied().unwrap_or(0), "mostly one round");
     assert!(sum(|r| r.5) > 0, "no version collected in {n} seeds");
+    rounds
 }
 
-/// Whether the checker sees `fault` in 40 contended one-DC runs.
-fn caught(fault: PtccFault) -> bool {
+/// Whether the checker sees a planted fault in 40 contended one-DC runs.
+fn caught<P: Protocol>(config: P::Config) -> bool {
     (0..40).any(|seed| {
-        let mut config = common::hot_keys(seed);
-        config.dcs = 1;
-        let (_, verdict) = run::<PrompTcc>(config, &PtccConfig { fault, ..PtccConfig::default() });
+        let mut sim = common::hot_keys(seed);
+        sim.dcs = 1;
+        let (_, verdict) = run::<P>(sim, &config);
         !verdict.upholds(causeway_protocol::Guarantee::Causal)
     })
 }
 
 #[test]
 fn a_client_that_never_takes_a_second_round_is_caught() {
-    assert!(caught(PtccFault::OneRound), "the checker must see fractured reads when the second round is skipped");
+    let config = PtccConfig { fault: PtccFault::OneRound, ..PtccConfig::default() };
+    assert!(caught::<PrompTcc>(config), "the checker must see fractured reads when the second round is skipped");
 }
 
 #[test]
 fn a_frontier_that_runs_ahead_of_prepared_transactions_is_caught() {
-    assert!(caught(PtccFault::EarlyFrontier), "the checker must see a transaction appear in the middle of a snapshot");
+    let config = PtccConfig { fault: PtccFault::EarlyFrontier, ..PtccConfig::default() };
+    assert!(caught::<PrompTcc>(config), "the checker must see a transaction appear in the middle of a snapshot");
+}
+
+#[test]
+fn eiger_partitions_that_overlook_open_transactions_are_caught() {
+    let config = EigerConfig { fault: EigerFault::IgnoreOpen, ..EigerConfig::default() };
+    assert!(caught::<Eiger>(config), "the checker must see a write seen at one partition and not at another");
 }
 
 #[test]
 fn more_than_one_dc_is_refused_with_a_reason() {
     let mut config = common::hot_keys(1);
     config.dcs = 2;
-    let err = causeway_sim::Simulation::<PrompTcc>::new(config, &PtccConfig::default()).err().expect("refused");
+    let err = causeway_sim::Simulation::<PrompTcc>::new(config.clone(), &PtccConfig::default()).err().expect("refused");
+    assert!(err.to_string().contains("one DC"), "{err}");
+    let err = causeway_sim::Simulation::<Eiger>::new(config, &EigerConfig::default()).err().expect("refused");
     assert!(err.to_string().contains("one DC"), "{err}");
 }

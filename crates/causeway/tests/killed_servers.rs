@@ -13,7 +13,7 @@
 //! the other DCs.
 //!
 //! And PaRiS on partial replication (each partition in two of the three
-//! DCs: four servers), and PrompTCC in one DC (two servers), killed and
+//! DCs: four servers), and PrompTCC and Eiger in one DC (two servers), killed and
 //! restarted the same way.
 //!
 //! Victims come from a seed (printed; `CAUSEWAY_SEED` replays a choice).
@@ -316,10 +316,22 @@ async fn paris_servers_killed_under_load_on_partial_replication_come_back() {
 /// the other partition; the history passes the checker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promptcc_servers_killed_under_load_come_back() {
+    one_dc_servers_killed_under_load_come_back("promptcc", 0x97cc).await;
+}
+
+/// Eiger, the same way (its write-only transactions are PrompTCC's; a
+/// reader's third round whose coordinator was killed times out and starts
+/// its transaction again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eiger_servers_killed_under_load_come_back() {
+    one_dc_servers_killed_under_load_come_back("eiger", 0xe16e).await;
+}
+
+async fn one_dc_servers_killed_under_load_come_back(protocol: &str, default_seed: u64) {
     let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
-    let seed = std::env::var("CAUSEWAY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x97cc_u64);
-    eprintln!("killed promptcc servers: seed {seed}");
-    let mut cluster = Cluster::placed("killed-promptcc", "promptcc", |d, _| d == 0);
+    let seed = std::env::var("CAUSEWAY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default_seed);
+    eprintln!("killed {protocol} servers: seed {seed}");
+    let mut cluster = Cluster::placed(&format!("killed-{protocol}"), protocol, |d, _| d == 0);
     assert_eq!(cluster.nodes.len(), 2);
     cluster.start_all().await;
     let started = Instant::now();
@@ -329,7 +341,7 @@ async fn promptcc_servers_killed_under_load_come_back() {
         for &i in &victims {
             cluster.kill(i);
             eprintln!(
-                "killed promptcc servers: {} killed {:.1?} into the run",
+                "killed {protocol} servers: {} killed {:.1?} into the run",
                 cluster.nodes[i].name,
                 started.elapsed()
             );
@@ -349,7 +361,7 @@ async fn promptcc_servers_killed_under_load_come_back() {
     cluster.converged_and_tcc(report.records).await;
     assert!(report.committed > 200, "only {} transactions committed", report.committed);
     eprintln!(
-        "killed promptcc servers: 5 kills, {} committed, {} aborted, {} unknown; verdict: TCC",
+        "killed {protocol} servers: 5 kills, {} committed, {} aborted, {} unknown; verdict: TCC",
         report.committed, report.aborted, report.unknown
     );
 }
