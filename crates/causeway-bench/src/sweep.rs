@@ -1,7 +1,9 @@
 //! A series of runs: every combination of the protocols, client counts,
-//! partition counts, DC counts, read:write mixes and (under partial
-//! replication) localities asked for, each a fresh cluster, saved as JSON
-//! next to the figures drawn from them.
+//! partition counts, DC counts, read:write mixes, (under partial
+//! replication) localities and workload variants — value sizes, zipf
+//! exponents, and with the PrompTCC paper's transactions keys per
+//! transaction and write fractions — asked for, each a fresh cluster, saved
+//! as JSON next to the figures drawn from them.
 
 use crate::report::BenchReport;
 use crate::spec::BenchSpec;
@@ -25,15 +27,61 @@ pub struct Sweep {
     /// Shares of multi-DC transactions (partial replication); empty: the
     /// base workload's.
     pub multi_dc: Vec<f64>,
+    pub variants: Variants,
+}
+
+/// Workload parameters a sweep varies; an empty list keeps the base run's.
+#[derive(Clone, Debug, Default)]
+pub struct Variants {
+    pub value_sizes: Vec<usize>,
+    pub zipfs: Vec<f64>,
+    /// Keys each transaction reads or writes (the PrompTCC paper's
+    /// transactions only).
+    pub keys_per_txn: Vec<u32>,
+    /// Shares of transactions that write (the PrompTCC paper's only).
+    pub write_fractions: Vec<f64>,
+}
+
+impl Variants {
+    /// Every combination, each applied to a copy of `base`.
+    fn apply(&self, base: &BenchSpec) -> Vec<BenchSpec> {
+        let or = |v: &[f64], d: f64| if v.is_empty() { vec![d] } else { v.to_vec() };
+        let w = &base.workload;
+        let sizes = if self.value_sizes.is_empty() { vec![base.value_size] } else { self.value_sizes.clone() };
+        let keys = if self.keys_per_txn.is_empty() { vec![w.reads_per_txn] } else { self.keys_per_txn.clone() };
+        let mut out = Vec::new();
+        for &size in &sizes {
+            for zipf in or(&self.zipfs, w.zipf) {
+                for &k in &keys {
+                    for wf in or(&self.write_fractions, w.write_fraction()) {
+                        let mut s = base.clone();
+                        s.value_size = size;
+                        s.workload.zipf = zipf;
+                        if s.workload.shape == causeway_workload::TxnShape::ReadOrWrite {
+                            s.workload.reads_per_txn = k;
+                            s.workload.writes_per_txn = k;
+                            s.workload.read_only_fraction = 1.0 - wf;
+                        }
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 impl Sweep {
-    /// The runs, in the order they run: for each mix, DC count, partition
-    /// count and locality, every protocol at rising load.
+    /// The runs, in the order they run: for each workload variant, mix, DC
+    /// count, partition count and locality, every protocol at rising load.
     pub fn specs(&self) -> Vec<BenchSpec> {
+        self.variants.apply(&self.base).iter().flat_map(|base| self.specs_of(base)).collect()
+    }
+
+    fn specs_of(&self, base: &BenchSpec) -> Vec<BenchSpec> {
         let mut out = Vec::new();
         let localities = match self.multi_dc.is_empty() {
-            true => vec![self.base.workload.multi_dc_fraction],
+            true => vec![base.workload.multi_dc_fraction],
             false => self.multi_dc.clone(),
         };
         for &(reads, writes) in &self.mixes {
@@ -48,7 +96,7 @@ impl Sweep {
                             self.clients_per_dc.iter().map(|&c| (self.base.clients_per_partition, Some(c))).collect()
                         };
                         for (clients, per_dc) in loads {
-                            let mut s = self.base.clone();
+                            let mut s = base.clone();
                             s.clients_per_dc = per_dc;
                             // The PrompTCC paper's transactions read or write
                             // their own count of keys: a mix does not apply.
@@ -63,7 +111,7 @@ impl Sweep {
                             s.clients_per_partition = clients;
                             s.run_id = crate::spec::new_run_id();
                             // Every run starts a cluster of its own: its logs too.
-                            s.data_dir = self.base.data_dir.as_ref().map(|d| d.join(&s.run_id));
+                            s.data_dir = base.data_dir.as_ref().map(|d| d.join(&s.run_id));
                             out.push(s);
                         }
                     }
@@ -86,14 +134,35 @@ impl Sweep {
                 return Err(format!("{what} needs at least one value"));
             }
         }
+        let promptcc = self.base.workload.shape == causeway_workload::TxnShape::ReadOrWrite;
+        let v = &self.variants;
+        if !promptcc && (v.keys_per_txn.len() > 1 || v.write_fractions.len() > 1) {
+            return Err("--keys-per-txn and --write-fraction lists vary the PrompTCC paper's transactions: give --workload promptcc".into());
+        }
         self.specs().iter().try_for_each(BenchSpec::validate)
     }
 }
 
 /// A file name for a run: `wren-3dc-4p-19r1w-8cpd` (8 clients per DC);
 /// under partial replication `paris-3dc-6p-r2-local95-19r1w-8cpd` (each
-/// partition in 2 DCs, 95 % of transactions local-DC).
+/// partition in 2 DCs, 95 % of transactions local-DC); with the PrompTCC
+/// paper's transactions `promptcc-1dc-8p-5k-w10-z99-v128-128cpd` (5 keys,
+/// 10 % write, zipf 0.99, 128-byte values).
 pub fn run_name(r: &BenchReport) -> String {
+    if let Some(wf) = r.workload.write_fraction {
+        let w = &r.workload;
+        return format!(
+            "{}-{}dc-{}p-{}k-w{}-z{}-v{}-{}cpd",
+            r.protocol,
+            r.dcs,
+            r.partitions,
+            w.reads_per_txn,
+            (wf * 100.0).round(),
+            (w.zipf * 100.0).round(),
+            w.value_size,
+            r.clients_per_dc
+        );
+    }
     let placement = match (r.replication, r.workload.multi_dc_percent()) {
         (Some(rf), Some(multi)) => format!("-r{rf}-local{}", 100u32.saturating_sub(multi)),
         (Some(rf), None) => format!("-r{rf}"),
@@ -144,6 +213,7 @@ mod tests {
             dcs: vec![3],
             mixes: vec![(19, 1), (10, 10)],
             multi_dc: vec![],
+            variants: Variants::default(),
         };
         let specs = sweep.specs();
         assert_eq!(specs.len(), 2 * 2 * 2 * 2);
@@ -162,7 +232,44 @@ mod tests {
         let per_dc = Sweep { clients_per_dc: vec![1, 2, 3], ..sweep.clone() };
         let loads: Vec<_> = per_dc.specs()[..3].iter().map(BenchSpec::clients_per_dc).collect();
         assert_eq!(loads, vec![1, 2, 3], "--clients-per-dc replaces --clients");
-        let empty = Sweep { clients: vec![], ..sweep };
+        let empty = Sweep { clients: vec![], ..sweep.clone() };
         assert!(empty.validate().unwrap_err().contains("--clients"));
+        let keys = Sweep { variants: Variants { keys_per_txn: vec![2, 8], ..Variants::default() }, ..sweep };
+        assert!(keys.validate().unwrap_err().contains("--workload promptcc"), "a list of keys needs its workload");
+    }
+
+    #[test]
+    fn workload_variants_multiply_the_runs_and_set_what_they_vary() {
+        let base = BenchSpec { workload: crate::promptcc_workload(5, 0.1), ..BenchSpec::default() };
+        let sweep = Sweep {
+            base,
+            protocols: vec![ProtocolKind::Ec, ProtocolKind::PrompTcc],
+            clients: vec![16],
+            clients_per_dc: vec![],
+            partitions: vec![8],
+            dcs: vec![1],
+            mixes: vec![(19, 1)],
+            multi_dc: vec![],
+            variants: Variants {
+                value_sizes: vec![8, 2048],
+                zipfs: vec![],
+                keys_per_txn: vec![2, 16],
+                write_fractions: vec![0.5],
+            },
+        };
+        let specs = sweep.specs();
+        assert_eq!(specs.len(), 2 * 2 * 2, "sizes × keys × protocols");
+        let seen: Vec<_> = specs
+            .iter()
+            .map(|s| (s.value_size, s.workload.reads_per_txn, s.workload.write_fraction(), s.workload.zipf))
+            .collect();
+        assert_eq!(seen[0], (8, 2, 0.5, 0.99));
+        assert_eq!(seen[7], (2048, 16, 0.5, 0.99));
+        assert_eq!(
+            (specs[0].protocol, specs[1].protocol),
+            (ProtocolKind::Ec, ProtocolKind::PrompTcc),
+            "EC beside each"
+        );
+        assert_eq!(sweep.validate(), Ok(()));
     }
 }

@@ -44,9 +44,10 @@ pub struct RunFlags {
     /// Keys per partition.
     #[arg(long, default_value_t = 100_000)]
     keys: u32,
-    /// Zipf exponent of key popularity inside a partition (0: uniform).
-    #[arg(long, default_value_t = 0.99)]
-    zipf: f64,
+    /// Zipf exponent of key popularity inside a partition (0: uniform); a
+    /// sweep takes a comma-separated list (the PrompTCC paper's Figs. 3–4).
+    #[arg(long, value_delimiter = ',', default_value = "0.99")]
+    zipf: Vec<f64>,
     /// Under partial replication (--replication), LOCAL:MULTI: how many
     /// transactions touch only partitions the client's DC holds against how
     /// many touch random partitions anywhere (the PaRiS paper's 100:0, 95:5,
@@ -54,9 +55,10 @@ pub struct RunFlags {
     #[arg(long, value_delimiter = ',', default_value = "95:5", value_name = "LOCAL:MULTI")]
     locality: Vec<Locality>,
     /// Bytes per written value [default: 8 for the wren workload, 128 for
-    /// promptcc].
-    #[arg(long)]
-    value_size: Option<usize>,
+    /// promptcc]; a sweep takes a comma-separated list (the PrompTCC
+    /// paper's Fig. 2).
+    #[arg(long, value_delimiter = ',')]
+    value_size: Vec<usize>,
     /// Whose transactions: the Wren paper's (reads then writes: --reads,
     /// --writes over --partitions-per-txn) or the PrompTCC paper's (each
     /// either reads or writes --keys-per-txn keys drawn by zipf from the
@@ -64,13 +66,14 @@ pub struct RunFlags {
     #[arg(long, value_enum, default_value = "wren")]
     workload: WorkloadArg,
     /// Keys each transaction reads or writes, with --workload promptcc (the
-    /// paper: 5; 2 to 64).
-    #[arg(long, default_value_t = 5)]
-    keys_per_txn: u32,
+    /// paper: 5; 2 to 64); a sweep takes a comma-separated list (Fig. 5).
+    #[arg(long, value_delimiter = ',', default_value = "5")]
+    keys_per_txn: Vec<u32>,
     /// Share of transactions that write, with --workload promptcc (the
-    /// paper: 0.1; 0.01 to 0.5).
-    #[arg(long, default_value_t = 0.1)]
-    write_fraction: f64,
+    /// paper: 0.1; 0.01 to 0.5); a sweep takes a comma-separated list
+    /// (Fig. 6).
+    #[arg(long, value_delimiter = ',', default_value = "0.1")]
+    write_fraction: Vec<f64>,
     /// Emulated clock skew: each replica's clock is off by a fixed amount in
     /// [-skew/2, +skew/2] ms (one machine has one clock; real clusters don't).
     #[arg(long, default_value_t = 0.0)]
@@ -109,6 +112,36 @@ fn parse_fsync(s: &str) -> Result<Fsync, String> {
 }
 
 impl RunFlags {
+    /// A run has one of each value a sweep takes a list of.
+    fn one_each(&self) -> Result<()> {
+        for (flag, n) in [
+            ("--locality", self.locality.len()),
+            ("--zipf", self.zipf.len()),
+            ("--value-size", self.value_size.len().max(1)),
+            ("--keys-per-txn", self.keys_per_txn.len()),
+            ("--write-fraction", self.write_fraction.len()),
+        ] {
+            anyhow::ensure!(n == 1, "{flag}: a run has one (a list is for `causeway sweep`)");
+        }
+        Ok(())
+    }
+
+    /// The workload parameters a sweep varies, each list as given (empty:
+    /// the base run's value).
+    fn variants(&self) -> causeway_bench::sweep::Variants {
+        let promptcc = self.workload == WorkloadArg::Promptcc;
+        causeway_bench::sweep::Variants {
+            value_sizes: self.value_size.clone(),
+            zipfs: self.zipf.clone(),
+            keys_per_txn: if promptcc || self.keys_per_txn.len() > 1 { self.keys_per_txn.clone() } else { vec![] },
+            write_fractions: if promptcc || self.write_fraction.len() > 1 {
+                self.write_fraction.clone()
+            } else {
+                vec![]
+            },
+        }
+    }
+
     fn spec(&self, net: &NetworkArgs) -> Result<BenchSpec> {
         let secs = |v: f64, flag: &str| -> Result<Duration> {
             anyhow::ensure!(
@@ -131,19 +164,22 @@ impl RunFlags {
             anyhow::ensure!(!used, "--data-dir {} is not empty: give a new or empty directory", dir.display());
         }
         let (delta_r_ms, delta_g_ms) = net.intervals_ms()?;
+        let first = |v: &[f64]| v.first().copied().unwrap_or_default();
         let mut workload = match self.workload {
             WorkloadArg::Wren => paper_workload(19, 1),
             // Checked with the rest of the spec (BenchSpec::validate).
-            WorkloadArg::Promptcc => promptcc_workload(self.keys_per_txn, self.write_fraction),
+            WorkloadArg::Promptcc => {
+                promptcc_workload(self.keys_per_txn.first().copied().unwrap_or(5), first(&self.write_fraction))
+            }
         };
         workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
         workload.keys_per_partition = self.keys;
-        workload.zipf = self.zipf;
+        workload.zipf = first(&self.zipf);
         workload.multi_dc_fraction = self.locality.first().copied().unwrap_or_default().multi_dc_fraction();
         Ok(BenchSpec {
             deployment,
             workload,
-            value_size: self.value_size.unwrap_or(match self.workload {
+            value_size: self.value_size.first().copied().unwrap_or(match self.workload {
                 WorkloadArg::Wren => 8,
                 WorkloadArg::Promptcc => 128,
             }),
@@ -282,7 +318,7 @@ fn write_json(out: OutputFile, report: &BenchReport) -> Result<()> {
 
 pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     init_logging();
-    anyhow::ensure!(args.run.locality.len() == 1, "--locality: a run has one (a list is for `causeway sweep`)");
+    args.run.one_each()?;
     let mut spec = args.run.spec(&args.cluster.net)?;
     spec.protocol = args.cluster.protocol;
     spec.dcs = args.cluster.dcs;
@@ -424,6 +460,7 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
         dcs: args.dcs,
         mixes: args.mix.iter().map(|m| (m.0, m.1)).collect(),
         multi_dc: args.run.locality.iter().map(|l| l.multi_dc_fraction()).collect(),
+        variants: args.run.variants(),
     };
     sweep.validate().map_err(anyhow::Error::msg)?;
     // Checked before the runs: a directory that cannot be written fails now.

@@ -231,6 +231,42 @@ fn a_partial_replication_sweep_draws_the_paris_papers_figures() {
     assert!(!dir.join("fig3a-throughput-latency.png").exists(), "no Wren-paper names for partial replication");
 }
 
+/// The PrompTCC paper's figures: a sweep over zipf exponents of its
+/// transactions, EC beside each protocol (the figures divide by EC's).
+#[test]
+fn a_promptcc_workload_sweep_draws_its_papers_figures_normalized_to_ec() {
+    let dir = scratch("sweep-promptcc");
+    let reports = short_sweep(
+        &dir,
+        &[
+            "--protocols",
+            "ec,promptcc,eiger",
+            "--workload",
+            "promptcc",
+            "--dcs",
+            "1",
+            "--partitions",
+            "2",
+            "--clients",
+            "2",
+            "--keys",
+            "1000",
+            "--zipf",
+            "0.5,0.99",
+        ],
+    );
+    let reports = reports.as_array().expect("an array");
+    assert_eq!(reports.len(), 6, "2 exponents × 3 protocols");
+    let zipfs: Vec<f64> = reports.iter().map(|r| f(&r["workload"], "zipf")).collect();
+    assert_eq!(zipfs, [0.5, 0.5, 0.5, 0.99, 0.99, 0.99], "EC beside each protocol at each exponent");
+    assert!(dir.join("runs/eiger-1dc-2p-5k-w10-z99-v128-4cpd.json").exists(), "runs named by what they vary");
+    for stem in ["promptcc-fig3-zipf", "promptcc-fig4-zipf-latency", "promptcc-fig3-zipf-rounds"] {
+        let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap_or_default();
+        assert!(png(&dir.join(format!("{stem}.png"))) && svg.contains("eiger"), "{stem}.png and .svg, with eiger");
+    }
+    assert!(!dir.join("fig3a-throughput-latency.png").exists(), "no Wren-paper figures for these runs");
+}
+
 #[test]
 fn bench_and_sweep_refuse_bad_flags_with_a_message() {
     for (args, says) in [
@@ -248,6 +284,8 @@ fn bench_and_sweep_refuse_bad_flags_with_a_message() {
             "at 2 DCs every DC would hold every partition",
         ),
         (vec!["bench", "--locality", "100:0,50:50"], "a list is for `causeway sweep`"),
+        (vec!["bench", "--zipf", "0.5,0.99"], "--zipf: a run has one"),
+        (vec!["sweep", "--keys-per-txn", "2,8"], "give --workload promptcc"),
         (vec!["plot", "/nonexistent"], "cannot read"),
         (vec!["bench", "--preload", "--history", "h.jsonl"], "--preload cannot go with --history"),
         (vec!["bench", "--reads", "129"], "--reads must be at most 128"),

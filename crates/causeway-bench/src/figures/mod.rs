@@ -22,6 +22,11 @@
 //! `paris-fig2b-dcs`, `paris-fig3a-locality-throughput`,
 //! `paris-fig3b-locality-latency`, `paris-fig4-visibility`.
 //!
+//! Runs of the PrompTCC paper's transactions (`--workload promptcc`)
+//! redraw its figures instead ([`promptcc`]): throughput and latency over
+//! EC's against value size, zipf, keys per transaction, write fraction and
+//! partitions, and the read-only round trips.
+//!
 //! Text is drawn with the DejaVu Sans font compiled into the binary, so
 //! figures come out the same on a machine without fonts.
 
@@ -37,6 +42,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 mod paris;
+mod promptcc;
 
 const SIZE: (u32, u32) = (960, 640);
 
@@ -336,12 +342,14 @@ fn by_protocol<'a>(runs: &[&'a BenchReport]) -> BTreeMap<String, Vec<&'a BenchRe
 /// Draws every figure the reports allow into `dir`; returns the files.
 pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+    let (ptcc, reports): (Vec<&BenchReport>, Vec<&BenchReport>) =
+        reports.iter().partition(|r| r.workload.write_fraction.is_some());
+    let mut files = promptcc::draw(&ptcc, dir)?;
     let mut groups: BTreeMap<GroupKey, Vec<&BenchReport>> = BTreeMap::new();
     for r in reports {
         groups.entry(group_key(r)).or_default().push(r);
     }
     let keys: Vec<&GroupKey> = groups.keys().collect();
-    let mut files = Vec::new();
     for (key, runs) in &groups {
         let protocols = by_protocol(runs);
         let curve = |f: fn(&BenchReport) -> f64| -> Vec<Series> {
