@@ -127,17 +127,20 @@ fn peaks<'a>(axis: Axis, runs: &[&'a BenchReport]) -> BTreeMap<String, BTreeMap<
 fn draw_axis(axis: Axis, runs: &[&BenchReport], dir: &Path, suffix: &str) -> Result<Vec<PathBuf>> {
     let peaks = peaks(axis, runs);
     let mut files = Vec::new();
+    // What the runs share: every parameter but the one on the x axis.
     let title = |what: &str| {
-        let r = runs[0];
-        format!(
-            "{what} — {} DC × {} partitions, {} keys, {:.0} % write, zipf {}, {} B",
-            r.dcs,
-            r.partitions,
-            r.workload.reads_per_txn,
-            r.workload.write_fraction.unwrap_or(0.0) * 100.0,
-            r.workload.zipf,
-            r.workload.value_size
-        )
+        let (r, w) = (runs[0], &runs[0].workload);
+        let mut parts = vec![format!("{} DC", r.dcs)];
+        for a in AXES.into_iter().filter(|&a| a != axis) {
+            parts.push(match a {
+                Axis::Partitions => format!("{} partitions", r.partitions),
+                Axis::Keys => format!("{} keys", w.reads_per_txn),
+                Axis::WriteFraction => format!("{:.0} % write", w.write_fraction.unwrap_or(0.0) * 100.0),
+                Axis::Zipf => format!("zipf {}", w.zipf),
+                Axis::ValueSize => format!("{} B", w.value_size),
+            });
+        }
+        format!("{what} — {}", parts.join(", "))
     };
     let series = |f: &dyn Fn(&BenchReport, u64) -> Option<f64>| -> Vec<Series> {
         peaks

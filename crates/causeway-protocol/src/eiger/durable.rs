@@ -7,6 +7,7 @@
 
 use super::messages::EigerDeps;
 use crate::contract::{CommitStamp, Key, Value};
+use crate::ids::PartitionId;
 use crate::recovery::{Reserved, Reserving};
 use crate::write_only::{self, Decided, TxnRecords, WtxId};
 use serde::{Deserialize, Serialize};
@@ -37,10 +38,12 @@ pub enum EigerRecord {
         key: Key,
         upto: CommitStamp,
     },
-    /// In a checkpoint: a transaction committed here lately.
+    /// In a checkpoint: a transaction committed here lately, and its
+    /// coordinator (to which the commit is acknowledged).
     Recent {
         tx: WtxId,
         decided: Decided,
+        coordinator: PartitionId,
     },
 }
 
@@ -69,7 +72,7 @@ impl TxnRecords<EigerDeps> for EigerRecord {
     fn aborted(tx: WtxId) -> Self {
         EigerRecord::Aborted { tx }
     }
-    fn recent(tx: WtxId, decided: Decided) -> Self {
-        EigerRecord::Recent { tx, decided }
+    fn recent(tx: WtxId, decided: Decided, coordinator: PartitionId) -> Self {
+        EigerRecord::Recent { tx, decided, coordinator }
     }
 }

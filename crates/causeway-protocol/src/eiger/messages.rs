@@ -142,6 +142,16 @@ pub enum EigerMsg {
     Logged {
         upto: u64,
     },
+    /// To a coordinator: the sender has committed `txs` (again every resolve
+    /// interval, until told to forget them).
+    Done {
+        txs: Vec<WtxId>,
+    },
+    /// From a coordinator: every participant of `txs` has committed them;
+    /// they are forgotten.
+    Forget {
+        txs: Vec<WtxId>,
+    },
 }
 
 impl TxnMessages for EigerMsg {
@@ -172,6 +182,12 @@ impl TxnMessages for EigerMsg {
     fn logged(upto: u64) -> Self {
         EigerMsg::Logged { upto }
     }
+    fn done(txs: Vec<WtxId>) -> Option<Self> {
+        Some(EigerMsg::Done { txs })
+    }
+    fn forget(txs: Vec<WtxId>) -> Option<Self> {
+        Some(EigerMsg::Forget { txs })
+    }
 }
 
 impl Message for EigerMsg {
@@ -194,8 +210,14 @@ impl Message for EigerMsg {
             | EigerMsg::Query { .. }
             | EigerMsg::Vote { .. }
             | EigerMsg::Abort { .. }
-            | EigerMsg::Logged { .. } => MsgClass::TRANSACTION,
+            | EigerMsg::Logged { .. }
+            | EigerMsg::Done { .. }
+            | EigerMsg::Forget { .. } => MsgClass::TRANSACTION,
         }
+    }
+
+    fn is_background(&self) -> bool {
+        matches!(self, EigerMsg::Done { .. } | EigerMsg::Forget { .. })
     }
 
     fn read_request(&self) -> Option<ReadTag> {

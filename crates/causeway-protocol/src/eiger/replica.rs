@@ -14,7 +14,7 @@ use crate::ids::{Addr, ClientId, DcId, PartitionId, ReplicaId};
 use crate::mvstore::{MvStore, Version};
 use crate::recovery::Reservations;
 use crate::topology::Topology;
-use crate::write_only::{commit_ts, own_number, stamp_of, Decided, Refused, Status, WriteOnly, WtxId};
+use crate::write_only::{commit_ts, own_number, stamp_of, Decided, Refused, Rules, Status, WriteOnly, WtxId};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -32,9 +32,18 @@ pub enum EigerTimer {
 /// input moves the clock arbitrarily far.
 pub const MAX_AHEAD_US: u64 = 60_000_000;
 
-/// Third-round questions a coordinator holds, at most: beyond, new ones
-/// are dropped (their readers time out and start again).
+/// Third-round questions a coordinator holds, at most, and from one client:
+/// beyond, new ones are dropped (their readers time out and start again).
 const MAX_ASKED: usize = 65_536;
+const MAX_ASKED_PER_CLIENT: usize = 1_024;
+
+/// The longest key a dependency names (a client's limit on keys).
+const MAX_DEP_KEY_BYTES: usize = 1024;
+
+/// Each commit installed as soon as durable; commits acknowledged to their
+/// coordinator, which forgets them once every participant has (no stable
+/// time says when that is).
+const EIGER_RULES: Rules = Rules { in_order: false, acknowledged: true };
 
 /// A third-round question waiting for its transaction's decision.
 #[derive(Debug)]
@@ -64,6 +73,7 @@ pub struct EigerReplica {
     /// Third-round questions about transactions not yet decided here.
     asked: FxHashMap<WtxId, Vec<Asked>>,
     asked_count: usize,
+    asked_by: FxHashMap<Addr, usize>,
     started_at: PhysicalMicros,
     counters: ReplicaCounters,
 }
@@ -75,10 +85,11 @@ impl EigerReplica {
             hlc: Hlc::new(),
             reserved: Reservations::default(),
             store: MvStore::keeping_tombstones(),
-            txns: WriteOnly::new(id, topology.partition_count(), config.resolve_after_us, false),
+            txns: WriteOnly::new(id, topology.partition_count(), config.resolve_after_us, EIGER_RULES),
             collected: FxHashMap::default(),
             asked: FxHashMap::default(),
             asked_count: 0,
+            asked_by: FxHashMap::default(),
             started_at: 0,
             counters: ReplicaCounters::default(),
             topology,
@@ -144,6 +155,11 @@ impl EigerReplica {
         // Nothing numbered here from now on commits at or before `at`.
         self.hlc.observe(now, at);
         let dc = self.id.dc;
+        // A decided commit not yet durable here is shown only once what this
+        // partition holds of it is durable (its prepare, at a coordinator
+        // that has just voted): every vote is in and on disk, so no crash
+        // can take it back.
+        let mut decided_open = false;
         let mut values = Vec::with_capacity(keys.len());
         for key in keys {
             let found = self.store.chain(&key).and_then(|c| c.newest_visible_upto(at, |v| v.stamp.ts <= at));
@@ -162,6 +178,7 @@ impl EigerReplica {
                         let stamp = stamp_of(dc, d);
                         if best.as_ref().is_none_or(|(s, _)| *s < stamp) {
                             best = Some((stamp, value()));
+                            decided_open = true;
                         }
                     }
                     Some(_) => {}
@@ -174,21 +191,43 @@ impl EigerReplica {
             let (stamp, value) = best.map_or((None, None), |(s, v)| (Some(s), v));
             values.push(AtTime { key, value, stamp, open });
         }
-        out.send(from, EigerMsg::AtTime { tag, values });
+        match decided_open {
+            true => out.send_after_durable(from, EigerMsg::AtTime { tag, values }),
+            false => out.send(from, EigerMsg::AtTime { tag, values }),
+        }
     }
 
     /// A reader's third round: how `txs`, which this partition coordinates,
     /// ended — at once if decided, else once they are.
+    /// An outcome is told once what this partition holds of it is durable
+    /// (a decision on the coordinator's own prepare, a fence): no crash
+    /// takes it back.
     fn on_status(&mut self, now: PhysicalMicros, from: Addr, tag: ReadTag, txs: Vec<WtxId>, out: &mut Out) {
         for tx in txs {
             match self.txns.status(tx) {
-                Status::Committed(decided) => out.send(from, EigerMsg::Outcome { tag, tx, decided: Some(decided) }),
-                Status::Aborted => out.send(from, EigerMsg::Outcome { tag, tx, decided: None }),
-                Status::Open if self.asked_count < MAX_ASKED => {
-                    self.asked.entry(tx).or_default().push(Asked { from, tag, since: now });
-                    self.asked_count += 1;
+                Status::Committed(decided) => {
+                    out.send_after_durable(from, EigerMsg::Outcome { tag, tx, decided: Some(decided) })
                 }
-                Status::Open => {}
+                Status::Aborted => out.send_after_durable(from, EigerMsg::Outcome { tag, tx, decided: None }),
+                Status::Open => {
+                    let mine = self.asked_by.entry(from).or_default();
+                    if self.asked_count < MAX_ASKED && *mine < MAX_ASKED_PER_CLIENT {
+                        *mine += 1;
+                        self.asked.entry(tx).or_default().push(Asked { from, tag, since: now });
+                        self.asked_count += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A question is answered or dropped.
+    fn unask(&mut self, a: &Asked) {
+        self.asked_count -= 1;
+        if let Some(n) = self.asked_by.get_mut(&a.from) {
+            *n -= 1;
+            if *n == 0 {
+                self.asked_by.remove(&a.from);
             }
         }
     }
@@ -197,19 +236,21 @@ impl EigerReplica {
     fn answer_asked(&mut self, out: &mut Out) {
         for (tx, status) in self.txns.take_decisions() {
             let Some(asked) = self.asked.remove(&tx) else { continue };
-            self.asked_count -= asked.len();
             let decided = match status {
                 Status::Committed(d) => Some(d),
                 _ => None,
             };
             for a in asked {
-                out.send(a.from, EigerMsg::Outcome { tag: a.tag, tx, decided: decided.clone() });
+                self.unask(&a);
+                out.send_after_durable(a.from, EigerMsg::Outcome { tag: a.tag, tx, decided: decided.clone() });
             }
         }
     }
 
     fn deps_ok(&self, deps: &EigerDeps, horizon: Timestamp) -> bool {
-        deps.clock <= horizon && deps.deps.len() <= MAX_DEPS && deps.deps.iter().all(|(_, t)| *t <= horizon)
+        deps.clock <= horizon
+            && deps.deps.len() <= MAX_DEPS
+            && deps.deps.iter().all(|(k, t)| *t <= horizon && k.len() <= MAX_DEP_KEY_BYTES)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -256,21 +297,26 @@ impl EigerReplica {
     }
 
     fn on_resolve_timer(&mut self, now: PhysicalMicros, out: &mut Out) {
-        // Without a stable time inside the DC, a commit is forgotten by
-        // time alone (see the module docs).
-        self.txns.on_resolve_timer(now, |_| true, out);
-        // Questions about transactions never decided here (asked of the
-        // wrong partition, or before a restart of their coordinator) are
-        // dropped; their readers time out.
-        let keep = self.config.resolve_after_us * 20;
-        let mut dropped = 0;
+        // Commits are forgotten by acknowledgement (EIGER_RULES), not by
+        // this rule.
+        self.txns.on_resolve_timer(now, |_| false, out);
+        // Questions whose readers have given up (asked of the wrong
+        // partition, say) are dropped.
+        let keep = self.config.status_timeout_us;
+        let mut gone = Vec::new();
         self.asked.retain(|_, asked| {
-            let before = asked.len();
-            asked.retain(|a| now < a.since + keep);
-            dropped += before - asked.len();
+            asked.retain(|a| {
+                let kept = now < a.since + keep;
+                if !kept {
+                    gone.push(Asked { from: a.from, tag: a.tag, since: a.since });
+                }
+                kept
+            });
             !asked.is_empty()
         });
-        self.asked_count -= dropped;
+        for a in &gone {
+            self.unask(a);
+        }
         out.set_timer(EigerTimer::Resolve, self.config.resolve_after_us);
     }
 
@@ -306,11 +352,11 @@ impl EigerReplica {
                 EigerRecord::Collected { key, upto } => {
                     self.collected.insert(key, upto);
                 }
-                EigerRecord::Recent { tx, decided } => {
+                EigerRecord::Recent { tx, decided, coordinator } => {
                     if let Some(seq) = own_number(&decided, self.id.partition) {
                         self.hlc.observe(0, seq);
                     }
-                    self.txns.replay_recent(tx, decided);
+                    self.txns.replay_recent(tx, decided, Some(coordinator));
                 }
             }
         }
@@ -370,9 +416,11 @@ impl Replica for EigerReplica {
                 self.txns.on_prepared(now, p, tx, seq, participants, client, horizon, out)
             }
             (EigerMsg::Commit { tx, decided }, _, Some(_)) => self.txns.on_commit(now, tx, decided, horizon),
-            (EigerMsg::Resolve { tx, participants, client }, _, Some(_)) => {
-                self.txns.on_resolve(now, tx, participants, client, out)
+            (EigerMsg::Resolve { tx, participants, client }, _, Some(p)) => {
+                self.txns.on_resolve(now, p, tx, participants, client, out)
             }
+            (EigerMsg::Done { txs }, _, Some(p)) => self.txns.on_done(p, txs, out),
+            (EigerMsg::Forget { txs }, _, Some(p)) => self.txns.on_forget(p, txs),
             (EigerMsg::Query { tx }, _, Some(p)) => {
                 self.txns.on_query(p, tx, out);
                 Ok(())

@@ -50,7 +50,12 @@ enum Phase {
     At { unsettled: Vec<Unsettled> },
     /// A third round: how the open transactions ended (committed at or
     /// before the effective time: their stamp).
-    Outcomes { unsettled: Vec<Unsettled>, asked: BTreeSet<WtxId>, heard: BTreeMap<WtxId, Option<CommitStamp>> },
+    /// `asked`: each transaction still to hear of, with its coordinator.
+    Outcomes {
+        unsettled: Vec<Unsettled>,
+        asked: BTreeMap<WtxId, PartitionId>,
+        heard: BTreeMap<WtxId, Option<CommitStamp>>,
+    },
 }
 
 /// A read call under way.
@@ -198,9 +203,9 @@ impl EigerClient {
             by_coordinator.entry(w.coordinator).or_default().insert(w.tx);
         }
         let tag = self.tag();
-        let mut asked = BTreeSet::new();
+        let mut asked = BTreeMap::new();
         for (p, txs) in by_coordinator {
-            asked.extend(txs.iter().copied());
+            asked.extend(txs.iter().map(|&tx| (tx, p)));
             out.send(self.partition(p), EigerMsg::Status { tag, txs: txs.into_iter().collect() });
         }
         out.set_timer(EigerClientTimer::StatusTimeout(self.n, tag.round), self.config.status_timeout_us);
@@ -389,12 +394,22 @@ impl ClientRole for EigerClient {
                 if tag != (ReadTag { tx: self.n, round: reading.round }) {
                     return None;
                 }
+                let partitions = self.topology.partition_count();
                 let Phase::Outcomes { asked, heard, .. } = &mut reading.phase else { return None };
-                if !asked.remove(&tx) {
+                // From the coordinator asked, and of that transaction.
+                if asked.get(&tx) != Some(&r.partition) {
                     return None;
                 }
-                let stamp =
-                    decided.filter(|d: &Decided| !d.is_empty() && commit_ts(d) <= effective).map(|d| stamp_of(dc, &d));
+                asked.remove(&tx);
+                // A commit names its participants, in order, each once.
+                let well_formed = |d: &Decided| {
+                    !d.is_empty() && d.windows(2).all(|w| w[0].0 < w[1].0) && d.iter().all(|(p, _)| p.0 < partitions)
+                };
+                if decided.as_ref().is_some_and(|d| !well_formed(d)) {
+                    self.reading = None;
+                    return Some(Reply::Failed(SessionError::InvalidArgument("a malformed third-round answer".into())));
+                }
+                let stamp = decided.filter(|d| commit_ts(d) <= effective).map(|d| stamp_of(dc, &d));
                 heard.insert(tx, stamp);
                 if !asked.is_empty() {
                     return None;

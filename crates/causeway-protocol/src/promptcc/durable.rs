@@ -94,7 +94,8 @@ impl TxnRecords<VClock> for PtccRecord {
     fn aborted(tx: WtxId) -> Self {
         PtccRecord::Aborted { tx }
     }
-    fn recent(tx: WtxId, decided: Decided) -> Self {
+    /// Its coordinator is not kept: PrompTCC forgets commits by `S_i`.
+    fn recent(tx: WtxId, decided: Decided, _coordinator: crate::ids::PartitionId) -> Self {
         PtccRecord::Recent { tx, decided }
     }
 }

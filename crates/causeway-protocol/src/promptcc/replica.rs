@@ -17,7 +17,7 @@ use crate::mvstore::{MvStore, Version};
 use crate::recovery::Reservations;
 use crate::topology::Topology;
 use crate::twopc::Tree;
-use crate::write_only::{own_number, stamp_of, Decided, Refused, WriteOnly, WtxId};
+use crate::write_only::{own_number, stamp_of, Decided, Refused, Rules, WriteOnly, WtxId};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -47,6 +47,11 @@ pub struct Meta {
 /// (clocks of a DC agree far better), so that no input moves the clock
 /// or `S_i` arbitrarily far.
 pub const MAX_AHEAD_US: u64 = 60_000_000;
+
+/// Outcomes end in the order of their numbers (`S_i[i]` passes only ended
+/// transactions); a commit is forgotten once `S_i` says every participant
+/// has ended it.
+const PTCC_RULES: Rules = Rules { in_order: true, acknowledged: false };
 
 pub struct PtccReplica {
     id: ReplicaId,
@@ -79,7 +84,7 @@ impl PtccReplica {
             reserved: Reservations::default(),
             snapshot: VClock::zeros(topology.partition_count()),
             store: MvStore::keeping_tombstones(),
-            txns: WriteOnly::new(id, topology.partition_count(), config.resolve_after_us, true),
+            txns: WriteOnly::new(id, topology.partition_count(), config.resolve_after_us, PTCC_RULES),
             collected: FxHashMap::default(),
             tree: Tree::new(id, &topology, config.tree_fanout),
             started_at: 0,
@@ -366,7 +371,7 @@ impl PtccReplica {
                     if let Some(seq) = own_number(&decided, self.id.partition) {
                         self.hlc.observe(0, seq);
                     }
-                    self.txns.replay_recent(tx, decided);
+                    self.txns.replay_recent(tx, decided, None);
                 }
             }
         }
@@ -414,8 +419,8 @@ impl Replica for PtccReplica {
                 self.txns.on_prepared(now, p, tx, seq, participants, client, self.horizon(now), out)
             }
             (PtccMsg::Commit { tx, decided }, _, Some(_)) => self.txns.on_commit(now, tx, decided, self.horizon(now)),
-            (PtccMsg::Resolve { tx, participants, client }, _, Some(_)) => {
-                self.txns.on_resolve(now, tx, participants, client, out)
+            (PtccMsg::Resolve { tx, participants, client }, _, Some(p)) => {
+                self.txns.on_resolve(now, p, tx, participants, client, out)
             }
             (PtccMsg::Query { tx }, _, Some(p)) => {
                 self.txns.on_query(p, tx, out);

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
 
 pub use client::Commit;
-pub use partition::{Refused, Status, WriteOnly};
+pub use partition::{Refused, Rules, Status, WriteOnly};
 
 /// A write-only transaction, as the client names it: every participant
 /// learns it from the client before any id could be handed out. `epoch` is
@@ -117,6 +117,18 @@ pub trait TxnMessages: Sized {
     fn abort(tx: WtxId) -> Self;
     /// To itself: the outcome records up to the `upto`-th are durable.
     fn logged(upto: u64) -> Self;
+    /// To a coordinator, where commits are acknowledged ([`Rules`]): the
+    /// sender has committed `txs`. `None`: the protocol does not.
+    fn done(txs: Vec<WtxId>) -> Option<Self> {
+        let _ = txs;
+        None
+    }
+    /// From a coordinator: it has forgotten `txs`, and so may the
+    /// participant.
+    fn forget(txs: Vec<WtxId>) -> Option<Self> {
+        let _ = txs;
+        None
+    }
 }
 
 /// The protocol's records for what the write-only transactions keep.
@@ -126,8 +138,9 @@ pub trait TxnRecords<D>: Sized {
     fn committed(tx: WtxId, decided: Decided) -> Self;
     /// `tx` is given up here: dropped if prepared, refused if it comes.
     fn aborted(tx: WtxId) -> Self;
-    /// In a checkpoint: a transaction committed here lately.
-    fn recent(tx: WtxId, decided: Decided) -> Self;
+    /// In a checkpoint: a transaction committed here lately, and its
+    /// coordinator.
+    fn recent(tx: WtxId, decided: Decided, coordinator: PartitionId) -> Self;
 }
 
 #[cfg(test)]

@@ -33,11 +33,31 @@ struct Pending<D> {
 }
 
 /// A transaction committed here lately: a late `Query` must still hear its
-/// number (this partition's entry of `decided`).
+/// number (this partition's entry of `decided`), and a participant still
+/// holding it prepared the decision.
 #[derive(Clone, Debug)]
 struct Recent {
     at: PhysicalMicros,
     decided: Decided,
+    coordinator: PartitionId,
+    /// At its coordinator, when commits are acknowledged: the participants
+    /// that have not said they committed it.
+    unacked: Vec<PartitionId>,
+}
+
+/// How a protocol runs its write-only transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// Outcomes take effect in the order of the numbers (PrompTCC: its own
+    /// entry of `S_i` passes only ended transactions), or each once durable.
+    pub in_order: bool,
+    /// Participants acknowledge every commit to its coordinator (`done`),
+    /// which forgets it once all have and tells them to (`forget`); else a
+    /// commit is forgotten once the protocol says every participant has
+    /// ended it (PrompTCC's `S_i`). A protocol without a stable time needs
+    /// the first (Eiger): a commit forgotten while a participant still
+    /// holds it prepared would be aborted by a termination.
+    pub acknowledged: bool,
 }
 
 /// Votes a coordinator gathers: in the commit (`Some` only) or in a
@@ -67,9 +87,7 @@ pub struct WriteOnly<D> {
     id: ReplicaId,
     partitions: u32,
     resolve_after_us: u64,
-    /// Outcomes take effect in the order of the numbers (PrompTCC: its own
-    /// entry of `S_i` passes only ended transactions), or each once durable.
-    in_order: bool,
+    rules: Rules,
     /// Prepared transactions not yet ended here, by number, and by id.
     pending: BTreeMap<Timestamp, Pending<D>>,
     by_tx: FxHashMap<WtxId, Timestamp>,
@@ -91,13 +109,16 @@ pub struct WriteOnly<D> {
 
 type Out<M, T, R> = Effects<M, T, R>;
 
+/// The most transactions one `done` or `forget` names.
+pub const MAX_LISTED: usize = 4096;
+
 impl<D: Deps> WriteOnly<D> {
-    pub fn new(id: ReplicaId, partitions: u32, resolve_after_us: u64, in_order: bool) -> Self {
+    pub fn new(id: ReplicaId, partitions: u32, resolve_after_us: u64, rules: Rules) -> Self {
         WriteOnly {
             id,
             partitions,
             resolve_after_us,
-            in_order,
+            rules,
             pending: BTreeMap::new(),
             by_tx: FxHashMap::default(),
             coordinating: FxHashMap::default(),
@@ -254,6 +275,28 @@ impl<D: Deps> WriteOnly<D> {
         terminating: bool,
         out: &mut Out<M, T, R>,
     ) {
+        // Decided already: a late or repeated vote. (A fence this partition
+        // has just made is its own vote in a termination under way.)
+        let under_way = if terminating { &self.terminating } else { &self.coordinating }.contains_key(&tx);
+        match self.status(tx) {
+            Status::Committed(_) => return,
+            Status::Aborted if !under_way => return,
+            _ => {}
+        }
+        // Every participant, and this coordinator, must have been given the
+        // same participants: a transaction whose parts disagree (a client's
+        // bug or malice) is aborted everywhere before anything commits.
+        let own = self.by_tx.get(&tx).map(|seq| &self.pending[seq].prepared.participants);
+        let ballots = if terminating { &self.terminating } else { &self.coordinating };
+        let ballot_list = ballots.get(&tx).map(|b| &b.participants);
+        if own.is_some_and(|o| o != participants) || ballot_list.is_some_and(|b| b != participants) {
+            let mut all: Vec<PartitionId> = participants.to_vec();
+            all.extend(own.into_iter().flatten().copied());
+            all.extend(ballot_list.into_iter().flatten().copied());
+            all.sort();
+            all.dedup();
+            return self.abort_everywhere(tx, &all, client, out);
+        }
         let ballots = if terminating { &mut self.terminating } else { &mut self.coordinating };
         let ballot = ballots.entry(tx).or_insert_with(|| Ballot {
             participants: participants.to_vec(),
@@ -287,18 +330,32 @@ impl<D: Deps> WriteOnly<D> {
                 }
                 self.decisions.push((tx, Status::Committed(decided)));
             }
-            None => {
-                for &p in &ballot.participants {
-                    if p == self.me() {
-                        let _ = self.on_abort(tx, out);
-                    } else {
-                        out.send_after_durable(self.partition(p), M::abort(tx));
-                    }
-                }
-                out.send_after_durable(Addr::Client(ballot.client), M::aborted(tx));
-                self.decisions.push((tx, Status::Aborted));
+            None => self.abort_everywhere(tx, &ballot.participants, ballot.client, out),
+        }
+    }
+
+    /// The coordinator gives `tx` up at every one of `participants`.
+    fn abort_everywhere<M: TxnMessages, T, R: TxnRecords<D>>(
+        &mut self,
+        tx: WtxId,
+        participants: &[PartitionId],
+        client: ClientId,
+        out: &mut Out<M, T, R>,
+    ) {
+        self.coordinating.remove(&tx);
+        self.terminating.remove(&tx);
+        for &p in participants {
+            if p == self.me() {
+                let _ = self.on_abort(tx, out);
+            } else {
+                out.send_after_durable(self.partition(p), M::abort(tx));
             }
         }
+        if !participants.contains(&self.me()) {
+            let _ = self.on_abort(tx, out);
+        }
+        out.send_after_durable(Addr::Client(client), M::aborted(tx));
+        self.decisions.push((tx, Status::Aborted));
     }
 
     /// The coordinator's decision reaches a participant (line 20). A
@@ -324,10 +381,16 @@ impl<D: Deps> WriteOnly<D> {
         let Some(seq) = self.by_tx.get(&tx).copied() else { return Ok(()) };
         let me = self.me();
         let pending = self.pending.get_mut(&seq).expect("indexed");
-        let fits = decided.len() == pending.prepared.participants.len()
-            && decided.iter().zip(&pending.prepared.participants).all(|(d, p)| d.0 == *p && d.1 <= horizon)
-            && own_number(&decided, me) == Some(seq);
+        let same_parts = decided.len() == pending.prepared.participants.len()
+            && decided.iter().zip(&pending.prepared.participants).all(|(d, p)| d.0 == *p);
+        let fits = same_parts && decided.iter().all(|d| d.1 <= horizon) && own_number(&decided, me) == Some(seq);
         if !fits {
+            // A decision for other participants than this part was given
+            // (a client that told its partitions different things): this
+            // part is never committed — not held prepared for ever either.
+            if !same_parts && pending.outcome.is_none() {
+                pending.outcome = Some(Outcome::Abort);
+            }
             return Err(Refused);
         }
         match &pending.outcome {
@@ -347,7 +410,7 @@ impl<D: Deps> WriteOnly<D> {
         let mut upto = None;
         for pending in self.pending.values_mut() {
             let Some(outcome) = &pending.outcome else {
-                if self.in_order {
+                if self.rules.in_order {
                     break;
                 }
                 continue;
@@ -386,7 +449,8 @@ impl<D: Deps> WriteOnly<D> {
             self.by_tx.remove(&prepared.tx);
             match outcome.expect("logged") {
                 Outcome::Commit(decided) => {
-                    self.recent.insert(prepared.tx, Recent { at: now, decided: decided.clone() });
+                    let recent = self.recent_of(now, prepared.coordinator, decided.clone());
+                    self.recent.insert(prepared.tx, recent);
                     out.send(Addr::Client(prepared.tx.client), M::committed(prepared.tx, decided.clone()));
                     committed.push((prepared, decided));
                 }
@@ -396,6 +460,17 @@ impl<D: Deps> WriteOnly<D> {
             }
         }
         committed
+    }
+
+    /// What this partition keeps of a commit it made: at the coordinator,
+    /// when commits are acknowledged, who has yet to.
+    fn recent_of(&self, at: PhysicalMicros, coordinator: PartitionId, decided: Decided) -> Recent {
+        let me = self.me();
+        let unacked = match self.rules.acknowledged && coordinator == me {
+            true => decided.iter().map(|&(p, _)| p).filter(|&p| p != me).collect(),
+            false => Vec::new(),
+        };
+        Recent { at, decided, coordinator, unacked }
     }
 
     /// Gives a transaction up here: a prepared one ends aborted (in its
@@ -466,19 +541,29 @@ impl<D: Deps> WriteOnly<D> {
         Ok(())
     }
 
-    /// A participant asks this coordinator to end `tx`.
+    /// Participant `from` asks this coordinator to end `tx`: a decision
+    /// made is sent again (a commit only to a partition it names); else a
+    /// termination asks every participant.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_resolve<M: TxnMessages, T, R: TxnRecords<D>>(
         &mut self,
         now: PhysicalMicros,
+        from: PartitionId,
         tx: WtxId,
         participants: Vec<PartitionId>,
         client: ClientId,
         out: &mut Out<M, T, R>,
     ) -> Result<(), Refused> {
-        if tx.client != client || !self.participants_ok(&participants) {
+        if tx.client != client || !self.participants_ok(&participants) || !participants.contains(&from) {
             return Err(Refused);
         }
-        self.terminate(now, tx, participants, client, out);
+        match self.status(tx) {
+            Status::Committed(decided) if decided.iter().any(|&(p, _)| p == from) => {
+                out.send_after_durable(self.partition(from), M::commit(tx, decided));
+            }
+            Status::Committed(_) | Status::Aborted => out.send_after_durable(self.partition(from), M::abort(tx)),
+            Status::Open => self.terminate(now, tx, participants, client, out),
+        }
         Ok(())
     }
 
@@ -492,8 +577,17 @@ impl<D: Deps> WriteOnly<D> {
         out: &mut Out<M, T, R>,
     ) {
         if let Some(b) = self.terminating.get(&tx) {
-            if now < b.began + self.resolve_after_us {
+            if now < b.began + self.resolve_after_us && b.participants == participants {
                 return;
+            }
+        }
+        if let Some(own) = self.by_tx.get(&tx).map(|seq| self.pending[seq].prepared.participants.clone()) {
+            if own != participants {
+                let mut all = own;
+                all.extend(participants);
+                all.sort();
+                all.dedup();
+                return self.abort_everywhere(tx, &all, client, out);
             }
         }
         self.terminating
@@ -535,9 +629,88 @@ impl<D: Deps> WriteOnly<D> {
             }
         }
         let keep = self.resolve_after_us * 20;
-        self.recent.retain(|_, r| now < r.at + keep || !settled(&r.decided));
+        if self.rules.acknowledged {
+            self.acknowledge(out);
+            // A coordinator forgets a commit once every participant said it
+            // committed it (`on_done`), or a lone one after a while.
+            let me = self.me();
+            self.recent.retain(|_, r| r.coordinator != me || !r.unacked.is_empty() || now < r.at + keep);
+        } else {
+            self.recent.retain(|_, r| now < r.at + keep || !settled(&r.decided));
+        }
         self.coordinating.retain(|_, b| now < b.began + keep);
         self.terminating.retain(|_, b| now < b.began + keep);
+    }
+
+    /// Tells each coordinator the commits of its this partition has made
+    /// and not yet been told to forget (again every interval, until told).
+    fn acknowledge<M: TxnMessages, T, R>(&self, out: &mut Out<M, T, R>) {
+        let me = self.me();
+        let mut by_coordinator: BTreeMap<PartitionId, Vec<WtxId>> = BTreeMap::new();
+        for (&tx, r) in &self.recent {
+            if r.coordinator != me {
+                by_coordinator.entry(r.coordinator).or_default().push(tx);
+            }
+        }
+        for (c, mut txs) in by_coordinator {
+            txs.sort();
+            for chunk in txs.chunks(MAX_LISTED) {
+                if let Some(m) = M::done(chunk.to_vec()) {
+                    out.send(self.partition(c), m);
+                }
+            }
+        }
+    }
+
+    /// Participant `from` committed `txs`, which this partition coordinates:
+    /// once every participant of one has, it is forgotten here and there.
+    pub fn on_done<M: TxnMessages, T, R>(
+        &mut self,
+        from: PartitionId,
+        txs: Vec<WtxId>,
+        out: &mut Out<M, T, R>,
+    ) -> Result<(), Refused> {
+        if txs.len() > MAX_LISTED || !self.rules.acknowledged {
+            return Err(Refused);
+        }
+        let me = self.me();
+        let mut forget: BTreeMap<PartitionId, Vec<WtxId>> = BTreeMap::new();
+        for tx in txs {
+            match self.recent.get_mut(&tx) {
+                Some(r) if r.coordinator == me => {
+                    r.unacked.retain(|&p| p != from);
+                    if r.unacked.is_empty() {
+                        let r = self.recent.remove(&tx).expect("found");
+                        for (p, _) in r.decided.into_iter().filter(|&(p, _)| p != me) {
+                            forget.entry(p).or_default().push(tx);
+                        }
+                    }
+                }
+                // Forgotten already (or never coordinated here): the
+                // participant may forget it too.
+                Some(_) => {}
+                None => forget.entry(from).or_default().push(tx),
+            }
+        }
+        for (p, txs) in forget {
+            if let Some(m) = M::forget(txs) {
+                out.send(self.partition(p), m);
+            }
+        }
+        Ok(())
+    }
+
+    /// Coordinator `from` has forgotten `txs`: so may this participant.
+    pub fn on_forget(&mut self, from: PartitionId, txs: Vec<WtxId>) -> Result<(), Refused> {
+        if txs.len() > MAX_LISTED {
+            return Err(Refused);
+        }
+        for tx in txs {
+            if self.recent.get(&tx).is_some_and(|r| r.coordinator == from && from != self.me()) {
+                self.recent.remove(&tx);
+            }
+        }
+        Ok(())
     }
 
     /// After a restart: prepared transactions found on disk wait a full
@@ -563,7 +736,8 @@ impl<D: Deps> WriteOnly<D> {
     pub fn replay_committed(&mut self, tx: WtxId, decided: Decided) -> Option<PreparedTx<D>> {
         let seq = self.by_tx.remove(&tx)?;
         let pending = self.pending.remove(&seq).expect("indexed");
-        self.recent.insert(tx, Recent { at: 0, decided });
+        let recent = self.recent_of(0, pending.prepared.coordinator, decided);
+        self.recent.insert(tx, recent);
         Some(pending.prepared)
     }
 
@@ -575,9 +749,12 @@ impl<D: Deps> WriteOnly<D> {
         self.fenced.insert(tx);
     }
 
-    /// Replay: a recent commit from a checkpoint.
-    pub fn replay_recent(&mut self, tx: WtxId, decided: Decided) {
-        self.recent.insert(tx, Recent { at: 0, decided });
+    /// Replay: a recent commit from a checkpoint (its coordinator, where
+    /// commits are acknowledged; a coordinator hears from every participant
+    /// again).
+    pub fn replay_recent(&mut self, tx: WtxId, decided: Decided, coordinator: Option<PartitionId>) {
+        let recent = self.recent_of(0, coordinator.unwrap_or(self.me()), decided);
+        self.recent.insert(tx, recent);
     }
 
     /// What a checkpoint keeps of the write-only transactions: the prepared
@@ -597,6 +774,6 @@ impl<D: Deps> WriteOnly<D> {
         records.extend(fenced.into_iter().map(R::aborted));
         let mut recent: Vec<(WtxId, &Recent)> = self.recent.iter().map(|(&tx, r)| (tx, r)).collect();
         recent.sort_by_key(|(tx, _)| *tx);
-        records.extend(recent.into_iter().map(|(tx, r)| R::recent(tx, r.decided.clone())));
+        records.extend(recent.into_iter().map(|(tx, r)| R::recent(tx, r.decided.clone(), r.coordinator)));
     }
 }
