@@ -153,6 +153,49 @@ impl<M> VersionChain<M> {
     }
 }
 
+/// Per key, the stamp of the newest version garbage collection dropped by
+/// the transaction timeout (PrompTCC's §VII, Eiger's): a read that would
+/// return something older — or nothing — may have needed it, and must say
+/// so (`TooOld`) rather than answer. Only a checkpoint drops versions from
+/// disk, so it keeps the marks.
+#[derive(Debug, Default)]
+pub struct CollectedMarks(FxHashMap<Key, CommitStamp>);
+
+impl CollectedMarks {
+    /// Inserts a version into `store` and collects the oldest run of the
+    /// chain that `collectable` admits, marking what went.
+    pub fn insert<M>(
+        &mut self,
+        store: &mut MvStore<M>,
+        key: &Key,
+        version: Version<M>,
+        collectable: impl FnMut(&Version<M>) -> bool,
+    ) {
+        if let Some(upto) = store.insert_pruning_oldest(key.clone(), version, collectable) {
+            self.restore(key.clone(), upto);
+        }
+    }
+
+    /// A mark from a checkpoint.
+    pub fn restore(&mut self, key: Key, upto: CommitStamp) {
+        let mark = self.0.entry(key).or_insert(upto);
+        *mark = (*mark).max(upto);
+    }
+
+    /// Whether a read of `key` that would return the version stamped
+    /// `found` (`None`: none) may have missed a collected one.
+    pub fn missed(&self, key: &[u8], found: Option<CommitStamp>) -> bool {
+        self.0.get(key).is_some_and(|&upto| found.is_none_or(|f| f < upto))
+    }
+
+    /// Every mark, in key order (for a checkpoint).
+    pub fn sorted(&self) -> Vec<(&Key, CommitStamp)> {
+        let mut marks: Vec<(&Key, CommitStamp)> = self.0.iter().map(|(k, &s)| (k, s)).collect();
+        marks.sort();
+        marks
+    }
+}
+
 /// All version chains of a replica.
 #[derive(Clone, Debug)]
 pub struct MvStore<M> {

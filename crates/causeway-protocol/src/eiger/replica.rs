@@ -11,7 +11,7 @@ use crate::contract::replica::ReplicaEffects;
 use crate::contract::{CommitStamp, Key, ReadTag, Replica, ReplicaCounters, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, ClientId, DcId, PartitionId, ReplicaId};
-use crate::mvstore::{MvStore, Version};
+use crate::mvstore::{CollectedMarks, MvStore, Version};
 use crate::recovery::Reservations;
 use crate::topology::Topology;
 use crate::write_only::{commit_ts, own_number, stamp_of, Decided, Refused, Rules, Status, WriteOnly, WtxId};
@@ -69,7 +69,7 @@ pub struct EigerReplica {
     /// Per key, the stamp of the newest version collected: a read at a
     /// time that would return something older — or nothing — may have
     /// needed it, and answers `TooOld` instead.
-    collected: FxHashMap<Key, CommitStamp>,
+    collected: CollectedMarks,
     /// Third-round questions about transactions not yet decided here.
     asked: FxHashMap<WtxId, Vec<Asked>>,
     asked_count: usize,
@@ -86,7 +86,7 @@ impl EigerReplica {
             reserved: Reservations::default(),
             store: MvStore::keeping_tombstones(),
             txns: WriteOnly::new(id, topology.partition_count(), config.resolve_after_us, EIGER_RULES),
-            collected: FxHashMap::default(),
+            collected: CollectedMarks::default(),
             asked: FxHashMap::default(),
             asked_count: 0,
             asked_by: FxHashMap::default(),
@@ -164,7 +164,7 @@ impl EigerReplica {
         for key in keys {
             let found = self.store.chain(&key).and_then(|c| c.newest_visible_upto(at, |v| v.stamp.ts <= at));
             let mut best: Option<(CommitStamp, Option<Value>)> = found.map(|v| (v.stamp, v.value.clone()));
-            if self.collected.get(&key).is_some_and(|&upto| best.as_ref().is_none_or(|(s, _)| *s < upto)) {
+            if self.collected.missed(&key, best.as_ref().map(|(s, _)| *s)) {
                 out.send(from, EigerMsg::TooOld { tag });
                 return;
             }
@@ -286,12 +286,7 @@ impl EigerReplica {
         let (timeout, started_at) = (self.config.txn_timeout_us, self.started_at);
         for (key, value) in &prepared.writes {
             let version = Version { value: value.clone(), stamp, meta: now };
-            let upto =
-                self.store.insert_pruning_oldest(key.clone(), version, |v| v.meta.max(started_at) + timeout <= now);
-            if let Some(upto) = upto {
-                let mark = self.collected.entry(key.clone()).or_insert(upto);
-                *mark = (*mark).max(upto);
-            }
+            self.collected.insert(&mut self.store, key, version, |v| v.meta.max(started_at) + timeout <= now);
         }
         self.counters.transactions_applied += 1;
     }
@@ -350,7 +345,7 @@ impl EigerReplica {
                     self.store.insert(key, Version { value, stamp, meta: 0 }, |_| false);
                 }
                 EigerRecord::Collected { key, upto } => {
-                    self.collected.insert(key, upto);
+                    self.collected.restore(key, upto);
                 }
                 EigerRecord::Recent { tx, decided, coordinator } => {
                     if let Some(seq) = own_number(&decided, self.id.partition) {
@@ -455,9 +450,8 @@ impl Replica for EigerReplica {
             }
         }
         self.txns.checkpoint(&mut records);
-        let mut collected: Vec<(&Key, &CommitStamp)> = self.collected.iter().collect();
-        collected.sort();
-        records.extend(collected.into_iter().map(|(k, &upto)| EigerRecord::Collected { key: k.clone(), upto }));
+        let marks = self.collected.sorted().into_iter();
+        records.extend(marks.map(|(k, upto)| EigerRecord::Collected { key: k.clone(), upto }));
         records
     }
 

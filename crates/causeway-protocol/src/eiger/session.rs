@@ -14,7 +14,7 @@ use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
 use crate::session_core::{Awaiting, ClientRole, Reply, SessionCore};
 use crate::topology::Topology;
-use crate::write_only::{commit_ts, stamp_of, Commit, Decided, WtxId};
+use crate::write_only::{self, commit_ts, stamp_of, Commit, Decided, WtxId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -440,11 +440,7 @@ impl ClientRole for EigerClient {
                 self.deps.clear();
                 Some(Reply::Committed(stamp))
             }
-            (EigerMsg::Aborted { tx }, Awaiting::Commit) => {
-                self.committing.as_ref().filter(|c| c.tx == tx)?;
-                self.committing = None;
-                Some(Reply::Aborted(AbortReason::Unavailable("a partition the transaction wrote".into())))
-            }
+            (EigerMsg::Aborted { tx }, Awaiting::Commit) => write_only::client::on_aborted(&mut self.committing, tx),
             _ => None,
         }
     }
@@ -458,11 +454,7 @@ impl ClientRole for EigerClient {
     ) -> Option<Reply> {
         match timer {
             EigerClientTimer::CommitTimeout(n) => {
-                if awaiting != Some(Awaiting::Commit) || self.committing.as_ref().is_none_or(|c| c.tx.n != n) {
-                    return None;
-                }
-                self.committing = None;
-                Some(Reply::Failed(SessionError::OutcomeUnknown))
+                write_only::client::on_commit_timeout(&mut self.committing, n, awaiting)
             }
             EigerClientTimer::Expired(n) => {
                 if awaiting != Some(Awaiting::Read) || n != self.n || self.reading.is_some() {

@@ -10,15 +10,14 @@ use super::messages::{Cover, PtccMsg, ReadValue};
 use super::vclock::{VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::replica::ReplicaEffects;
-use crate::contract::{CommitStamp, Key, ReadTag, Replica, ReplicaCounters, Value};
+use crate::contract::{Key, ReadTag, Replica, ReplicaCounters, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, ClientId, DcId, PartitionId, ReplicaId};
-use crate::mvstore::{MvStore, Version};
+use crate::mvstore::{CollectedMarks, MvStore, Version};
 use crate::recovery::Reservations;
 use crate::topology::Topology;
 use crate::twopc::Tree;
 use crate::write_only::{own_number, stamp_of, Decided, Refused, Rules, WriteOnly, WtxId};
-use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 type Out = ReplicaEffects<PtccReplica>;
@@ -68,7 +67,7 @@ pub struct PtccReplica {
     /// Per key, the stamp of the newest version collected (§VII): a read
     /// that would return something older — or nothing — may have needed
     /// it, and answers `TooOld` instead.
-    collected: FxHashMap<Key, CommitStamp>,
+    collected: CollectedMarks,
     tree: Tree<Vec<(PartitionId, Timestamp)>>,
     /// When this incarnation started: versions found on disk count as
     /// committed then.
@@ -85,7 +84,7 @@ impl PtccReplica {
             snapshot: VClock::zeros(topology.partition_count()),
             store: MvStore::keeping_tombstones(),
             txns: WriteOnly::new(id, topology.partition_count(), config.resolve_after_us, PTCC_RULES),
-            collected: FxHashMap::default(),
+            collected: CollectedMarks::default(),
             tree: Tree::new(id, &topology, config.tree_fanout),
             started_at: 0,
             counters: ReplicaCounters::default(),
@@ -197,7 +196,7 @@ impl PtccReplica {
             // A collected version newer than what the read would return
             // may be the one it needs: it cannot answer (after a restart,
             // until `S_i` catches up, even a first round may meet this).
-            if self.collected.get(&key).is_some_and(|&upto| found.is_none_or(|f| f.stamp < upto)) {
+            if self.collected.missed(&key, found.map(|f| f.stamp)) {
                 out.send(from, PtccMsg::TooOld { tag });
                 return;
             }
@@ -258,13 +257,9 @@ impl PtccReplica {
         let (snapshot, timeout, started_at) = (&self.snapshot, self.config.txn_timeout_us, self.started_at);
         for (key, value) in &prepared.writes {
             let version = Version { value: value.clone(), stamp, meta: meta.clone() };
-            let upto = self.store.insert_pruning_oldest(key.clone(), version, |v| {
+            self.collected.insert(&mut self.store, key, version, |v| {
                 Self::visible(snapshot, &v.meta) && v.meta.committed_at.max(started_at) + timeout <= now
             });
-            if let Some(upto) = upto {
-                let mark = self.collected.entry(key.clone()).or_insert(upto);
-                *mark = (*mark).max(upto);
-            }
         }
         self.counters.transactions_applied += 1;
     }
@@ -365,7 +360,7 @@ impl PtccReplica {
                     self.store.insert(key, Version { value, stamp, meta }, |_| false);
                 }
                 PtccRecord::Collected { key, upto } => {
-                    self.collected.insert(key, upto);
+                    self.collected.restore(key, upto);
                 }
                 PtccRecord::Recent { tx, decided } => {
                     if let Some(seq) = own_number(&decided, self.id.partition) {
@@ -472,9 +467,8 @@ impl Replica for PtccReplica {
         }
         self.txns.checkpoint(&mut records);
         // What the checkpoint no longer holds: its versions were collected.
-        let mut collected: Vec<(&Key, &CommitStamp)> = self.collected.iter().collect();
-        collected.sort();
-        records.extend(collected.into_iter().map(|(k, &upto)| PtccRecord::Collected { key: k.clone(), upto }));
+        let marks = self.collected.sorted().into_iter();
+        records.extend(marks.map(|(k, upto)| PtccRecord::Collected { key: k.clone(), upto }));
         records
     }
 

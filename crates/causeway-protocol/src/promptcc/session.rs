@@ -18,7 +18,7 @@ use crate::hlc::PhysicalMicros;
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
 use crate::session_core::{Awaiting, ClientRole, Reply, SessionCore};
 use crate::topology::Topology;
-use crate::write_only::{stamp_of, Commit, WtxId};
+use crate::write_only::{self, stamp_of, Commit, WtxId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -343,11 +343,7 @@ impl ClientRole for PtccClient {
                 self.deps.join(&VClock::commit_ts(&c.deps, &decided));
                 Some(Reply::Committed(stamp_of(self.id.dc, &decided)))
             }
-            (PtccMsg::Aborted { tx }, Awaiting::Commit) => {
-                self.committing.as_ref().filter(|c| c.tx == tx)?;
-                self.committing = None;
-                Some(Reply::Aborted(AbortReason::Unavailable("a partition the transaction wrote".into())))
-            }
+            (PtccMsg::Aborted { tx }, Awaiting::Commit) => write_only::client::on_aborted(&mut self.committing, tx),
             _ => None,
         }
     }
@@ -361,11 +357,7 @@ impl ClientRole for PtccClient {
     ) -> Option<Reply> {
         match timer {
             PtccClientTimer::CommitTimeout(n) => {
-                if awaiting != Some(Awaiting::Commit) || self.committing.as_ref().is_none_or(|c| c.tx.n != n) {
-                    return None;
-                }
-                self.committing = None;
-                Some(Reply::Failed(SessionError::OutcomeUnknown))
+                write_only::client::on_commit_timeout(&mut self.committing, n, awaiting)
             }
             PtccClientTimer::Expired(n) => {
                 if awaiting != Some(Awaiting::Read) || n != self.n || self.reading.is_some() {

@@ -4,8 +4,9 @@
 //! coordinator's, so that its next read finds its write wherever it reads.
 
 use super::{Decided, Refused, WtxId};
-use crate::contract::{Key, Value};
+use crate::contract::{AbortReason, Key, SessionError, Value};
 use crate::ids::{ClientId, PartitionId};
+use crate::session_core::{Awaiting, Reply};
 use crate::topology::Topology;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -67,4 +68,22 @@ impl<D> Commit<D> {
         }
         Ok(self.decided.take())
     }
+}
+
+/// A participant says `tx` was given up: the session's answer, if it is the
+/// commit under way (which ends).
+pub fn on_aborted<D>(committing: &mut Option<Commit<D>>, tx: WtxId) -> Option<Reply> {
+    committing.as_ref().filter(|c| c.tx == tx)?;
+    *committing = None;
+    Some(Reply::Aborted(AbortReason::Unavailable("a partition the transaction wrote".into())))
+}
+
+/// The commit timer of transaction `n` fired: if the session still waits
+/// for that commit, its outcome is unknown (part of it may commit yet).
+pub fn on_commit_timeout<D>(committing: &mut Option<Commit<D>>, n: u64, awaiting: Option<Awaiting>) -> Option<Reply> {
+    if awaiting != Some(Awaiting::Commit) || committing.as_ref().is_none_or(|c| c.tx.n != n) {
+        return None;
+    }
+    *committing = None;
+    Some(Reply::Failed(SessionError::OutcomeUnknown))
 }
