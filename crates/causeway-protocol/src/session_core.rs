@@ -40,6 +40,38 @@ pub enum Awaiting {
     Commit,
 }
 
+/// The transaction timeout of the protocols whose partitions keep old
+/// versions only that long (PrompTCC's §VII, Eiger's): a transaction that
+/// reads past it after its first read may need what was collected, and is
+/// aborted (the client starts it again).
+#[derive(Debug, Default)]
+pub struct ReadDeadline(Option<PhysicalMicros>);
+
+impl ReadDeadline {
+    /// A read call of the running transaction at `now`: whether it comes
+    /// more than `timeout` after the transaction's first.
+    pub fn passed(&mut self, now: PhysicalMicros, timeout: u64) -> bool {
+        let first = *self.0.get_or_insert(now);
+        now > first + timeout
+    }
+
+    /// A transaction starts: its first read is still to come.
+    pub fn reset(&mut self) {
+        self.0 = None;
+    }
+
+    /// The session's answer to the timer a passed deadline armed: the
+    /// transaction aborts if the session still waits for its read call
+    /// (`current`: the timer is of the running transaction; `reading`: a
+    /// round is under way, so the timer was not the one that stopped it).
+    pub fn expired(awaiting: Option<Awaiting>, current: bool, reading: bool) -> Option<Reply> {
+        if awaiting != Some(Awaiting::Read) || !current || reading {
+            return None;
+        }
+        Some(Reply::Aborted(AbortReason::Expired("it read past the transaction timeout".into())))
+    }
+}
+
 /// What a protocol's answer means to the session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {

@@ -108,8 +108,6 @@ fn a_write_still_open_where_it_is_read_takes_a_third_round_and_is_seen_whole() {
     let (values, rounds) = read_only(&mut h, client(1), &[&x, &y], |m| !is_commit(m));
     assert_eq!(values, vec![s("X2"), s("Y2")], "the write is seen whole, though {open_at:?} has not committed it");
     assert_eq!(rounds, 3);
-    let asked_coordinator = h.in_flight.iter().any(|m| matches!(m.msg, EigerMsg::Status { .. }));
-    assert!(!asked_coordinator, "every third-round question was answered");
     // Once the decision arrives the write is installed everywhere, and a
     // read takes one round again.
     h.deliver_all();

@@ -339,6 +339,11 @@ fn by_protocol<'a>(runs: &[&'a BenchReport]) -> BTreeMap<String, Vec<&'a BenchRe
     m
 }
 
+/// The run with the highest throughput (a protocol's peak).
+fn peak<'a>(runs: &[&'a BenchReport]) -> Option<&'a BenchReport> {
+    runs.iter().copied().max_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps))
+}
+
 /// Draws every figure the reports allow into `dir`; returns the files.
 pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
@@ -401,7 +406,7 @@ pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
         }
         if key.partial() && key.locality.as_deref() == Some(paris::DEFAULT_LOCALITY) {
             // Each protocol at its peak: past it, visibility measures the overload.
-            let chosen: Vec<&BenchReport> = protocols.values().filter_map(|v| paris::peak(v)).collect();
+            let chosen: Vec<&BenchReport> = protocols.values().filter_map(|v| peak(v)).collect();
             files.extend(visibility(&chosen, dir, &format!("paris-fig4-visibility{suffix}"))?);
         }
     }

@@ -5,7 +5,7 @@
 //! (Fig. 2b), each per configuration of the rest. Each takes runs on
 //! partial replication only.
 
-use super::{by_protocol, colour, draw_lines, group_key, group_suffix, peak_curves, GroupKey, LineChart, Series};
+use super::{by_protocol, colour, draw_lines, group_key, group_suffix, peak, peak_curves, GroupKey, LineChart, Series};
 use crate::report::BenchReport;
 use anyhow::Result;
 use plotters::prelude::SeriesLabelPosition;
@@ -19,11 +19,6 @@ pub(super) const DEFAULT_LOCALITY: &str = "95:5";
 /// all carry it).
 fn multi_dc_percent(r: &BenchReport) -> f64 {
     r.workload.multi_dc_percent().map_or(0.0, f64::from)
-}
-
-/// The run with the highest throughput.
-pub(super) fn peak<'a>(runs: &[&'a BenchReport]) -> Option<&'a BenchReport> {
-    runs.iter().copied().max_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps))
 }
 
 /// Fig. 3: per protocol, its peak throughput at each locality (a) and the

@@ -16,7 +16,7 @@
 //! `-rounds` beside it. A figure is drawn for each setting of the other
 //! parameters whose runs span more than one value of its own.
 
-use super::{by_protocol, colour, draw_lines, LineChart, Series};
+use super::{by_protocol, colour, draw_lines, peak, LineChart, Series};
 use crate::report::BenchReport;
 use anyhow::Result;
 use plotters::prelude::SeriesLabelPosition;
@@ -84,11 +84,6 @@ impl Axis {
 fn setting(r: &BenchReport, but: Axis) -> (Vec<u64>, u16, String, bool) {
     let values = AXES.iter().map(|&a| if a == but { 0 } else { a.of(r) }).collect();
     (values, r.dcs, r.deployment.clone(), r.wan)
-}
-
-/// The run with the highest throughput.
-fn peak<'a>(runs: &[&'a BenchReport]) -> Option<&'a BenchReport> {
-    runs.iter().copied().max_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps))
 }
 
 /// Draws the figures of every axis the runs vary.

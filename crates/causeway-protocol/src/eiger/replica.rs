@@ -14,7 +14,7 @@ use crate::ids::{Addr, ClientId, DcId, PartitionId, ReplicaId};
 use crate::mvstore::{CollectedMarks, MvStore, Version};
 use crate::recovery::Reservations;
 use crate::topology::Topology;
-use crate::write_only::{commit_ts, own_number, stamp_of, Decided, Refused, Rules, Status, WriteOnly, WtxId};
+use crate::write_only::{commit_ts, horizon, stamp_of, Decided, Refused, Rules, Status, WriteOnly, WtxId};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -26,11 +26,6 @@ pub enum EigerTimer {
     /// what is no longer needed.
     Resolve,
 }
-
-/// How far ahead of this partition's clock a timestamp it is sent may be:
-/// more is refused as impossible from an honest client or peer, so that no
-/// input moves the clock arbitrarily far.
-pub const MAX_AHEAD_US: u64 = 60_000_000;
 
 /// Third-round questions a coordinator holds, at most, and from one client:
 /// beyond, new ones are dropped (their readers time out and start again).
@@ -95,10 +90,6 @@ impl EigerReplica {
             topology,
             config,
         }
-    }
-
-    fn horizon(&self, now: PhysicalMicros) -> Timestamp {
-        Timestamp::from_physical(now.saturating_add(MAX_AHEAD_US))
     }
 
     fn is_mine(&self, key: &[u8]) -> bool {
@@ -265,7 +256,7 @@ impl EigerReplica {
         deps: EigerDeps,
         out: &mut Out,
     ) -> Result<(), Refused> {
-        if !self.deps_ok(&deps, self.horizon(now)) || writes.iter().any(|(k, _)| !self.is_mine(k)) {
+        if !self.deps_ok(&deps, horizon(now)) || writes.iter().any(|(k, _)| !self.is_mine(k)) {
             return Err(Refused);
         }
         self.txns.on_write(now, &mut self.hlc, client, tx, writes, participants, coordinator, deps, out)
@@ -330,9 +321,7 @@ impl EigerReplica {
             match record {
                 EigerRecord::Reserved(_) => {}
                 EigerRecord::Prepared(prepared) => {
-                    // The clock resumes above every number on disk.
-                    self.hlc.observe(0, prepared.seq);
-                    self.txns.replay_prepared(prepared);
+                    self.txns.replay_prepared(&mut self.hlc, prepared);
                 }
                 EigerRecord::Committed { tx, decided } => {
                     if let Some(prepared) = self.txns.replay_committed(tx, decided.clone()) {
@@ -348,10 +337,7 @@ impl EigerReplica {
                     self.collected.restore(key, upto);
                 }
                 EigerRecord::Recent { tx, decided, coordinator } => {
-                    if let Some(seq) = own_number(&decided, self.id.partition) {
-                        self.hlc.observe(0, seq);
-                    }
-                    self.txns.replay_recent(tx, decided, Some(coordinator));
+                    self.txns.replay_recent(&mut self.hlc, tx, decided, Some(coordinator));
                 }
             }
         }
@@ -378,7 +364,7 @@ impl Replica for EigerReplica {
     }
 
     fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: EigerMsg, out: &mut Out) {
-        let horizon = self.horizon(now);
+        let horizon = horizon(now);
         self.hlc.observe(now, Timestamp::ZERO);
         let peer = match from {
             Addr::Replica(r) if r.dc == self.id.dc && r.partition.0 < self.topology.partition_count() => {
@@ -408,9 +394,9 @@ impl Replica for EigerReplica {
                 self.on_write(now, c, tx, writes, participants, coordinator, deps, out)
             }
             (EigerMsg::Prepared { tx, seq, participants, client }, _, Some(p)) => {
-                self.txns.on_prepared(now, p, tx, seq, participants, client, horizon, out)
+                self.txns.on_prepared(now, p, tx, seq, participants, client, out)
             }
-            (EigerMsg::Commit { tx, decided }, _, Some(_)) => self.txns.on_commit(now, tx, decided, horizon),
+            (EigerMsg::Commit { tx, decided }, _, Some(_)) => self.txns.on_commit(now, tx, decided),
             (EigerMsg::Resolve { tx, participants, client }, _, Some(p)) => {
                 self.txns.on_resolve(now, p, tx, participants, client, out)
             }
@@ -420,7 +406,7 @@ impl Replica for EigerReplica {
                 self.txns.on_query(p, tx, out);
                 Ok(())
             }
-            (EigerMsg::Vote { tx, seq }, _, Some(p)) => self.txns.on_vote(now, p, tx, seq, horizon, out),
+            (EigerMsg::Vote { tx, seq }, _, Some(p)) => self.txns.on_vote(now, p, tx, seq, out),
             (EigerMsg::Abort { tx }, _, Some(_)) => self.txns.on_abort(tx, out),
             (EigerMsg::Logged { upto }, _, _) if from == Addr::Replica(self.id) => {
                 self.on_logged(now, upto, out);

@@ -12,7 +12,7 @@ use super::{EigerConfig, MAX_DEPS};
 use crate::contract::{AbortReason, CommitStamp, Effects, Key, ReadTag, SessionError, Value};
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
-use crate::session_core::{Awaiting, ClientRole, Reply, SessionCore};
+use crate::session_core::{Awaiting, ClientRole, ReadDeadline, Reply, SessionCore};
 use crate::topology::Topology;
 use crate::write_only::{self, commit_ts, stamp_of, Commit, Decided, WtxId};
 use serde::{Deserialize, Serialize};
@@ -88,7 +88,8 @@ pub struct EigerClient {
     /// The nearest dependencies: what it read since its last write, and
     /// that write.
     deps: BTreeMap<Key, Timestamp>,
-    first_read_at: Option<PhysicalMicros>,
+    /// The running transaction's first read, for the transaction timeout.
+    deadline: ReadDeadline,
     /// The running transaction's effective time, once its first read call
     /// is done.
     effective: Option<Timestamp>,
@@ -117,7 +118,7 @@ impl EigerClient {
             clock: Timestamp::ZERO,
             past: Timestamp::ZERO,
             deps: BTreeMap::new(),
-            first_read_at: None,
+            deadline: ReadDeadline::default(),
             effective: None,
             next_round: 0,
             reading: None,
@@ -250,11 +251,19 @@ impl EigerClient {
                 *d = (*d).max(*ts);
             }
         }
-        while self.deps.len() > MAX_DEPS {
-            let oldest = self.deps.iter().min_by_key(|(_, t)| **t).map(|(k, _)| k.clone()).expect("not empty");
-            self.deps.remove(&oldest);
-        }
+        self.trim_deps();
         Reply::Values(values.into_iter().map(|(k, v, _)| (k, v)).collect())
+    }
+
+    /// At most [`MAX_DEPS`] dependencies: the oldest go (one sort, not a
+    /// scan per entry dropped).
+    fn trim_deps(&mut self) {
+        let Some(excess) = self.deps.len().checked_sub(MAX_DEPS).filter(|&e| e > 0) else { return };
+        let mut by_age: Vec<(Timestamp, Key)> = self.deps.iter().map(|(k, &t)| (t, k.clone())).collect();
+        by_age.sort();
+        for (_, key) in by_age.into_iter().take(excess) {
+            self.deps.remove(&key);
+        }
     }
 
     /// A partition's answer to a round, for this round and from a
@@ -289,7 +298,7 @@ impl ClientRole for EigerClient {
         }
         self.n += 1;
         self.effective = None;
-        self.first_read_at = None;
+        self.deadline.reset();
         self.next_round = 0;
         true
     }
@@ -297,8 +306,7 @@ impl ClientRole for EigerClient {
     fn request_read(&mut self, now: PhysicalMicros, _round: u32, keys: Vec<Key>, out: &mut Out) {
         // A transaction older than the timeout is aborted: the partitions
         // may have collected what its effective time needs.
-        let first = *self.first_read_at.get_or_insert(now);
-        if now > first + self.config.txn_timeout_us {
+        if self.deadline.passed(now, self.config.txn_timeout_us) {
             out.set_timer(EigerClientTimer::Expired(self.n), 1);
             return;
         }
@@ -456,12 +464,7 @@ impl ClientRole for EigerClient {
             EigerClientTimer::CommitTimeout(n) => {
                 write_only::client::on_commit_timeout(&mut self.committing, n, awaiting)
             }
-            EigerClientTimer::Expired(n) => {
-                if awaiting != Some(Awaiting::Read) || n != self.n || self.reading.is_some() {
-                    return None;
-                }
-                Some(Reply::Aborted(AbortReason::Expired("it read past the transaction timeout".into())))
-            }
+            EigerClientTimer::Expired(n) => ReadDeadline::expired(awaiting, n == self.n, self.reading.is_some()),
             EigerClientTimer::StatusTimeout(n, round) => {
                 let r = self.reading.as_ref()?;
                 if awaiting != Some(Awaiting::Read) || n != self.n || r.round != round {
@@ -480,17 +483,13 @@ impl ClientRole for EigerClient {
         for (key, _) in writes {
             self.deps.insert(key, stamp.ts);
         }
-        while self.deps.len() > MAX_DEPS {
-            let first = self.deps.keys().next().cloned().expect("not empty");
-            self.deps.remove(&first);
-        }
+        self.trim_deps();
     }
 
     fn finished(&mut self) {
         self.reading = None;
         self.committing = None;
         self.effective = None;
-        self.first_read_at = None;
     }
 
     fn export_state(&self) -> EigerSessionState {

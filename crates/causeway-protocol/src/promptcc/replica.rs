@@ -17,7 +17,7 @@ use crate::mvstore::{CollectedMarks, MvStore, Version};
 use crate::recovery::Reservations;
 use crate::topology::Topology;
 use crate::twopc::Tree;
-use crate::write_only::{own_number, stamp_of, Decided, Refused, Rules, WriteOnly, WtxId};
+use crate::write_only::{horizon, own_number, stamp_of, Decided, Refused, Rules, WriteOnly, WtxId};
 use std::sync::Arc;
 
 type Out = ReplicaEffects<PtccReplica>;
@@ -40,12 +40,6 @@ pub struct Meta {
     /// When it committed here (0: before the last restart).
     pub committed_at: PhysicalMicros,
 }
-
-/// How far ahead of this partition's clock an entry of a vector it is sent
-/// may be: more is refused as impossible from an honest client or peer
-/// (clocks of a DC agree far better), so that no input moves the clock
-/// or `S_i` arbitrarily far.
-pub const MAX_AHEAD_US: u64 = 60_000_000;
 
 /// Outcomes end in the order of their numbers (`S_i[i]` passes only ended
 /// transactions); a commit is forgotten once `S_i` says every participant
@@ -133,11 +127,7 @@ impl PtccReplica {
     /// A vector of this DC's shape whose entries are not impossibly far
     /// ahead of this partition's clock.
     fn well_formed(&self, v: &VClock, now: PhysicalMicros) -> bool {
-        v.len() == self.topology.partition_count() as usize && v.max_entry() <= self.horizon(now)
-    }
-
-    fn horizon(&self, now: PhysicalMicros) -> Timestamp {
-        Timestamp::from_physical(now.saturating_add(MAX_AHEAD_US))
+        v.len() == self.topology.partition_count() as usize && v.max_entry() <= horizon(now)
     }
 
     fn is_mine(&self, key: &[u8]) -> bool {
@@ -287,7 +277,7 @@ impl PtccReplica {
     }
 
     fn on_report(&mut self, now: PhysicalMicros, from: Addr, entries: Vec<(PartitionId, Timestamp)>, out: &mut Out) {
-        let horizon = self.horizon(now);
+        let horizon = horizon(now);
         let bad = |&(p, t): &(PartitionId, Timestamp)| p.0 >= self.topology.partition_count() || t > horizon;
         if !self.tree.is_child(from) || entries.iter().any(bad) {
             return self.refuse();
@@ -341,10 +331,7 @@ impl PtccReplica {
             match record {
                 PtccRecord::Reserved(_) => {}
                 PtccRecord::Prepared(prepared) => {
-                    // The clock resumes above every number on disk, even one
-                    // a crash kept without the reservation after it.
-                    self.hlc.observe(0, prepared.seq);
-                    self.txns.replay_prepared(prepared);
+                    self.txns.replay_prepared(&mut self.hlc, prepared);
                 }
                 PtccRecord::Committed { tx, decided } => {
                     if let Some(prepared) = self.txns.replay_committed(tx, decided.clone()) {
@@ -363,10 +350,7 @@ impl PtccReplica {
                     self.collected.restore(key, upto);
                 }
                 PtccRecord::Recent { tx, decided } => {
-                    if let Some(seq) = own_number(&decided, self.id.partition) {
-                        self.hlc.observe(0, seq);
-                    }
-                    self.txns.replay_recent(tx, decided, None);
+                    self.txns.replay_recent(&mut self.hlc, tx, decided, None);
                 }
             }
         }
@@ -411,9 +395,9 @@ impl Replica for PtccReplica {
                 self.on_write(now, c, tx, writes, participants, coordinator, deps, out)
             }
             (PtccMsg::Prepared { tx, seq, participants, client }, _, Some(p)) => {
-                self.txns.on_prepared(now, p, tx, seq, participants, client, self.horizon(now), out)
+                self.txns.on_prepared(now, p, tx, seq, participants, client, out)
             }
-            (PtccMsg::Commit { tx, decided }, _, Some(_)) => self.txns.on_commit(now, tx, decided, self.horizon(now)),
+            (PtccMsg::Commit { tx, decided }, _, Some(_)) => self.txns.on_commit(now, tx, decided),
             (PtccMsg::Resolve { tx, participants, client }, _, Some(p)) => {
                 self.txns.on_resolve(now, p, tx, participants, client, out)
             }
@@ -421,7 +405,7 @@ impl Replica for PtccReplica {
                 self.txns.on_query(p, tx, out);
                 Ok(())
             }
-            (PtccMsg::Vote { tx, seq }, _, Some(p)) => self.txns.on_vote(now, p, tx, seq, self.horizon(now), out),
+            (PtccMsg::Vote { tx, seq }, _, Some(p)) => self.txns.on_vote(now, p, tx, seq, out),
             (PtccMsg::Abort { tx }, _, Some(_)) => self.txns.on_abort(tx, out),
             (PtccMsg::Logged { upto }, _, _) if from == Addr::Replica(self.id) => {
                 self.on_logged(now, upto, out);

@@ -16,7 +16,7 @@ use super::{PtccConfig, PtccFault};
 use crate::contract::{AbortReason, CommitStamp, Effects, Key, ReadTag, SessionError, Value};
 use crate::hlc::PhysicalMicros;
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
-use crate::session_core::{Awaiting, ClientRole, Reply, SessionCore};
+use crate::session_core::{Awaiting, ClientRole, ReadDeadline, Reply, SessionCore};
 use crate::topology::Topology;
 use crate::write_only::{self, stamp_of, Commit, WtxId};
 use serde::{Deserialize, Serialize};
@@ -88,8 +88,8 @@ pub struct PtccClient {
     txn_timeout_us: u64,
     naive: bool,
     fault: PtccFault,
-    /// When the running transaction's first read was asked.
-    first_read_at: Option<PhysicalMicros>,
+    /// The running transaction's first read, for the transaction timeout.
+    deadline: ReadDeadline,
     /// `D_c`: the largest commit timestamp this client has seen.
     deps: VClock,
     epoch: u64,
@@ -120,7 +120,7 @@ impl PtccClient {
             txn_timeout_us: config.txn_timeout_us,
             naive: config.naive,
             fault: config.fault,
-            first_read_at: None,
+            deadline: ReadDeadline::default(),
             epoch: 0,
             n: 0,
             snapshot: None,
@@ -262,7 +262,7 @@ impl ClientRole for PtccClient {
         }
         self.n += 1;
         self.snapshot = None;
-        self.first_read_at = None;
+        self.deadline.reset();
         self.next_round = 0;
         true
     }
@@ -270,8 +270,7 @@ impl ClientRole for PtccClient {
     fn request_read(&mut self, now: PhysicalMicros, _round: u32, keys: Vec<Key>, out: &mut Out) {
         // §VII: a transaction older than the timeout is aborted; the
         // partitions may have collected what its snapshot needs.
-        let first = *self.first_read_at.get_or_insert(now);
-        if now > first + self.txn_timeout_us {
+        if self.deadline.passed(now, self.txn_timeout_us) {
             out.set_timer(PtccClientTimer::Expired(self.n), 1);
             return;
         }
@@ -359,12 +358,7 @@ impl ClientRole for PtccClient {
             PtccClientTimer::CommitTimeout(n) => {
                 write_only::client::on_commit_timeout(&mut self.committing, n, awaiting)
             }
-            PtccClientTimer::Expired(n) => {
-                if awaiting != Some(Awaiting::Read) || n != self.n || self.reading.is_some() {
-                    return None;
-                }
-                Some(Reply::Aborted(AbortReason::Expired("it read past the transaction timeout".into())))
-            }
+            PtccClientTimer::Expired(n) => ReadDeadline::expired(awaiting, n == self.n, self.reading.is_some()),
         }
     }
 
@@ -374,7 +368,6 @@ impl ClientRole for PtccClient {
         self.reading = None;
         self.committing = None;
         self.snapshot = None;
-        self.first_read_at = None;
     }
 
     fn export_state(&self) -> PtccSessionState {

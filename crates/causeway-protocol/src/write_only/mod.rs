@@ -29,7 +29,7 @@ pub mod client;
 pub mod partition;
 
 use crate::contract::{CommitStamp, Key, Value};
-use crate::hlc::Timestamp;
+use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{ClientId, DcId, PartitionId, TxId};
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
@@ -46,6 +46,17 @@ pub struct WtxId {
     pub client: ClientId,
     pub epoch: u64,
     pub n: u64,
+}
+
+/// How far ahead of a partition's clock a timestamp from a client or a peer
+/// may be: more is refused as impossible from an honest one (the clocks of
+/// a DC agree far better), so that no input moves a clock, a snapshot or a
+/// validity interval arbitrarily far.
+pub const MAX_AHEAD_US: u64 = 60_000_000;
+
+/// The latest timestamp a partition whose clock reads `now` accepts.
+pub fn horizon(now: PhysicalMicros) -> Timestamp {
+    Timestamp::from_physical(now.saturating_add(MAX_AHEAD_US))
 }
 
 /// A decided commit: each participant, in order, with the number it gave.

@@ -2,7 +2,7 @@
 //! coordinator gathers, outcomes recorded and taking effect once durable,
 //! and the termination of transactions whose coordinator fell silent.
 
-use super::{own_number, Decided, Deps, PreparedTx, TxnMessages, TxnRecords, WtxId};
+use super::{horizon, own_number, Decided, Deps, PreparedTx, TxnMessages, TxnRecords, WtxId};
 use crate::contract::{Effects, Key, Value};
 use crate::hlc::{Hlc, PhysicalMicros, Timestamp};
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
@@ -108,6 +108,15 @@ pub struct WriteOnly<D> {
 }
 
 type Out<M, T, R> = Effects<M, T, R>;
+
+/// Every partition of the lists, sorted, each once: the participants a
+/// transaction whose parts disagree on them is aborted at.
+fn union<const N: usize>(lists: [Option<&[PartitionId]>; N]) -> Vec<PartitionId> {
+    let mut all: Vec<PartitionId> = lists.into_iter().flatten().flatten().copied().collect();
+    all.sort();
+    all.dedup();
+    all
+}
 
 /// The most transactions one `done` or `forget` names.
 pub const MAX_LISTED: usize = 4096;
@@ -231,7 +240,7 @@ impl<D: Deps> WriteOnly<D> {
         self.pending.insert(seq, Pending { prepared, since: now, outcome: None, logged: None });
         if participants.len() == 1 {
             // One partition: nothing to agree on (one round).
-            self.decide_here(now, tx, vec![(me, seq)], Timestamp::MAX)?;
+            self.decide_here(tx, vec![(me, seq)], Timestamp::MAX)?;
             self.decisions.push((tx, Status::Committed(vec![(me, seq)])));
         } else if coordinator == me {
             self.vote(now, tx, me, Some(seq), &participants, client, false, out);
@@ -251,10 +260,9 @@ impl<D: Deps> WriteOnly<D> {
         seq: Timestamp,
         participants: Vec<PartitionId>,
         client: ClientId,
-        horizon: Timestamp,
         out: &mut Out<M, T, R>,
     ) -> Result<(), Refused> {
-        if tx.client != client || !self.participants_ok(&participants) || seq > horizon {
+        if tx.client != client || !self.participants_ok(&participants) || seq > horizon(now) {
             return Err(Refused);
         }
         self.vote(now, tx, from, Some(seq), &participants, client, false, out);
@@ -290,11 +298,7 @@ impl<D: Deps> WriteOnly<D> {
         let ballots = if terminating { &self.terminating } else { &self.coordinating };
         let ballot_list = ballots.get(&tx).map(|b| &b.participants);
         if own.is_some_and(|o| o != participants) || ballot_list.is_some_and(|b| b != participants) {
-            let mut all: Vec<PartitionId> = participants.to_vec();
-            all.extend(own.into_iter().flatten().copied());
-            all.extend(ballot_list.into_iter().flatten().copied());
-            all.sort();
-            all.dedup();
+            let all = union([Some(participants), own.map(Vec::as_slice), ballot_list.map(Vec::as_slice)]);
             return self.abort_everywhere(tx, &all, client, out);
         }
         let ballots = if terminating { &mut self.terminating } else { &mut self.coordinating };
@@ -322,7 +326,7 @@ impl<D: Deps> WriteOnly<D> {
                 for &p in &ballot.participants {
                     if p == self.me() {
                         // Its own number is in the ballot: it fits.
-                        let _ = self.decide_here(now, tx, decided.clone(), Timestamp::MAX);
+                        let _ = self.decide_here(tx, decided.clone(), Timestamp::MAX);
                     } else {
                         // After this partition's own prepare is durable.
                         out.send_after_durable(self.partition(p), M::commit(tx, decided.clone()));
@@ -360,24 +364,12 @@ impl<D: Deps> WriteOnly<D> {
 
     /// The coordinator's decision reaches a participant (line 20). A
     /// decision must name exactly the participants, with this partition's
-    /// number, none beyond `horizon`.
-    pub fn on_commit(
-        &mut self,
-        now: PhysicalMicros,
-        tx: WtxId,
-        decided: Decided,
-        horizon: Timestamp,
-    ) -> Result<(), Refused> {
-        self.decide_here(now, tx, decided, horizon)
+    /// number, none beyond the horizon.
+    pub fn on_commit(&mut self, now: PhysicalMicros, tx: WtxId, decided: Decided) -> Result<(), Refused> {
+        self.decide_here(tx, decided, horizon(now))
     }
 
-    fn decide_here(
-        &mut self,
-        _now: PhysicalMicros,
-        tx: WtxId,
-        decided: Decided,
-        horizon: Timestamp,
-    ) -> Result<(), Refused> {
+    fn decide_here(&mut self, tx: WtxId, decided: Decided, horizon: Timestamp) -> Result<(), Refused> {
         let Some(seq) = self.by_tx.get(&tx).copied() else { return Ok(()) };
         let me = self.me();
         let pending = self.pending.get_mut(&seq).expect("indexed");
@@ -529,10 +521,9 @@ impl<D: Deps> WriteOnly<D> {
         from: PartitionId,
         tx: WtxId,
         seq: Option<Timestamp>,
-        horizon: Timestamp,
         out: &mut Out<M, T, R>,
     ) -> Result<(), Refused> {
-        if seq.is_some_and(|s| s > horizon) {
+        if seq.is_some_and(|s| s > horizon(now)) {
             return Err(Refused);
         }
         let Some(b) = self.terminating.get(&tx) else { return Ok(()) };
@@ -583,10 +574,7 @@ impl<D: Deps> WriteOnly<D> {
         }
         if let Some(own) = self.by_tx.get(&tx).map(|seq| self.pending[seq].prepared.participants.clone()) {
             if own != participants {
-                let mut all = own;
-                all.extend(participants);
-                all.sort();
-                all.dedup();
+                let all = union([Some(&own[..]), Some(&participants[..])]);
                 return self.abort_everywhere(tx, &all, client, out);
             }
         }
@@ -724,8 +712,10 @@ impl<D: Deps> WriteOnly<D> {
         }
     }
 
-    /// Replay: a prepare on disk.
-    pub fn replay_prepared(&mut self, prepared: PreparedTx<D>) {
+    /// Replay: a prepare on disk. The clock resumes above its number, even
+    /// one a crash kept without the reservation after it.
+    pub fn replay_prepared(&mut self, hlc: &mut Hlc, prepared: PreparedTx<D>) {
+        hlc.observe(0, prepared.seq);
         self.by_tx.insert(prepared.tx, prepared.seq);
         let seq = prepared.seq;
         self.pending.insert(seq, Pending { prepared, since: 0, outcome: None, logged: None });
@@ -751,8 +741,11 @@ impl<D: Deps> WriteOnly<D> {
 
     /// Replay: a recent commit from a checkpoint (its coordinator, where
     /// commits are acknowledged; a coordinator hears from every participant
-    /// again).
-    pub fn replay_recent(&mut self, tx: WtxId, decided: Decided, coordinator: Option<PartitionId>) {
+    /// again). The clock resumes above the number it gave it.
+    pub fn replay_recent(&mut self, hlc: &mut Hlc, tx: WtxId, decided: Decided, coordinator: Option<PartitionId>) {
+        if let Some(seq) = own_number(&decided, self.me()) {
+            hlc.observe(0, seq);
+        }
         let recent = self.recent_of(0, coordinator.unwrap_or(self.me()), decided);
         self.recent.insert(tx, recent);
     }
