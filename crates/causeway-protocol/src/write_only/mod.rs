@@ -73,6 +73,12 @@ pub fn stamp_of(dc: DcId, decided: &[(PartitionId, Timestamp)]) -> CommitStamp {
     CommitStamp { ts: top, dc, txid: TxId::new(by, top.0 & ((1 << 40) - 1)) }
 }
 
+/// The partition that gave a [`stamp_of`] stamp its number: a participant
+/// whose entry is the stamp's timestamp.
+pub fn top_partition(stamp: &CommitStamp) -> PartitionId {
+    stamp.txid.coordinator()
+}
+
 /// A decided commit's timestamp: the largest number a participant gave.
 pub fn commit_ts(decided: &[(PartitionId, Timestamp)]) -> Timestamp {
     decided.iter().map(|&(_, t)| t).max().unwrap_or(Timestamp::ZERO)
