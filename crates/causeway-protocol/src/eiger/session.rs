@@ -258,7 +258,10 @@ impl EigerClient {
     /// At most [`MAX_DEPS`] dependencies: the oldest go (one sort, not a
     /// scan per entry dropped).
     fn trim_deps(&mut self) {
-        let Some(excess) = self.deps.len().checked_sub(MAX_DEPS).filter(|&e| e > 0) else { return };
+        if self.deps.len() <= MAX_DEPS {
+            return;
+        }
+        let excess = self.deps.len() - MAX_DEPS;
         let mut by_age: Vec<(Timestamp, Key)> = self.deps.iter().map(|(k, &t)| (t, k.clone())).collect();
         by_age.sort();
         for (_, key) in by_age.into_iter().take(excess) {

@@ -109,10 +109,10 @@ pub struct WriteOnly<D> {
 
 type Out<M, T, R> = Effects<M, T, R>;
 
-/// Every partition of the lists, sorted, each once: the participants a
-/// transaction whose parts disagree on them is aborted at.
-fn union<const N: usize>(lists: [Option<&[PartitionId]>; N]) -> Vec<PartitionId> {
-    let mut all: Vec<PartitionId> = lists.into_iter().flatten().flatten().copied().collect();
+/// The partitions, sorted, each once: the participants a transaction whose
+/// parts disagree on them is aborted at.
+fn union<'a>(partitions: impl IntoIterator<Item = &'a PartitionId>) -> Vec<PartitionId> {
+    let mut all: Vec<PartitionId> = partitions.into_iter().copied().collect();
     all.sort();
     all.dedup();
     all
@@ -298,7 +298,8 @@ impl<D: Deps> WriteOnly<D> {
         let ballots = if terminating { &self.terminating } else { &self.coordinating };
         let ballot_list = ballots.get(&tx).map(|b| &b.participants);
         if own.is_some_and(|o| o != participants) || ballot_list.is_some_and(|b| b != participants) {
-            let all = union([Some(participants), own.map(Vec::as_slice), ballot_list.map(Vec::as_slice)]);
+            let all =
+                union(participants.iter().chain(own.into_iter().flatten()).chain(ballot_list.into_iter().flatten()));
             return self.abort_everywhere(tx, &all, client, out);
         }
         let ballots = if terminating { &mut self.terminating } else { &mut self.coordinating };
@@ -574,7 +575,7 @@ impl<D: Deps> WriteOnly<D> {
         }
         if let Some(own) = self.by_tx.get(&tx).map(|seq| self.pending[seq].prepared.participants.clone()) {
             if own != participants {
-                let all = union([Some(&own[..]), Some(&participants[..])]);
+                let all = union(own.iter().chain(&participants));
                 return self.abort_everywhere(tx, &all, client, out);
             }
         }
