@@ -32,15 +32,18 @@ pub struct Version<M> {
     pub meta: M,
 }
 
-/// Versions of one key, oldest first by [`CommitStamp`].
+/// Versions of one key, oldest first by [`CommitStamp`]. A ring, not a
+/// vector: collection drops the oldest while writes append the newest, and
+/// a hot key whose versions are kept for a timeout (PrompTCC's, Eiger's)
+/// holds thousands — dropping one must not move all the others.
 #[derive(Clone, Debug)]
 pub struct VersionChain<M> {
-    versions: Vec<Version<M>>,
+    versions: VecDeque<Version<M>>,
 }
 
 impl<M> Default for VersionChain<M> {
     fn default() -> Self {
-        VersionChain { versions: Vec::new() }
+        VersionChain { versions: VecDeque::new() }
     }
 }
 
@@ -48,13 +51,13 @@ impl<M> VersionChain<M> {
     /// Inserts a version at its place in LWW order. A version with the same
     /// stamp is the same write delivered twice and is ignored.
     pub fn insert(&mut self, version: Version<M>) -> bool {
-        match self.versions.last() {
+        match self.versions.back() {
             Some(last) if last.stamp < version.stamp => {
-                self.versions.push(version);
+                self.versions.push_back(version);
                 true
             }
             None => {
-                self.versions.push(version);
+                self.versions.push_back(version);
                 true
             }
             Some(_) => match self.versions.binary_search_by(|v| v.stamp.cmp(&version.stamp)) {
@@ -69,7 +72,7 @@ impl<M> VersionChain<M> {
 
     /// The LWW-greatest version.
     pub fn newest(&self) -> Option<&Version<M>> {
-        self.versions.last()
+        self.versions.back()
     }
 
     /// The LWW-greatest version that `visible` admits.
@@ -91,10 +94,12 @@ impl<M> VersionChain<M> {
         const SCAN: usize = 8;
         let v = &self.versions;
         let end = match v.len().checked_sub(SCAN) {
-            Some(i) if v[i].stamp.ts > bound => v[..i].partition_point(|x| x.stamp.ts <= bound),
+            // Sorted by stamp, so by time: every version from `i` on is
+            // past the bound.
+            Some(i) if v[i].stamp.ts > bound => v.partition_point(|x| x.stamp.ts <= bound),
             _ => v.len(),
         };
-        v[..end].iter().rev().find(|x| visible(x))
+        v.range(..end).rev().find(|x| visible(x))
     }
 
     /// Garbage collection: drops every version older than the newest one
@@ -133,10 +138,10 @@ impl<M> VersionChain<M> {
 
     /// The versions newer than `stamp` (all of them for `None`), oldest
     /// first: found by binary search, not by a scan.
-    pub fn newer_than(&self, stamp: Option<CommitStamp>) -> &[Version<M>] {
+    pub fn newer_than(&self, stamp: Option<CommitStamp>) -> std::collections::vec_deque::Iter<'_, Version<M>> {
         match stamp {
-            None => &self.versions,
-            Some(s) => &self.versions[self.versions.partition_point(|v| v.stamp <= s)..],
+            None => self.versions.iter(),
+            Some(s) => self.versions.range(self.versions.partition_point(|v| v.stamp <= s)..),
         }
     }
 
@@ -315,7 +320,7 @@ impl<M> MvStore<M> {
             }
             dropped += chain.len();
             let mut chain = self.chains.remove(&key).expect("the chain looked at");
-            let tombstone = chain.versions.pop().expect("chains are never empty");
+            let tombstone = chain.versions.pop_back().expect("chains are never empty");
             if self.recently_collected.len() == RECENTLY_COLLECTED {
                 self.recently_collected.pop_front();
             }
@@ -440,7 +445,7 @@ mod tests {
         for ts in (10..400).step_by(7) {
             chain.insert(version(ts, 0, ts));
         }
-        let short = VersionChain { versions: chain.versions[..5].to_vec() };
+        let short = VersionChain { versions: chain.versions.iter().take(5).cloned().collect() };
         assert_eq!(
             short.newest_visible_upto(Timestamp(30), |v| v.stamp.ts <= Timestamp(30)).map(|v| v.stamp.ts),
             Some(Timestamp(24))

@@ -191,7 +191,7 @@ impl PtccReplica {
             // S_i (one of them in its snapshot means a second round here).
             if !naive && bound.is_none() {
                 let newer = chain.newer_than(found.map(|f| f.stamp));
-                pending.extend(newer.iter().map(|v| ts_wire(&v.meta.ts)));
+                pending.extend(newer.map(|v| ts_wire(&v.meta.ts)));
             }
             // A collected version newer than what the read would return
             // may be the one it needs: it cannot answer (after a restart,
