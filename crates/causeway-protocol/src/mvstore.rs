@@ -80,6 +80,20 @@ impl<M> VersionChain<M> {
         self.versions.iter().rev().find(|v| visible(v))
     }
 
+    /// [`newest_visible`](Self::newest_visible), and the versions newer than
+    /// it — none of which `visible` admits — oldest first, found by the
+    /// same scan rather than by a search of the whole chain (a hot key's
+    /// holds thousands of versions kept for a timeout).
+    pub fn newest_visible_and_newer(
+        &self,
+        visible: impl FnMut(&Version<M>) -> bool,
+    ) -> (Option<&Version<M>>, std::collections::vec_deque::Iter<'_, Version<M>>) {
+        match self.versions.iter().rposition(visible) {
+            Some(i) => (self.versions.get(i), self.versions.range(i + 1..)),
+            None => (None, self.versions.iter()),
+        }
+    }
+
     /// [`newest_visible`](Self::newest_visible) for a rule that admits no
     /// version stamped after `bound`. When more than a few versions are
     /// above the bound, a binary search skips them, so a reader of an old
@@ -133,15 +147,6 @@ impl<M> VersionChain<M> {
                 self.versions.drain(..n - 1);
                 Some(upto)
             }
-        }
-    }
-
-    /// The versions newer than `stamp` (all of them for `None`), oldest
-    /// first: found by binary search, not by a scan.
-    pub fn newer_than(&self, stamp: Option<CommitStamp>) -> std::collections::vec_deque::Iter<'_, Version<M>> {
-        match stamp {
-            None => self.versions.iter(),
-            Some(s) => self.versions.range(self.versions.partition_point(|v| v.stamp <= s)..),
         }
     }
 
@@ -456,6 +461,21 @@ mod tests {
                 let full = chain.newest_visible(rule).map(|v| v.stamp);
                 assert_eq!(chain.newest_visible_upto(Timestamp(bound), rule).map(|v| v.stamp), full, "{bound} {cut}");
             }
+        }
+    }
+
+    #[test]
+    fn newest_visible_and_newer_agree_with_the_scan_and_the_search() {
+        let mut chain = VersionChain::default();
+        for ts in (10..200).step_by(10) {
+            chain.insert(version(ts, 0, ts));
+        }
+        for cut in [0u64, 5, 10, 15, 100, 190, 500] {
+            let rule = |v: &Version<()>| v.stamp.ts <= Timestamp(cut);
+            let (found, newer) = chain.newest_visible_and_newer(rule);
+            assert_eq!(found, chain.newest_visible(rule), "{cut}");
+            let expected: Vec<_> = chain.iter().filter(|v| found.is_none_or(|f| v.stamp > f.stamp)).collect();
+            assert_eq!(newer.collect::<Vec<_>>(), expected, "{cut}");
         }
     }
 

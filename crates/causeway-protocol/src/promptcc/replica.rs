@@ -144,13 +144,29 @@ impl PtccReplica {
         meta.decided.iter().all(|&(p, t)| snapshot.get(p) >= t)
     }
 
-    /// [`Self::visible`] for a version of the store. Hot path: a read scans
-    /// a hot key's versions not visible yet from the newest, and the
-    /// participant that gave the stamp its number, inline in the chain, is
-    /// usually one `S_i` has not caught up with — tested first, it spares
-    /// following the version's metadata to its list of participants.
-    fn version_visible(snapshot: &VClock, v: &Version<Arc<Meta>>) -> bool {
-        snapshot.get(top_partition(&v.stamp)) >= v.stamp.ts && Self::visible(snapshot, &v.meta)
+    /// [`Self::visible`] for a version of the store, `least` being the
+    /// smallest entry of `snapshot`. Hot path, and both tests read only the
+    /// stamp, inline in the chain: a version stamped at or below `least` is
+    /// visible (its stamp is the largest number any participant gave it),
+    /// which spares a read of a key not written lately following the
+    /// version to its metadata; and a hot key's versions not visible yet,
+    /// which a read scans from the newest, usually wait for the participant
+    /// that gave the stamp its number, which is tested next.
+    fn version_visible(snapshot: &VClock, least: Timestamp, v: &Version<Arc<Meta>>) -> bool {
+        v.stamp.ts <= least || (snapshot.get(top_partition(&v.stamp)) >= v.stamp.ts && Self::visible(snapshot, &v.meta))
+    }
+
+    /// A version's commit timestamp for a reader whose vector is at least
+    /// `floor` everywhere: only the entries above it. No entry is above the
+    /// stamp (each participant numbered the transaction above its writer's
+    /// dependencies, and the stamp is the largest number), so a version
+    /// stamped at or below `floor` has none to send — found without
+    /// following the version to its metadata.
+    fn read_ts(v: &Version<Arc<Meta>>, floor: Timestamp) -> Wire {
+        if v.stamp.ts <= floor {
+            return Wire::Sparse { floor, above: Vec::new() };
+        }
+        v.meta.ts.above(floor)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -175,7 +191,7 @@ impl PtccReplica {
         // at or below its own floor it need not be sent (§V).
         let (naive, floor) = (self.config.naive, deps.min_entry());
         let ts_wire = |ts: &VClock| if naive { ts.to_wire(true) } else { ts.above(floor) };
-        let snapshot = &self.snapshot;
+        let (snapshot, least) = (&self.snapshot, self.snapshot.min_entry());
         let mut values: Vec<ReadValue> = Vec::with_capacity(keys.len());
         let mut pending: Vec<Wire> = Vec::new();
         for key in keys {
@@ -183,14 +199,13 @@ impl PtccReplica {
                 values.push((key, None, None));
                 continue;
             };
-            let found = chain.newest_visible(|v| {
-                Self::version_visible(snapshot, v) && bound.is_none_or(|b| b.dominates(&v.meta.ts))
+            let (found, newer) = chain.newest_visible_and_newer(|v| {
+                Self::version_visible(snapshot, least, v) && bound.is_none_or(|b| b.dominates(&v.meta.ts))
             });
             // §V: the versions newer than the one returned, none of them
             // visible yet, are all a first round's client needs to know of
             // S_i (one of them in its snapshot means a second round here).
             if !naive && bound.is_none() {
-                let newer = chain.newer_than(found.map(|f| f.stamp));
                 pending.extend(newer.map(|v| ts_wire(&v.meta.ts)));
             }
             // A collected version newer than what the read would return
@@ -201,14 +216,15 @@ impl PtccReplica {
                 return;
             }
             match found {
-                Some(v) => values.push((key, v.value.clone(), Some(ts_wire(&v.meta.ts)))),
+                Some(v) if naive => values.push((key, v.value.clone(), Some(ts_wire(&v.meta.ts)))),
+                Some(v) => values.push((key, v.value.clone(), Some(Self::read_ts(v, floor)))),
                 None => values.push((key, None, None)),
             }
         }
         let cover = if naive {
             Cover::Vector(self.snapshot.to_wire(true))
         } else {
-            Cover::Floor { own: self.snapshot.get(self.me()), floor: self.snapshot.min_entry(), pending }
+            Cover::Floor { own: self.snapshot.get(self.me()), floor: least, pending }
         };
         out.send(from, PtccMsg::ReadResp { tag, cover, values });
     }
@@ -520,10 +536,35 @@ mod tests {
             ([0, 29, 50, 0], false), // another participant lags
             ([0, 30, 49, 0], false), // the top one lags
             ([99, 99, 99, 99], true),
+            ([50, 50, 50, 50], true), // every entry at the stamp: no need to look further
+            ([49, 99, 99, 99], true), // a partition that did not take part lags
         ] {
             let s = snapshot(entries);
             assert_eq!(PtccReplica::visible(&s, &v.meta), visible, "{entries:?}");
-            assert_eq!(PtccReplica::version_visible(&s, &v), visible, "{entries:?}");
+            assert_eq!(PtccReplica::version_visible(&s, s.min_entry(), &v), visible, "{entries:?}");
+        }
+    }
+
+    /// A read sends only the entries of a version's commit timestamp above
+    /// the reader's floor, and the shortcut for a version stamped at or
+    /// below it (no need to look at the timestamp) sends what the full
+    /// encoding would.
+    #[test]
+    fn a_reads_commit_timestamp_is_the_same_with_or_without_the_shortcut() {
+        let decided: Decided = vec![(PartitionId(1), Timestamp(30)), (PartitionId(2), Timestamp(50))];
+        // The writer's dependencies are below every number it was given.
+        let deps = {
+            let mut d = VClock::zeros(4);
+            d.raise_entry(PartitionId(0), Timestamp(20));
+            d.raise_entry(PartitionId(3), Timestamp(29));
+            d
+        };
+        let ts = VClock::commit_ts(&deps, &decided);
+        let meta = Arc::new(Meta { ts: ts.clone(), decided: decided.clone(), committed_at: 0 });
+        let v = Version { value: None, stamp: stamp_of(DcId(0), &decided), meta };
+        for floor in [0, 19, 20, 29, 30, 49, 50, 51, 99] {
+            let floor = Timestamp(floor);
+            assert_eq!(PtccReplica::read_ts(&v, floor), ts.above(floor), "{floor:?}");
         }
     }
 }
