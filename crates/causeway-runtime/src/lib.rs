@@ -13,6 +13,7 @@
 //! starts one; [`metrics`] serves Prometheus text, and [`stats`] the
 //! counters benchmarks read over the client wire.
 
+pub mod alarm;
 pub mod clients;
 pub mod clock;
 pub mod config;

@@ -97,6 +97,7 @@ pub async fn run<P: Protocol>(
     let mut gate = SendGate::default();
     replica.start(clock(), &mut out);
     let mut reseeding = replica.is_reseeding();
+    let mut alarm = crate::alarm::Alarm::new();
     loop {
         flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
         // Every record of the steps so far is appended: a checkpoint taken
@@ -114,7 +115,7 @@ pub async fn run<P: Protocol>(
             let versions = replica.counters().versions;
             tracing::warn!("replica {} re-seeded: it holds {versions} versions and serves again", replica_name(me));
         }
-        let deadline = timers.next_deadline();
+        alarm.cover(timers.next_deadline());
         let input = tokio::select! {
             biased;
             () = log.wait_durable() => {
@@ -122,7 +123,7 @@ pub async fn run<P: Protocol>(
                 continue;
             }
             input = inbox.recv() => Some(input),
-            _ = sleep_until(deadline) => None,
+            () = alarm.ring() => None,
         };
         match input {
             // Every sender is gone: the node is shutting down.
@@ -169,14 +170,6 @@ fn publish<P: Protocol>(
     gauges.versions.store(replica.counters().versions, Ordering::Relaxed);
     gauges.metadata_per_version.store(replica.version_metadata_bytes(), Ordering::Relaxed);
     gauges.inbox.store(inbox.len() as u64, Ordering::Relaxed);
-}
-
-/// Sleeps until `deadline`, or forever without one.
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Sends `msg` from replica `me`, measuring a read answer that waited.

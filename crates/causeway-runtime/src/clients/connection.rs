@@ -121,20 +121,14 @@ async fn send(framed: &mut Wire, id: u64, response: Response) -> std::io::Result
     framed.feed(Bytes::from(bytes)).await
 }
 
-/// Sleeps until `at`, or forever without a timer.
-async fn sleep_until_due(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, mut mailbox: Mailbox<P>) {
     let mut queued: VecDeque<Bytes> = VecDeque::new();
     let mut queued_bytes = 0usize;
     // The client closed its side: answer what it sent, then close ours.
     let mut half_closed = false;
     let (dump_tx, mut dump_rx) = mpsc::unbounded_channel::<DumpParts>();
+    // The session's next deadline; see `Alarm` for why one timer.
+    let mut alarm = crate::alarm::Alarm::new();
     loop {
         // Serve queued requests while nothing waits for the cluster.
         while !driver.is_waiting() {
@@ -168,6 +162,7 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
         if half_closed && !driver.is_waiting() {
             return;
         }
+        alarm.cover(driver.next_timer());
         tokio::select! {
             frame = framed.next(), if !half_closed && queued_bytes < MAX_QUEUED_BYTES => match frame {
                 Some(Ok(frame)) => {
@@ -189,7 +184,7 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
                     if send(&mut framed, id, r).await.is_err() { return; }
                 }
             }
-            _ = sleep_until_due(driver.next_timer()) => {
+            () = alarm.ring() => {
                 let answer = driver.on_timers();
                 driver.flush();
                 if let Some((id, r)) = answer {
