@@ -484,3 +484,45 @@ fn a_restarted_partition_does_not_hide_a_collected_write_behind_an_invisible_one
     c.run(&mut fresh, nothing);
     assert_eq!(c.read_only(&mut fresh, std::slice::from_ref(&a), nothing), vec![(a, value("y"))]);
 }
+
+/// What the read path's shortcuts rest on: a committed version's stamp is
+/// at or above every entry of its commit vector, whatever the writer's
+/// dependencies say — here an entry far ahead of every clock, at a
+/// partition the transaction did not write.
+#[test]
+fn no_entry_of_a_commit_vector_is_above_its_stamp() {
+    use super::vclock::VClock;
+    use crate::hlc::Timestamp;
+    use crate::write_only::WtxId;
+    let mut c = Cluster::new(3);
+    let (a, b) = (c.key(0), c.key(1));
+    let client = ClientId { dc: DcId(0), index: 9 };
+    let ahead = Timestamp::from_physical(c.now + 30_000_000);
+    let mut deps = VClock::zeros(3);
+    deps.raise_entry(PartitionId(2), ahead);
+    let tx = WtxId { client, epoch: 1, n: 1 };
+    let participants = vec![PartitionId(0), PartitionId(1)];
+    for (p, key) in [(0, &a), (1, &b)] {
+        let msg = PtccMsg::Write {
+            tx,
+            writes: vec![(key.clone(), value("v"))],
+            participants: participants.clone(),
+            coordinator: PartitionId(0),
+            deps: deps.to_wire(false),
+        };
+        c.queue.push_back((Addr::Client(client), Addr::Replica(ReplicaId::new(0, p)), msg));
+    }
+    let mut bystander = c.session(1);
+    c.run(&mut bystander, nothing);
+    let mut versions = 0;
+    for p in 0..2 {
+        for record in c.replicas[p].checkpoint() {
+            if let PtccRecord::Version { stamp, ts, .. } = record {
+                versions += 1;
+                assert!(stamp.ts > ahead, "numbered above the writer's dependencies");
+                assert_eq!(ts.max_entry(), stamp.ts, "{ts:?} against {stamp:?}");
+            }
+        }
+    }
+    assert_eq!(versions, 2, "the transaction committed at both partitions");
+}
