@@ -76,8 +76,8 @@ impl<M> VersionChain<M> {
     }
 
     /// The LWW-greatest version that `visible` admits.
-    pub fn newest_visible(&self, mut visible: impl FnMut(&Version<M>) -> bool) -> Option<&Version<M>> {
-        self.versions.iter().rev().find(|v| visible(v))
+    pub fn newest_visible(&self, visible: impl FnMut(&Version<M>) -> bool) -> Option<&Version<M>> {
+        self.newest_visible_and_newer(visible).0
     }
 
     /// [`newest_visible`](Self::newest_visible), and the versions newer than
@@ -470,10 +470,11 @@ mod tests {
         for ts in (10..200).step_by(10) {
             chain.insert(version(ts, 0, ts));
         }
-        for cut in [0u64, 5, 10, 15, 100, 190, 500] {
-            let rule = |v: &Version<()>| v.stamp.ts <= Timestamp(cut);
+        for (cut, gaps) in [0u64, 5, 10, 15, 100, 190, 500].into_iter().flat_map(|c| [(c, false), (c, true)]) {
+            // With gaps, some older versions are not admitted either.
+            let rule = |v: &Version<()>| v.stamp.ts <= Timestamp(cut) && !(gaps && v.stamp.ts.0.is_multiple_of(30));
             let (found, newer) = chain.newest_visible_and_newer(rule);
-            assert_eq!(found, chain.newest_visible(rule), "{cut}");
+            assert_eq!(found, chain.versions.iter().rev().find(|v| rule(v)), "{cut}");
             let expected: Vec<_> = chain.iter().filter(|v| found.is_none_or(|f| v.stamp > f.stamp)).collect();
             assert_eq!(newer.collect::<Vec<_>>(), expected, "{cut}");
         }

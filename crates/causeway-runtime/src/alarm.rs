@@ -61,7 +61,6 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn goes_off_at_the_earliest_deadline_covered_and_only_when_set() {
-        let start = Instant::now();
         let mut alarm = Alarm::new();
         // Set for nothing: it never goes off.
         assert!(tokio::time::timeout(Duration::from_secs(3600), alarm.ring()).await.is_err());
@@ -79,6 +78,5 @@ mod tests {
         assert_eq!(Instant::now() - t1, Duration::from_millis(10));
         // Gone off, it is set for nothing until covered again.
         assert!(tokio::time::timeout(Duration::from_secs(3600), alarm.ring()).await.is_err());
-        assert!(Instant::now() > start);
     }
 }

@@ -190,7 +190,7 @@ impl PtccReplica {
         // What the client will read the commit timestamps against: entries
         // at or below its own floor it need not be sent (§V).
         let (naive, floor) = (self.config.naive, deps.min_entry());
-        let ts_wire = |ts: &VClock| if naive { ts.to_wire(true) } else { ts.above(floor) };
+        let ts_wire = |v: &Version<Arc<Meta>>| if naive { v.meta.ts.to_wire(true) } else { Self::read_ts(v, floor) };
         let (snapshot, least) = (&self.snapshot, self.snapshot.min_entry());
         let mut values: Vec<ReadValue> = Vec::with_capacity(keys.len());
         let mut pending: Vec<Wire> = Vec::new();
@@ -206,7 +206,7 @@ impl PtccReplica {
             // visible yet, are all a first round's client needs to know of
             // S_i (one of them in its snapshot means a second round here).
             if !naive && bound.is_none() {
-                pending.extend(newer.map(|v| ts_wire(&v.meta.ts)));
+                pending.extend(newer.map(ts_wire));
             }
             // A collected version newer than what the read would return
             // may be the one it needs: it cannot answer (after a restart,
@@ -216,8 +216,7 @@ impl PtccReplica {
                 return;
             }
             match found {
-                Some(v) if naive => values.push((key, v.value.clone(), Some(ts_wire(&v.meta.ts)))),
-                Some(v) => values.push((key, v.value.clone(), Some(Self::read_ts(v, floor)))),
+                Some(v) => values.push((key, v.value.clone(), Some(ts_wire(v)))),
                 None => values.push((key, None, None)),
             }
         }
