@@ -7,7 +7,8 @@
 //! picks among the partitions written.
 //!
 //! * [`vclock`] — the vectors (`D_c`, `S_i`, commit timestamps), one entry
-//!   per partition.
+//!   per partition; as messages carry them, and as received (a floor and
+//!   the entries above it, read where they lie).
 //! * [`session`] — the client library (Alg. 1).
 //! * [`replica`] — a partition (Alg. 2): prepare, the commit wait, the
 //!   visibility rule, reads, the tree that spreads `S_i` (§IV-E), and the
@@ -79,7 +80,7 @@ pub use durable::PtccRecord;
 pub use messages::PtccMsg;
 pub use replica::{PtccReplica, PtccTimer};
 pub use session::{PtccClient, PtccSession, PtccSessionState};
-pub use vclock::{VClock, Wire};
+pub use vclock::{Sparse, VClock, Wire};
 
 /// Tunables of PrompTCC, in microseconds of the replica's clock.
 #[derive(Clone, Debug, PartialEq, Eq)]

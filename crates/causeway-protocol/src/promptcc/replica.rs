@@ -7,7 +7,7 @@
 
 use super::durable::{PreparedTx, PtccRecord};
 use super::messages::{Cover, PtccMsg, ReadValue};
-use super::vclock::{VClock, Wire};
+use super::vclock::{Sparse, VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::replica::ReplicaEffects;
 use crate::contract::{Key, ReadTag, Replica, ReplicaCounters, Value};
@@ -115,19 +115,13 @@ impl PtccReplica {
     /// Adopts what a client or the tree has seen (Alg. 2 lines 37, 46):
     /// every entry is a number below which its partition has committed
     /// everything. This partition's own entry it knows better.
-    fn adopt(&mut self, seen: &VClock) {
+    fn adopt(&mut self, seen: &Sparse) {
         let me = self.me();
-        for (p, &t) in seen.entries().iter().enumerate() {
+        for (p, t) in seen.entries().enumerate() {
             if p as u32 != me.0 {
                 self.snapshot.raise_entry(PartitionId(p as u32), t);
             }
         }
-    }
-
-    /// A vector of this DC's shape whose entries are not impossibly far
-    /// ahead of this partition's clock.
-    fn well_formed(&self, v: &VClock, now: PhysicalMicros) -> bool {
-        v.len() == self.topology.partition_count() as usize && v.max_entry() <= horizon(now)
     }
 
     fn is_mine(&self, key: &[u8]) -> bool {
@@ -229,8 +223,10 @@ impl PtccReplica {
     }
 
     /// A vector from a message, if well formed for this DC.
-    fn decode(&self, wire: Wire, now: PhysicalMicros) -> Option<VClock> {
-        wire.decode(self.topology.partition_count()).filter(|v| self.well_formed(v, now))
+    /// Of this DC's shape (checked by the decoding), and no entry
+    /// impossibly far ahead of this partition's clock.
+    fn decode(&self, wire: Wire, now: PhysicalMicros) -> Option<Sparse> {
+        wire.decode_sparse(self.topology.partition_count()).filter(|v| v.max_entry() <= horizon(now))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -245,7 +241,7 @@ impl PtccReplica {
         deps: Wire,
         out: &mut Out,
     ) -> Result<(), Refused> {
-        let deps = self.decode(deps, now).ok_or(Refused)?;
+        let deps = self.decode(deps, now).ok_or(Refused)?.to_vclock();
         if writes.iter().any(|(k, _)| !self.is_mine(k)) {
             return Err(Refused);
         }

@@ -11,7 +11,7 @@
 //! sends the writes with the dependencies.
 
 use super::messages::{Cover, PtccMsg};
-use super::vclock::{VClock, Wire};
+use super::vclock::{Sparse, VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::{AbortReason, CommitStamp, Effects, Key, ReadTag, SessionError, Value};
 use crate::hlc::PhysicalMicros;
@@ -20,7 +20,7 @@ use crate::session_core::{Awaiting, ClientRole, ReadDeadline, Reply, SessionCore
 use crate::topology::Topology;
 use crate::write_only::{self, stamp_of, Commit, WtxId};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// A PrompTCC session.
@@ -38,11 +38,12 @@ pub enum PtccClientTimer {
 #[derive(Debug)]
 struct Gather {
     round: u32,
-    /// The keys asked of each partition.
-    keys: BTreeMap<PartitionId, Vec<Key>>,
-    waiting: BTreeSet<PartitionId>,
-    /// Each partition's answer.
-    answers: BTreeMap<PartitionId, Answer>,
+    /// The partitions yet to answer, with how many keys each was asked
+    /// (its answer has a value for each, in the order asked: what a second
+    /// round asks it again).
+    waiting: Vec<(PartitionId, usize)>,
+    /// The answers, in the order they came.
+    answers: Vec<(PartitionId, Answer)>,
     /// What this round reads at, if it is not a first round.
     bound: Option<VClock>,
 }
@@ -51,14 +52,14 @@ struct Gather {
 #[derive(Debug)]
 struct Answer {
     cover: Covers,
-    values: Vec<(Key, Option<Value>, Option<VClock>)>,
+    values: Vec<(Key, Option<Value>, Option<Sparse>)>,
 }
 
 /// What the answer says of the partition's `S_i` ([`Cover`], decoded).
 #[derive(Debug)]
 enum Covers {
     Vector(VClock),
-    Floor { own: crate::hlc::Timestamp, floor: crate::hlc::Timestamp, pending: Vec<VClock> },
+    Floor { own: crate::hlc::Timestamp, floor: crate::hlc::Timestamp, pending: Vec<Sparse> },
 }
 
 impl Covers {
@@ -73,7 +74,7 @@ impl Covers {
         match self {
             Covers::Vector(s) => s.dominates(snapshot),
             Covers::Floor { own, pending, .. } => {
-                snapshot.get(p) <= *own && pending.iter().all(|ts| !snapshot.dominates(ts))
+                snapshot.get(p) <= *own && pending.iter().all(|ts| !ts.is_below(snapshot))
             }
         }
     }
@@ -141,12 +142,13 @@ impl PtccClient {
         let tag = ReadTag { tx: self.n, round };
         let deps = bound.as_ref().unwrap_or(&self.deps).to_wire(self.naive);
         let at_snapshot = bound.is_some();
-        for (&p, keys) in &keys {
-            let msg = PtccMsg::Read { tag, keys: keys.clone(), deps: deps.clone(), at_snapshot };
-            out.send(self.partition(p), msg);
+        let mut waiting = Vec::with_capacity(keys.len());
+        for (p, keys) in keys {
+            waiting.push((p, keys.len()));
+            out.send(self.partition(p), PtccMsg::Read { tag, keys, deps: deps.clone(), at_snapshot });
         }
-        let waiting = keys.keys().copied().collect();
-        self.reading = Some(Gather { round, keys, waiting, answers: BTreeMap::new(), bound });
+        let answers = Vec::with_capacity(waiting.len());
+        self.reading = Some(Gather { round, waiting, answers, bound });
     }
 
     /// Every partition of a round has answered.
@@ -157,9 +159,9 @@ impl PtccClient {
             // vector does not cover it may have missed a version in it.
             None => {
                 let mut snapshot = self.deps.clone();
-                for a in gather.answers.values() {
+                for (_, a) in &gather.answers {
                     for ts in a.values.iter().filter_map(|(_, _, ts)| ts.as_ref()) {
-                        snapshot.join(ts);
+                        ts.join_into(&mut snapshot);
                     }
                 }
                 // And the smallest vector the partitions answered with (or,
@@ -168,7 +170,7 @@ impl PtccClient {
                 // later reads of other partitions are fresher.
                 let mut smallest: Option<VClock> = None;
                 let mut lowest_floor = None;
-                for a in gather.answers.values() {
+                for (_, a) in &gather.answers {
                     match &a.cover {
                         Covers::Vector(s) => match &mut smallest {
                             None => smallest = Some(s.clone()),
@@ -188,15 +190,15 @@ impl PtccClient {
                 let behind: BTreeMap<PartitionId, Vec<Key>> = gather
                     .answers
                     .iter()
-                    .filter(|(p, a)| !a.cover.covers(**p, &snapshot))
-                    .map(|(p, _)| (*p, gather.keys[p].clone()))
+                    .filter(|(p, a)| !a.cover.covers(*p, &snapshot))
+                    .map(|(p, a)| (*p, a.values.iter().map(|(k, _, _)| k.clone()).collect()))
                     .collect();
                 self.deps = snapshot.clone();
                 self.snapshot = Some(snapshot.clone());
                 if behind.is_empty() || self.fault == PtccFault::OneRound {
                     return Some(Reply::Values(values_of(gather.answers)));
                 }
-                let kept: BTreeMap<PartitionId, Answer> =
+                let kept: Vec<(PartitionId, Answer)> =
                     gather.answers.into_iter().filter(|(p, _)| !behind.contains_key(p)).collect();
                 self.send_round(behind, Some(snapshot), out);
                 self.reading.as_mut().expect("just sent").answers = kept;
@@ -205,12 +207,12 @@ impl PtccClient {
             Some(bound) => {
                 // A round at the snapshot: every partition has adopted it,
                 // so every version in it is visible there (no third round).
-                let consistent = gather.answers.values().all(|a| {
+                let consistent = gather.answers.iter().all(|(_, a)| {
                     let covered = match &a.cover {
                         Covers::Vector(s) => s.dominates(bound),
                         Covers::Floor { .. } => true,
                     };
-                    covered && a.values.iter().filter_map(|(_, _, ts)| ts.as_ref()).all(|ts| bound.dominates(ts))
+                    covered && a.values.iter().filter_map(|(_, _, ts)| ts.as_ref()).all(|ts| ts.is_below(bound))
                 });
                 if !consistent {
                     // Never, by the protocol: fail loudly rather than
@@ -226,8 +228,8 @@ impl PtccClient {
     }
 }
 
-fn values_of(answers: BTreeMap<PartitionId, Answer>) -> Vec<(Key, Option<Value>)> {
-    answers.into_values().flat_map(|a| a.values.into_iter().map(|(k, v, _)| (k, v))).collect()
+fn values_of(answers: Vec<(PartitionId, Answer)>) -> Vec<(Key, Option<Value>)> {
+    answers.into_iter().flat_map(|(_, a)| a.values.into_iter().map(|(k, v, _)| (k, v))).collect()
 }
 
 /// A read reply's vectors, decoded (`None` if one is malformed).
@@ -237,14 +239,14 @@ fn decode_answer(cover: Cover, values: Vec<(Key, Option<Value>, Option<Wire>)>, 
         Cover::Floor { own, floor, pending } => Covers::Floor {
             own,
             floor,
-            pending: pending.into_iter().map(|w| w.decode(partitions)).collect::<Option<_>>()?,
+            pending: pending.into_iter().map(|w| w.decode_sparse(partitions)).collect::<Option<_>>()?,
         },
     };
     let values = values
         .into_iter()
         .map(|(k, v, ts)| match ts {
             None => Some((k, v, None)),
-            Some(w) => Some((k, v, Some(w.decode(partitions)?))),
+            Some(w) => Some((k, v, Some(w.decode_sparse(partitions)?))),
         })
         .collect::<Option<_>>()?;
     Some(Answer { cover, values })
@@ -314,13 +316,15 @@ impl ClientRole for PtccClient {
             (PtccMsg::ReadResp { tag, cover, values }, Awaiting::Read) => {
                 let partitions = self.topology.partition_count();
                 let gather = self.reading.as_mut()?;
-                if tag != (ReadTag { tx: self.n, round: gather.round }) || !gather.waiting.remove(&r.partition) {
+                if tag != (ReadTag { tx: self.n, round: gather.round }) {
                     return None;
                 }
-                let Some(answer) = decode_answer(cover, values, partitions) else {
+                let at = gather.waiting.iter().position(|&(p, _)| p == r.partition)?;
+                let (p, asked) = gather.waiting.swap_remove(at);
+                let Some(answer) = decode_answer(cover, values, partitions).filter(|a| a.values.len() == asked) else {
                     return Some(Reply::Failed(SessionError::InvalidArgument("a malformed read reply".into())));
                 };
-                gather.answers.insert(r.partition, answer);
+                gather.answers.push((p, answer));
                 if !gather.waiting.is_empty() {
                     return None;
                 }
@@ -329,7 +333,9 @@ impl ClientRole for PtccClient {
             }
             (PtccMsg::TooOld { tag }, Awaiting::Read) => {
                 let gather = self.reading.as_ref()?;
-                if tag != (ReadTag { tx: self.n, round: gather.round }) || !gather.waiting.contains(&r.partition) {
+                if tag != (ReadTag { tx: self.n, round: gather.round })
+                    || !gather.waiting.iter().any(|&(p, _)| p == r.partition)
+                {
                     return None;
                 }
                 self.reading = None;

@@ -137,24 +137,98 @@ impl Wire {
     pub fn decode(self, partitions: u32) -> Option<VClock> {
         match self {
             Wire::Full(entries) => (entries.len() == partitions as usize).then_some(VClock(entries)),
-            Wire::Sparse { floor, above } => {
-                let mut v = vec![floor; partitions as usize];
+            sparse => sparse.decode_sparse(partitions).map(|v| v.to_vclock()),
+        }
+    }
+
+    /// [`Self::decode`], kept as a floor and the entries above it: the
+    /// list a [`Wire::Sparse`] carries becomes the decoded one in place, so
+    /// reading a message's vector costs no allocation.
+    pub fn decode_sparse(self, partitions: u32) -> Option<Sparse> {
+        match self {
+            Wire::Full(entries) => {
+                if entries.len() != partitions as usize {
+                    return None;
+                }
+                let floor = entries.iter().copied().min().unwrap_or(Timestamp::ZERO);
+                let above = (0..partitions).zip(entries).filter(|&(_, t)| t > floor).map(|(i, t)| (i, t.0)).collect();
+                Some(Sparse { floor, above, len: partitions })
+            }
+            Wire::Sparse { floor, mut above } => {
                 let mut at: Option<u32> = None;
-                for (gap, offset) in above {
+                for (gap, offset) in &mut above {
                     let i = match at {
-                        None => gap,
-                        Some(prev) if gap > 0 => prev.checked_add(gap)?,
+                        None => *gap,
+                        Some(prev) if *gap > 0 => prev.checked_add(*gap)?,
                         Some(_) => return None,
                     };
-                    if offset == 0 {
+                    if i >= partitions || *offset == 0 {
                         return None;
                     }
-                    *v.get_mut(i as usize)? = Timestamp(floor.0.checked_add(offset)?);
+                    (*gap, *offset) = (i, floor.0.checked_add(*offset)?);
                     at = Some(i);
                 }
-                Some(VClock(v))
+                Some(Sparse { floor, above, len: partitions })
             }
         }
+    }
+}
+
+/// A vector decoded from a message: a floor, and the entries above it as
+/// (partition, timestamp) in partition order; every other entry is the
+/// floor. Replies mostly carry none above the reader's floor, and a
+/// request's few are read where they lie, so neither side builds the whole
+/// vector to read one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sparse {
+    floor: Timestamp,
+    above: Vec<(u32, u64)>,
+    len: u32,
+}
+
+impl Sparse {
+    /// Entry by entry.
+    pub fn entries(&self) -> impl Iterator<Item = Timestamp> + '_ {
+        let mut listed = self.above.iter().peekable();
+        (0..self.len).map(move |i| match listed.next_if(|&&(p, _)| p == i) {
+            Some(&(_, t)) => Timestamp(t),
+            None => self.floor,
+        })
+    }
+
+    /// The smallest entry.
+    pub fn min_entry(&self) -> Timestamp {
+        match self.above.len() == self.len as usize {
+            true => self.above.iter().map(|&(_, t)| Timestamp(t)).min().unwrap_or(self.floor),
+            false => self.floor,
+        }
+    }
+
+    /// The largest entry (those listed are above the floor).
+    pub fn max_entry(&self) -> Timestamp {
+        self.above.iter().map(|&(_, t)| Timestamp(t)).max().unwrap_or(self.floor)
+    }
+
+    /// Whether `v` (of the same length) is at least this everywhere.
+    pub fn is_below(&self, v: &VClock) -> bool {
+        v.0.len() == self.len as usize && v.0.iter().zip(self.entries()).all(|(a, b)| *a >= b)
+    }
+
+    /// Whether this is at least `v` everywhere.
+    pub fn dominates(&self, v: &VClock) -> bool {
+        v.0.len() == self.len as usize && v.0.iter().zip(self.entries()).all(|(a, b)| *a <= b)
+    }
+
+    /// Joins this into `v` (of the same length).
+    pub fn join_into(&self, v: &mut VClock) {
+        for (a, b) in v.0.iter_mut().zip(self.entries()) {
+            *a = (*a).max(b);
+        }
+    }
+
+    /// The whole vector.
+    pub fn to_vclock(&self) -> VClock {
+        VClock(self.entries().collect())
     }
 }
 
@@ -186,6 +260,32 @@ mod tests {
     }
 
     #[test]
+    fn a_sparse_vector_reads_as_the_whole_one() {
+        // Every vector of 3 entries in 0..4, against every other, sent in
+        // full, above its smallest entry and above each floor a reader
+        // might know.
+        let all: Vec<VClock> = (0..64u64).map(|n| v(&[n % 4, n / 4 % 4, n / 16])).collect();
+        for x in &all {
+            let wires = [x.to_wire(true), x.to_wire(false), x.above(Timestamp(1)), x.above(Timestamp(2))];
+            for wire in wires {
+                let whole = wire.clone().decode(3).expect("well formed");
+                let sparse = wire.decode_sparse(3).expect("well formed");
+                assert_eq!(sparse.to_vclock(), whole);
+                assert_eq!((sparse.min_entry(), sparse.max_entry()), (whole.min_entry(), whole.max_entry()));
+                for y in &all {
+                    assert_eq!(sparse.is_below(y), y.dominates(&whole), "{sparse:?} below {y:?}");
+                    assert_eq!(sparse.dominates(y), whole.dominates(y), "{sparse:?} over {y:?}");
+                    let (mut joined, mut expected) = (y.clone(), y.clone());
+                    sparse.join_into(&mut joined);
+                    expected.join(&whole);
+                    assert_eq!(joined, expected);
+                }
+                assert!(!sparse.is_below(&v(&[9, 9])) && !sparse.dominates(&v(&[0, 0])), "another length");
+            }
+        }
+    }
+
+    #[test]
     fn wire_forms_decode_to_the_vector_and_refuse_what_is_malformed() {
         let x = v(&[5, 9, 5, 7, 5]);
         for full in [true, false] {
@@ -204,6 +304,7 @@ mod tests {
         ];
         for w in bad {
             assert_eq!(w.clone().decode(5), None, "{w:?}");
+            assert_eq!(w.clone().decode_sparse(5), None, "{w:?}");
         }
     }
 }
