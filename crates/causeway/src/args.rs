@@ -70,8 +70,10 @@ impl NetworkArgs {
 /// The cluster: its protocol, its shape, its network.
 #[derive(Args, Debug, Clone)]
 pub struct ClusterArgs {
-    /// Protocol the cluster runs: wren, cure, h-cure, ec, paris or bpr
-    /// (paris and bpr also run on partial replication: `sim --replication`).
+    /// Protocol the cluster runs: wren, cure, h-cure, ec, paris, bpr,
+    /// promptcc, promptcc-naive or eiger (paris and bpr also run on partial
+    /// replication: `sim --replication`; promptcc, promptcc-naive and eiger
+    /// run in one DC).
     #[arg(long, default_value = "wren")]
     pub protocol: ProtocolKind,
     /// Data centers (with WAN latency, at most the regions of the WAN model:
