@@ -117,7 +117,7 @@ impl PtccReplica {
     /// everything. This partition's own entry it knows better.
     fn adopt(&mut self, seen: &Sparse) {
         let me = self.me();
-        for (p, t) in seen.entries().enumerate() {
+        for (p, t) in seen.entries(self.snapshot.len()).enumerate() {
             if p as u32 != me.0 {
                 self.snapshot.raise_entry(PartitionId(p as u32), t);
             }
@@ -183,7 +183,7 @@ impl PtccReplica {
         let bound = at_snapshot.then_some(&deps);
         // What the client will read the commit timestamps against: entries
         // at or below its own floor it need not be sent (§V).
-        let (naive, floor) = (self.config.naive, deps.min_entry());
+        let (naive, floor) = (self.config.naive, deps.min_entry(self.snapshot.len()));
         let ts_wire = |v: &Version<Arc<Meta>>| if naive { v.meta.ts.to_wire(true) } else { Self::read_ts(v, floor) };
         let (snapshot, least) = (&self.snapshot, self.snapshot.min_entry());
         let mut values: Vec<ReadValue> = Vec::with_capacity(keys.len());
@@ -241,7 +241,9 @@ impl PtccReplica {
         deps: Wire,
         out: &mut Out,
     ) -> Result<(), Refused> {
-        let deps = self.decode(deps, now).ok_or(Refused)?.to_vclock();
+        // Kept whole with the prepared transaction.
+        let deps =
+            deps.decode(self.topology.partition_count()).filter(|v| v.max_entry() <= horizon(now)).ok_or(Refused)?;
         if writes.iter().any(|(k, _)| !self.is_mine(k)) {
             return Err(Refused);
         }
