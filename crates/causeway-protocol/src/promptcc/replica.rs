@@ -222,9 +222,10 @@ impl PtccReplica {
         out.send(from, PtccMsg::ReadResp { tag, cover, values });
     }
 
-    /// A vector from a message, if well formed for this DC.
-    /// Of this DC's shape (checked by the decoding), and no entry
-    /// impossibly far ahead of this partition's clock.
+    /// A vector from a message, if well formed for this DC: of its shape
+    /// (checked by the decoding), and no entry impossibly far ahead of
+    /// this partition's clock. The one check of every vector a replica
+    /// takes in.
     fn decode(&self, wire: Wire, now: PhysicalMicros) -> Option<Sparse> {
         wire.decode_sparse(self.topology.partition_count()).filter(|v| v.max_entry() <= horizon(now))
     }
@@ -242,8 +243,7 @@ impl PtccReplica {
         out: &mut Out,
     ) -> Result<(), Refused> {
         // Kept whole with the prepared transaction.
-        let deps =
-            deps.decode(self.topology.partition_count()).filter(|v| v.max_entry() <= horizon(now)).ok_or(Refused)?;
+        let deps = self.decode(deps, now).ok_or(Refused)?.to_vclock(self.topology.partition_count());
         if writes.iter().any(|(k, _)| !self.is_mine(k)) {
             return Err(Refused);
         }
