@@ -4,6 +4,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::tls::{valid_node_name, PeerTls};
 use crate::{DelaySpec, NodeId};
 
 /// The largest frame accepted by default (16 MiB).
@@ -36,6 +37,9 @@ pub struct TransportConfig {
     pub ack_interval: Duration,
     /// ...and after this many messages, whichever comes first.
     pub ack_every: u64,
+    /// Mutual TLS on every link; `None`: plain TCP, and anyone who can
+    /// reach the port can claim to be a peer.
+    pub tls: Option<PeerTls>,
 }
 
 impl TransportConfig {
@@ -53,6 +57,7 @@ impl TransportConfig {
             reconnect_max: Duration::from_secs(1),
             ack_interval: Duration::from_millis(5),
             ack_every: 1024,
+            tls: None,
         }
     }
 
@@ -72,6 +77,14 @@ impl TransportConfig {
         if self.reconnect_min.is_zero() || self.reconnect_min > self.reconnect_max {
             return invalid("reconnect_min must be > 0 and <= reconnect_max".into());
         }
+        if self.tls.is_some() {
+            if let Some(p) = self.peers.iter().find(|p| !valid_node_name(&p.name)) {
+                return invalid(format!(
+                    "peer {} is named {:?}: under TLS a node name must be letters, digits and inner hyphens",
+                    p.node, p.name
+                ));
+            }
+        }
         if self.ack_interval.is_zero() || self.ack_every == 0 {
             return invalid("ack_interval and ack_every must be > 0".into());
         }
@@ -83,6 +96,8 @@ impl TransportConfig {
 #[derive(Clone, Debug)]
 pub struct Peer {
     pub node: NodeId,
+    /// Its name: under TLS, its certificate must name it.
+    pub name: String,
     /// Where to dial it.
     pub addr: HostAddr,
     /// WAN emulation on the link from us to it.
@@ -165,7 +180,13 @@ impl std::fmt::Display for HostAddr {
 
 impl Peer {
     pub fn new(node: NodeId, addr: impl Into<HostAddr>) -> Self {
-        Peer { node, addr: addr.into(), delay: None }
+        Peer { node, name: format!("node{node}"), addr: addr.into(), delay: None }
+    }
+
+    /// Names it (by default `node<id>`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
     }
 
     pub fn with_delay(mut self, delay: DelaySpec) -> Self {

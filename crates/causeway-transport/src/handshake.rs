@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::NodeId;
 
 /// Bumped on any incompatible change of the handshake, batch or ack frames.
-pub const TRANSPORT_VERSION: u32 = 3;
+pub const TRANSPORT_VERSION: u32 = 4;
 
 pub const MAGIC: [u8; 4] = *b"CWTP";
 
@@ -53,16 +53,22 @@ pub enum Reply {
 pub enum Refusal {
     #[error("wire version {theirs} is not ours ({ours})")]
     Version { ours: u32, theirs: u32 },
-    #[error("cluster {theirs:?} is not ours ({ours:?})")]
-    Cluster { ours: String, theirs: String },
+    /// Ours is not named: a caller that does not know it learns nothing.
+    #[error("cluster {theirs:?} is not ours")]
+    Cluster { theirs: String },
     /// A term both ends must agree on differs (`None`: that end does not
     /// name it).
     #[error("{what} differs: the refusing node has {}, the connecting node {}", shown(ours), shown(theirs))]
     Terms { what: String, ours: Option<String>, theirs: Option<String> },
     #[error("node {0} is not a peer of this node")]
     UnknownNode(NodeId),
-    #[error("incarnation {theirs} of node {node} is older than {known}, which we have seen")]
-    Stale { node: NodeId, theirs: u64, known: u64 },
+    /// The incarnation seen is not named: it is not the caller's to learn.
+    #[error("incarnation {theirs} of node {node} is older than one we have seen")]
+    Stale { node: NodeId, theirs: u64 },
+    /// Under TLS: the certificate the caller presented does not name the
+    /// node its hello claims to be.
+    #[error("the certificate presented does not name node {0}")]
+    NotThatNode(NodeId),
     #[error("base {base} is past {next}, the next message we expect")]
     Sequence { base: u64, next: u64 },
 }

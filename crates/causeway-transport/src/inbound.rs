@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use rustls::pki_types::CertificateDer;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -15,6 +15,7 @@ use tokio::time::{sleep, timeout, Instant};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, warn};
 
+use crate::conn::{self, Reader, Writer};
 use crate::frame;
 use crate::handshake::{
     self, HandshakeError, Hello, Refusal, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION,
@@ -22,9 +23,10 @@ use crate::handshake::{
 use crate::outbox::lock;
 use crate::peer::PeerShared;
 use crate::shared::{Deliver, Shared};
+use crate::tls::PeerTls;
 use crate::WireMessage;
 
-type Frames = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
+type Frames = FramedRead<Reader, LengthDelimitedCodec>;
 
 /// Why an inbound connection ended.
 enum End {
@@ -87,7 +89,26 @@ async fn serve_conn<M: WireMessage>(shared: &Shared, deliver: &Deliver<M>, strea
         return End::Io(e);
     }
     let mut epoch = shared.epoch.subscribe();
-    let (rd, mut wr) = stream.into_split();
+    // Under TLS, nothing of ours is read or written before the caller has
+    // shown a certificate of our CA.
+    let (rd, mut wr, cert) = match &shared.cfg.tls {
+        None => {
+            let (rd, wr) = conn::plain(stream);
+            (rd, wr, None)
+        }
+        Some(tls) => {
+            match timeout(HANDSHAKE_TIMEOUT, tokio_rustls::TlsAcceptor::from(tls.server.clone()).accept(stream)).await {
+                Err(_) => return End::Bad("no TLS handshake in time".into()),
+                Ok(Err(e)) => return End::Bad(format!("TLS handshake: {e}")),
+                Ok(Ok(stream)) => {
+                    let cert =
+                        stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| c.clone().into_owned());
+                    let (rd, wr) = conn::split(stream);
+                    (rd, wr, cert)
+                }
+            }
+        }
+    };
     // Small limit until we know who this is.
     let mut frames = FramedRead::new(rd, frame::codec(MAX_HANDSHAKE_BYTES));
     let body = match timeout(HANDSHAKE_TIMEOUT, frames.next()).await {
@@ -96,21 +117,20 @@ async fn serve_conn<M: WireMessage>(shared: &Shared, deliver: &Deliver<M>, strea
         Ok(Some(Err(e))) => return frame_error(e),
         Ok(Some(Ok(body))) => body,
     };
-    let (peer, generation, next) = match accept(shared, &body) {
+    let (peer, generation, next) = match accept(shared, &body, cert.as_ref()) {
         Ok(accepted) => accepted,
         Err(Rejection::Silent(e)) => return End::Bad(e.to_string()),
         Err(Rejection::Refuse(why)) => {
             // Best effort: the peer learns why, then we close either way.
-            let _ = wr.write_all(&handshake::encode_frame(TRANSPORT_VERSION, &Reply::Refuse(why.clone()))).await;
+            let _ = write(&mut wr, &handshake::encode_frame(TRANSPORT_VERSION, &Reply::Refuse(why.clone()))).await;
             return End::Bad(format!("refused: {why}"));
         }
     };
-    if let Err(e) = wr
-        .write_all(&handshake::encode_frame(
-            TRANSPORT_VERSION,
-            &Reply::Accept { next, incarnation: shared.incarnation },
-        ))
-        .await
+    if let Err(e) = write(
+        &mut wr,
+        &handshake::encode_frame(TRANSPORT_VERSION, &Reply::Accept { next, incarnation: shared.incarnation }),
+    )
+    .await
     {
         return End::Io(e);
     }
@@ -128,25 +148,39 @@ enum Rejection {
     Refuse(Refusal),
 }
 
-/// Checks a hello and registers the connection as the current one from its
-/// sender. Returns the peer, the connection's generation and the next
-/// sequence number expected.
-fn accept(shared: &Shared, body: &[u8]) -> Result<(Arc<PeerShared>, u64, u64), Rejection> {
+/// Writes and flushes (TLS buffers until flushed).
+async fn write(wr: &mut Writer, bytes: &[u8]) -> io::Result<()> {
+    wr.write_all(bytes).await?;
+    wr.flush().await
+}
+
+/// Checks a hello (and, under TLS, that the certificate the caller showed
+/// names the node it claims to be) and registers the connection as the
+/// current one from its sender. Returns the peer, the connection's
+/// generation and the next sequence number expected.
+fn accept(
+    shared: &Shared,
+    body: &[u8],
+    cert: Option<&CertificateDer<'_>>,
+) -> Result<(Arc<PeerShared>, u64, u64), Rejection> {
     let hello: Hello = handshake::decode(body).map_err(|e| match e {
         HandshakeError::Version { theirs } => Rejection::Refuse(Refusal::Version { ours: TRANSPORT_VERSION, theirs }),
         e => Rejection::Silent(e),
     })?;
     if hello.cluster != shared.cfg.cluster {
-        return Err(Rejection::Refuse(Refusal::Cluster { ours: shared.cfg.cluster.clone(), theirs: hello.cluster }));
+        return Err(Rejection::Refuse(Refusal::Cluster { theirs: hello.cluster }));
     }
     if let Some(why) = handshake::compare_terms(&shared.cfg.terms, &hello.terms) {
         return Err(Rejection::Refuse(why));
     }
     let peer = shared.peer(hello.node).ok_or(Rejection::Refuse(Refusal::UnknownNode(hello.node)))?;
+    if shared.cfg.tls.is_some() && !cert.is_some_and(|c| PeerTls::names(c, &peer.name)) {
+        return Err(Rejection::Refuse(Refusal::NotThatNode(hello.node)));
+    }
     let mut st = lock(&peer.inbound);
     match st.incarnation {
         Some(known) if hello.incarnation < known => {
-            return Err(Rejection::Refuse(Refusal::Stale { node: hello.node, theirs: hello.incarnation, known }));
+            return Err(Rejection::Refuse(Refusal::Stale { node: hello.node, theirs: hello.incarnation }));
         }
         Some(known) if hello.incarnation == known => {
             // It may have missed acks (base below next), never skipped past
@@ -179,7 +213,7 @@ async fn receive<M: WireMessage>(
     generation: u64,
     next: u64,
     mut frames: Frames,
-    mut wr: OwnedWriteHalf,
+    mut wr: Writer,
     epoch: &mut watch::Receiver<u64>,
 ) -> Result<&'static str, End> {
     // Armed only while something is delivered and unacknowledged: an idle link costs no wake-ups.
@@ -217,7 +251,7 @@ async fn receive<M: WireMessage>(
         }
         ack.clear();
         frame::put_ack(&mut ack, delivered);
-        wr.write_all(&ack).await?;
+        write(&mut wr, &ack).await?;
         acked = delivered;
         armed = false;
     }

@@ -70,6 +70,7 @@
 //! links can use the same stage.
 
 mod config;
+mod conn;
 mod delay;
 pub mod frame;
 pub mod handshake;
@@ -79,6 +80,7 @@ mod outbox;
 mod peer;
 mod shared;
 mod stats;
+pub mod tls;
 mod transport;
 
 use serde::de::DeserializeOwned;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use rustls::pki_types::ServerName;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::{sleep, timeout};
@@ -16,6 +16,7 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, warn};
 
 use crate::config::HostAddr;
+use crate::conn::{self, Reader, Writer};
 use crate::frame::{self, MAX_VARINT_BYTES};
 use crate::handshake::{self, Hello, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
 use crate::outbox::Retained;
@@ -33,7 +34,7 @@ const FRAME_TARGET: usize = 256 << 10;
 /// backlog still comes back often to take new messages and trim acked ones.
 const WRITE_TARGET: usize = 1 << 20;
 
-type Acks = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
+type Acks = FramedRead<Reader, LengthDelimitedCodec>;
 
 /// Runs for the life of the transport.
 const DOWN_FIRST_WARNING: std::time::Duration = std::time::Duration::from_secs(5);
@@ -142,11 +143,7 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
 
 /// Dials and shakes hands; returns the sequence number to send from and
 /// the peer's incarnation.
-async fn connect(
-    shared: &Shared,
-    peer: &PeerShared,
-    retained: &Retained,
-) -> io::Result<(Acks, OwnedWriteHalf, u64, u64)> {
+async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io::Result<(Acks, Writer, u64, u64)> {
     // A name is resolved anew at every attempt.
     let dial = async {
         match &peer.addr {
@@ -159,7 +156,20 @@ async fn connect(
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
     // We coalesce ourselves; Nagle would only add latency to the last frame of a burst.
     stream.set_nodelay(true)?;
-    let (rd, mut wr) = stream.into_split();
+    let (rd, mut wr) = match &shared.cfg.tls {
+        None => conn::plain(stream),
+        Some(tls) => {
+            // The peer must show a certificate of our CA that names it.
+            let name = ServerName::try_from(crate::tls::identity(&peer.name))
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            let stream =
+                timeout(HANDSHAKE_TIMEOUT, tokio_rustls::TlsConnector::from(tls.client.clone()).connect(name, stream))
+                    .await
+                    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no TLS handshake in time"))?
+                    .map_err(tls_refused)?;
+            conn::split(stream)
+        }
+    };
     let mut acks = FramedRead::new(rd, frame::codec(MAX_HANDSHAKE_BYTES));
 
     let base = peer.counters.acked.load(Relaxed);
@@ -171,10 +181,14 @@ async fn connect(
         base,
     };
     wr.write_all(&handshake::encode_frame(TRANSPORT_VERSION, &hello)).await?;
+    wr.flush().await?;
+    // Under TLS 1.3 the acceptor judges our certificate after our side of
+    // the handshake is done: its verdict arrives here, as an alert.
     let body = timeout(HANDSHAKE_TIMEOUT, acks.next())
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no handshake reply"))?
-        .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "closed during handshake"))??;
+        .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "closed during handshake"))?
+        .map_err(tls_refused)?;
     let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
     match handshake::decode::<Reply>(&body).map_err(|e| invalid(e.to_string()))? {
         // The peer cannot expect less than it acknowledged, nor more than we ever took.
@@ -189,6 +203,15 @@ async fn connect(
     }
 }
 
+/// A TLS failure (a certificate refused either way) is a refusal an
+/// operator must hear of, like a refused handshake; other errors pass.
+fn tls_refused(e: io::Error) -> io::Error {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        Some(tls) => io::Error::new(io::ErrorKind::PermissionDenied, format!("TLS: {tls}")),
+        None => e,
+    }
+}
+
 /// Streams until the connection fails or is dropped; says why it ended.
 #[allow(clippy::too_many_arguments)]
 async fn stream(
@@ -197,7 +220,7 @@ async fn stream(
     retained: &mut Retained,
     high_water: &mut u64,
     mut acks: Acks,
-    mut wr: OwnedWriteHalf,
+    mut wr: Writer,
     next: u64,
     epoch: &mut watch::Receiver<u64>,
 ) -> String {
@@ -237,6 +260,9 @@ async fn stream(
             // Before the write: the peer may ack these before write_all returns.
             written.store(fill.to, Relaxed);
             if let Err(e) = wr.write_all(&out).await {
+                return e;
+            }
+            if let Err(e) = wr.flush().await {
                 return e;
             }
             from = fill.to;

@@ -11,6 +11,8 @@ use crate::NodeId;
 
 pub(crate) struct PeerShared {
     pub node: NodeId,
+    /// What its certificate must name ([`crate::tls::identity`]).
+    pub name: String,
     pub addr: HostAddr,
     pub outbox: Outbox,
     pub counters: PeerCounters,
@@ -20,9 +22,10 @@ pub(crate) struct PeerShared {
 }
 
 impl PeerShared {
-    pub fn new(node: NodeId, addr: HostAddr) -> Self {
+    pub fn new(node: NodeId, name: String, addr: HostAddr) -> Self {
         PeerShared {
             node,
+            name,
             addr,
             outbox: Outbox::default(),
             counters: PeerCounters::default(),

@@ -1,0 +1,130 @@
+//! A cluster's certificate authority, and the node certificates it signs
+//! (what `causeway certs` writes).
+//!
+//! The CA's certificate is rebuilt from its key and the cluster's name when
+//! more nodes are signed later: a child certificate names its issuer by
+//! distinguished name and key, so it chains to the `ca.pem` written the
+//! first time. [`Authority::issue`] checks that it does.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+use rustls::client::danger::ServerCertVerifier;
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::RootCertStore;
+
+use super::{identity, provider, valid_node_name, TlsError, IDENTITY_SUFFIX};
+
+/// How long a node certificate is valid: rotate before (docs/OPERATIONS.md).
+pub const NODE_CERT_DAYS: i64 = 825;
+/// How long the CA is valid.
+pub const CA_DAYS: i64 = 3650;
+
+/// A node's certificate and key, PEM-encoded.
+pub struct Issued {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+pub struct Authority {
+    cert: rcgen::Certificate,
+    key: KeyPair,
+}
+
+fn err(e: impl std::fmt::Display) -> TlsError {
+    TlsError::Verifier(e.to_string())
+}
+
+fn ca_params(cluster: &str) -> Result<CertificateParams, TlsError> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "Causeway");
+    dn.push(DnType::CommonName, format!("Causeway CA of cluster {cluster}"));
+    params.distinguished_name = dn;
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::days(1);
+    params.not_after = now + time::Duration::days(CA_DAYS);
+    Ok(params)
+}
+
+impl Authority {
+    /// A new CA for `cluster`, with a fresh key.
+    pub fn new(cluster: &str) -> Result<Self, TlsError> {
+        let key = KeyPair::generate().map_err(err)?;
+        let cert = ca_params(cluster)?.self_signed(&key).map_err(err)?;
+        Ok(Authority { cert, key })
+    }
+
+    /// The CA of `cluster` whose key is `key_pem`, to sign more nodes.
+    pub fn from_key(cluster: &str, key_pem: &str) -> Result<Self, TlsError> {
+        let key = KeyPair::from_pem(key_pem).map_err(|e| err(format!("the CA key: {e}")))?;
+        let cert = ca_params(cluster)?.self_signed(&key).map_err(err)?;
+        Ok(Authority { cert, key })
+    }
+
+    pub fn cert_pem(&self) -> String {
+        self.cert.pem()
+    }
+
+    pub fn key_pem(&self) -> String {
+        self.key.serialize_pem()
+    }
+
+    /// A certificate for node `name`, valid for its identity and for the
+    /// `hosts` clients and peers reach it by (IP addresses or DNS names);
+    /// checked to chain to `ca_pem` (the CA certificate nodes will trust).
+    pub fn issue(&self, name: &str, hosts: &[String], ca_pem: &str) -> Result<Issued, TlsError> {
+        if !valid_node_name(name) {
+            return Err(err(format!(
+                "node name {name:?} cannot be named in a certificate: use letters, digits and inner hyphens"
+            )));
+        }
+        let mut sans = vec![SanType::DnsName(identity(name).try_into().map_err(err)?)];
+        for host in hosts {
+            let san = match host.parse::<IpAddr>() {
+                Ok(ip) => SanType::IpAddress(ip),
+                Err(_) if host.to_ascii_lowercase().ends_with(IDENTITY_SUFFIX) => {
+                    return Err(err(format!("host {host:?} ends with {IDENTITY_SUFFIX}, kept for node identities")));
+                }
+                Err(_) => SanType::DnsName(host.clone().try_into().map_err(|e| err(format!("host {host:?}: {e}")))?),
+            };
+            if !sans.contains(&san) {
+                sans.push(san);
+            }
+        }
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        params.subject_alt_names = sans;
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::days(1);
+        params.not_after = now + time::Duration::days(NODE_CERT_DAYS);
+        let key = KeyPair::generate().map_err(err)?;
+        let cert = params.signed_by(&key, &self.cert, &self.key).map_err(err)?;
+        check_chain(ca_pem, cert.der(), &identity(name))?;
+        Ok(Issued { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+    }
+}
+
+/// Whether `cert` chains to the CA in `ca_pem` and is valid now for `name`.
+pub fn check_chain(ca_pem: &str, cert: &CertificateDer<'_>, name: &str) -> Result<(), TlsError> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(c.map_err(err)?).map_err(err)?;
+    }
+    let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider()).build().map_err(err)?;
+    let name = ServerName::try_from(name.to_string()).map_err(err)?;
+    verifier
+        .verify_server_cert(cert, &[], &name, &[], UnixTime::now())
+        .map(|_| ())
+        .map_err(|e| err(format!("the certificate issued does not verify against the CA: {e}")))
+}
