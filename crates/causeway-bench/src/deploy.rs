@@ -125,6 +125,8 @@ pub fn processes_config(spec: &BenchSpec, topology: &Topology, ports: &[u16]) ->
     let mut s = String::new();
     let _ = writeln!(s, "# Written by causeway bench: one node per partition replica.");
     let _ = writeln!(s, "name = \"bench\"\nprotocol = \"{}\"\npartitions = {}", spec.protocol, spec.partitions);
+    // Loopback only, and the client side speaks plain TCP.
+    let _ = writeln!(s, "tls = \"off\"");
     let _ = writeln!(s, "token_key = \"causeway bench cluster key\"");
     if spec.data_dir.is_some() {
         let _ = writeln!(s, "fsync = \"{}\"", spec.fsync.name());

@@ -1,16 +1,18 @@
 //! The client: one TCP connection, one session.
 
+use crate::tls::host_of;
 use crate::wire::{
     Dump, NodeStats, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError,
     DEFAULT_MAX_FRAME_BYTES, WIRE_VERSION,
 };
-use crate::{Error, SessionToken};
+use crate::{ClientTls, Error, SessionToken};
 use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use std::collections::HashSet;
 use std::fmt::Display;
 use std::io;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
@@ -29,6 +31,9 @@ pub struct ClientOptions {
     /// How long to wait for each answer of the server, the handshake's
     /// included. Default: 10 s.
     pub request_timeout: Duration,
+    /// Speak TLS to the server (a cluster whose config has `[tls]` serves
+    /// its clients over TLS). Default: none, plain TCP.
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ClientOptions {
@@ -37,6 +42,7 @@ impl Default for ClientOptions {
             name: "causeway-client".into(),
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -61,8 +67,12 @@ impl Default for ClientOptions {
 /// for its answer: prefer [`ClientOptions::request_timeout`]. Connect again, and carry the session's causal
 /// past over with a [`SessionToken`] exported before the failure if it
 /// matters.
+/// The connection's bytes: plain TCP or TLS.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<S: AsyncRead + AsyncWrite + Send + Unpin> Stream for S {}
+
 pub struct Client {
-    framed: Framed<TcpStream, LengthDelimitedCodec>,
+    framed: Framed<Box<dyn Stream>, LengthDelimitedCodec>,
     welcome: Welcome,
     options: ClientOptions,
     /// The id of the next request sent.
@@ -96,6 +106,29 @@ impl std::fmt::Debug for Client {
     }
 }
 
+async fn tls_handshake(
+    tls: &ClientTls,
+    addr: &str,
+    stream: TcpStream,
+    limit: Duration,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, Error> {
+    let failed = |detail: String| Error::Tls { addr: addr.to_string(), detail };
+    let host = tls.server_name.clone().unwrap_or_else(|| host_of(addr).to_string());
+    let server_name = rustls::pki_types::ServerName::try_from(host.clone())
+        .map_err(|e| failed(format!("{host:?} cannot be checked against a certificate: {e}")))?;
+    let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+    match tokio::time::timeout(limit, connector.connect(server_name, stream)).await {
+        Err(_) => Err(Error::Timeout { what: "TLS handshake", after: limit }),
+        Ok(Err(e)) => Err(failed(match e.kind() {
+            io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
+                format!("{e} (does the server speak TLS? a cluster with tls = \"off\" does not)")
+            }
+            _ => e.to_string(),
+        })),
+        Ok(Ok(stream)) => Ok(stream),
+    }
+}
+
 impl Client {
     /// Connects to the server at `addr` (`"host:port"`, a `SocketAddr`, …) with
     /// default [`ClientOptions`] and opens a session in its DC.
@@ -119,6 +152,10 @@ impl Client {
         };
         // Requests are small and latency matters more than packing them.
         stream.set_nodelay(true).map_err(|source| Error::Unreachable { addr: name.clone(), source })?;
+        let stream: Box<dyn Stream> = match &options.tls {
+            None => Box::new(stream),
+            Some(tls) => Box::new(tls_handshake(tls, &name, stream, options.connect_timeout).await?),
+        };
         let codec = LengthDelimitedCodec::builder().max_frame_length(DEFAULT_MAX_FRAME_BYTES).new_codec();
         let mut client = Client {
             framed: Framed::new(stream, codec),
@@ -142,9 +179,16 @@ impl Client {
         let not_causeway = |detail: String| Error::NotCauseway { addr: name.clone(), detail };
         // A silent peer stays a timeout: it may be a Causeway server too busy
         // to answer. One that closes or answers gibberish is not one.
+        // A server with TLS for clients answers a hello in the clear with
+        // a TLS alert and closes: say what to do about it.
+        let hint = if client.options.tls.is_none() {
+            " (so does a server of a cluster with TLS for clients: then give the cluster's CA)"
+        } else {
+            ""
+        };
         let answer = match client.call("hello", hello).await {
-            Err(Error::Disconnected) => Err(not_causeway("it closed the connection at the handshake".into())),
-            Err(Error::Protocol(detail)) => Err(not_causeway(detail)),
+            Err(Error::Disconnected) => Err(not_causeway(format!("it closed the connection at the handshake{hint}"))),
+            Err(Error::Protocol(detail)) => Err(not_causeway(format!("{detail}{hint}"))),
             other => other,
         };
         match answer? {

@@ -57,6 +57,15 @@ pub enum Error {
         /// What happened at the handshake.
         detail: String,
     },
+    /// The TLS handshake with the server failed: its certificate is not of
+    /// the CA given, does not name the host dialed, or the server does not
+    /// speak TLS.
+    Tls {
+        /// The address as given to [`Client::connect`](crate::Client::connect).
+        addr: String,
+        /// What went wrong.
+        detail: String,
+    },
     /// The server did not answer in time. The connection is closed.
     Timeout {
         /// The operation that timed out (`connect`, `hello`, `read`, `commit`, …).
@@ -155,6 +164,7 @@ impl fmt::Display for Error {
         match self {
             Error::Unreachable { addr, source } => write!(f, "cannot reach {addr}: {source}"),
             Error::NotCauseway { addr, detail } => write!(f, "{addr} is not a Causeway server: {detail}"),
+            Error::Tls { addr, detail } => write!(f, "TLS with {addr} failed: {detail}"),
             Error::Timeout { what, after } => write!(f, "{what} timed out after {after:?}"),
             Error::Disconnected => f.write_str("the connection to the server is closed"),
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),

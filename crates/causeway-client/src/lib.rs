@@ -89,6 +89,7 @@
 
 mod client;
 mod error;
+mod tls;
 mod token;
 
 #[cfg(feature = "testing")]
@@ -101,4 +102,5 @@ pub use causeway_wire as wire;
 pub use causeway_wire::{Dump, Limits, Stamp, Welcome};
 pub use client::{Client, ClientOptions};
 pub use error::Error;
+pub use tls::ClientTls;
 pub use token::SessionToken;

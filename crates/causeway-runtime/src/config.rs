@@ -15,6 +15,12 @@
 //! checkpoint_min_mb = 64    # a replica's log is replaced by a checkpoint
 //!                           # once this much, or its last checkpoint's size,
 //!                           # was appended since the last one
+//! tls = "off"               # required: "off" (plain TCP; any process that
+//!                           # reaches a peer port can join), or the table:
+//! # [tls]
+//! # dir = "certs"           # ca.pem, <node>.pem, <node>.key (relative to
+//! #                         # this file), as `causeway certs` writes them
+//! # clients = true          # TLS on the client listeners too (default)
 //!
 //! [tuning]                  # optional
 //! apply_interval_ms = 5.0   # Δ_R
@@ -26,6 +32,14 @@
 //! max_keys_per_read = 128
 //! max_writes_per_txn = 128
 //! max_cached_writes = 100000   # a session's own writes not yet stable (Wren, PaRiS)
+//!
+//! [connections]             # optional; these are the defaults
+//! max_clients = 1024        # client connections per node; the next one is
+//!                           # answered with an error and closed
+//! idle_timeout_s = 3600     # a session with nothing asked or pending this
+//!                           # long is closed (0: never)
+//! frame_timeout_s = 10      # a request (the hello too) must arrive whole
+//!                           # within this of its first byte
 //!
 //! [wan]                     # optional: emulate WAN latency between DCs
 //! emulate = true
@@ -54,7 +68,7 @@
 //! ```
 
 use crate::disk::Fsync;
-use crate::plan::{ClusterPlan, NodePlan, WanDelays};
+use crate::plan::{ClusterPlan, ConnectionLimits, NodePlan, TlsPlan, WanDelays};
 use causeway_protocol::{DcId, Limits, PartitionId, ProtocolKind, ReplicaId, Topology, Tuning};
 use causeway_transport::HostAddr;
 use causeway_workload::WanModel;
@@ -95,6 +109,77 @@ struct File {
     token_key: Option<String>,
     fsync: Option<String>,
     checkpoint_min_mb: Option<u64>,
+    /// `"off"`, or a table ([`TlsFile`]); read by hand for clear errors.
+    tls: Option<toml::Value>,
+    #[serde(default)]
+    connections: ConnectionsFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConnectionsFile {
+    max_clients: Option<usize>,
+    idle_timeout_s: Option<u64>,
+    frame_timeout_s: Option<f64>,
+}
+
+fn connection_limits(file: &ConnectionsFile) -> Result<ConnectionLimits, String> {
+    let d = ConnectionLimits::default();
+    let max_clients = match file.max_clients {
+        Some(0) => return Err("[connections] max_clients = 0: no client could connect; give 1 or more".into()),
+        Some(n) if n > 1 << 20 => return Err(format!("[connections] max_clients = {n}: at most {}", 1 << 20)),
+        Some(n) => n,
+        None => d.max_clients,
+    };
+    let idle_timeout = match file.idle_timeout_s {
+        Some(0) => None,
+        Some(s) => Some(std::time::Duration::from_secs(s)),
+        None => d.idle_timeout,
+    };
+    let frame_timeout = match file.frame_timeout_s {
+        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => std::time::Duration::from_secs_f64(s),
+        Some(s) => return Err(format!("[connections] frame_timeout_s = {s}: must be more than 0 and at most 3600")),
+        None => d.frame_timeout,
+    };
+    Ok(ConnectionLimits { max_clients, idle_timeout, frame_timeout })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TlsFile {
+    dir: PathBuf,
+    #[serde(default = "yes")]
+    clients: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+const TLS_MISSING: &str = "no tls setting: give [tls] dir = \"certs\" (certificates made by \
+    `causeway certs --config <this file>`), or tls = \"off\" to run without encryption, where any \
+    process that reaches a peer port can join as a peer";
+
+/// The `tls` setting: required, so that running in the clear is a choice.
+fn tls_plan(value: Option<toml::Value>, path: &Path) -> Result<TlsPlan, String> {
+    match value {
+        None => Err(TLS_MISSING.into()),
+        Some(toml::Value::String(s)) if s == "off" => Ok(TlsPlan::Off),
+        Some(toml::Value::String(s)) => {
+            Err(format!("tls = {s:?}: write tls = \"off\", or a [tls] table with dir = \"…\""))
+        }
+        Some(table @ toml::Value::Table(_)) => {
+            let file: TlsFile = table.try_into().map_err(|e| format!("[tls] {}", e.to_string().trim_end()))?;
+            if file.dir.as_os_str().is_empty() {
+                return Err("[tls] dir is empty".into());
+            }
+            Ok(TlsPlan::Dir { dir: relative_to(path, &file.dir), clients: file.clients })
+        }
+        Some(other) => Err(format!(
+            "tls: found {}, where tls = \"off\" or a [tls] table with dir = \"…\" belongs",
+            other.type_str()
+        )),
+    }
 }
 
 fn default_name() -> String {
@@ -398,7 +483,19 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         Some(mb) => mb << 20,
         None => crate::disk::CHECKPOINT_MIN_BYTES,
     };
+    let tls = tls_plan(file.tls, path)?;
+    if matches!(tls, TlsPlan::Dir { .. }) {
+        if let Some(node) = file.node.iter().find(|n| !causeway_transport::tls::valid_node_name(&n.name)) {
+            return Err(format!(
+                "node {:?}: under TLS a node's name goes in its certificate: use letters, digits and inner hyphens",
+                node.name
+            ));
+        }
+    }
+    let connections = connection_limits(&file.connections)?;
     Ok(ClusterPlan {
+        tls,
+        connections,
         fsync,
         checkpoint_min_bytes,
         name: file.name,

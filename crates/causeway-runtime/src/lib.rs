@@ -28,6 +28,7 @@ pub mod plan;
 pub mod replica_task;
 pub mod router;
 pub mod stats;
+pub mod tls;
 pub mod token;
 
 pub use error::StartError;

@@ -43,6 +43,9 @@ pub struct Metrics {
     pub versions: Family<Labels, Gauge>,
     pub metadata_per_version: Family<Labels, Gauge>,
     pub client_connections: Gauge,
+    /// Client connections closed by a limit, by why (`max_clients`,
+    /// `idle_timeout`, `frame_timeout`).
+    pub client_connections_refused: Family<Labels, Counter>,
     pub peer_connected: Family<Labels, Gauge>,
     /// Set from the transport's own count (which only grows) at each scrape.
     pub peer_reconnects: Family<Labels, Counter>,
@@ -116,6 +119,7 @@ impl Metrics {
             versions: Family::default(),
             metadata_per_version: Family::default(),
             client_connections: Gauge::default(),
+            client_connections_refused: Family::default(),
             peer_connected: Family::default(),
             peer_reconnects: Family::default(),
             peer_envelopes_refused: Counter::default(),
@@ -163,6 +167,8 @@ impl Metrics {
                 "version_metadata" in Bytes: "Bytes of protocol metadata per stored version (Wren: two timestamps)"
                     => m.metadata_per_version,
                 "client_connections": "Open client connections" => m.client_connections,
+                "client_connections_closed_by_limit": "Client connections refused or closed by a limit of \
+                    [connections] (max_clients, idle_timeout, frame_timeout)" => m.client_connections_refused,
                 "peer_connected": "Whether the link to a peer node is connected (1) or not (0)" => m.peer_connected,
                 "peer_reconnects": "Times the link to a peer node reconnected" => m.peer_reconnects,
                 "peer_envelopes_refused": "Envelopes a peer node sent in the name of an address it does not \

@@ -128,7 +128,9 @@ async fn start_typed<P: Protocol>(
     let mut tasks = Vec::new();
     let mut replicas_ended = Vec::new();
 
-    // Bind everything first, so a taken port fails the start cleanly.
+    // Certificates first, then bind everything, so a missing file or a
+    // taken port fails the start cleanly.
+    let tls = crate::tls::NodeTls::load(&plan.tls, me)?;
     let mut client_listeners = Vec::new();
     for (dc, at) in &me.clients {
         client_listeners.push((*dc, bind(me, "clients", at).await?));
@@ -166,7 +168,11 @@ async fn start_typed<P: Protocol>(
         inboxes.insert(r, tx);
         receivers.push((r, rx));
     }
-    let links = if plan.nodes.len() > 1 { Some(Peers::<P::Message>::start(&plan, node).await?) } else { None };
+    let links = if plan.nodes.len() > 1 {
+        Some(Peers::<P::Message>::start(&plan, node, tls.peers.clone()).await?)
+    } else {
+        None
+    };
     let router = Router::new(&plan, node, inboxes, links.clone(), metrics.clone());
     if let Some(links) = &links {
         let router = Arc::downgrade(&router);
@@ -204,6 +210,7 @@ async fn start_typed<P: Protocol>(
         topology: plan.topology.clone(),
         config,
         limits: plan.limits,
+        connections: plan.connections,
         token_key: plan.token_key.clone().unwrap_or_else(crate::token::random_key),
         router: router.clone(),
         metrics: metrics.clone(),
@@ -212,7 +219,9 @@ async fn start_typed<P: Protocol>(
     let mut clients = Vec::new();
     for (dc, listener) in client_listeners {
         clients.push((dc, listener.local_addr().expect("a bound listener has an address")));
-        tasks.push(tokio::spawn(connection::accept_loop(host.clone(), listener, dc)).abort_handle());
+        tasks.push(
+            tokio::spawn(connection::accept_loop(host.clone(), listener, dc, tls.clients.clone())).abort_handle(),
+        );
     }
 
     let metrics_addr = match metrics_listener {

@@ -8,6 +8,7 @@ use crate::error::StartError;
 use crate::metrics::Metrics;
 use crate::plan::ClusterPlan;
 use causeway_protocol::Message;
+use causeway_transport::tls::PeerTls;
 use causeway_transport::{Peer, Transport, TransportConfig, WireMessage};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -73,7 +74,9 @@ pub struct Peers<M: Message> {
 
 impl<M: Message> Peers<M> {
     /// Listens for the other nodes and dials them.
-    pub async fn start(plan: &ClusterPlan, node: usize) -> Result<Arc<Peers<M>>, StartError> {
+    /// Under `tls`, every link is mutual TLS and a peer must show a
+    /// certificate that names it.
+    pub async fn start(plan: &ClusterPlan, node: usize, tls: Option<PeerTls>) -> Result<Arc<Peers<M>>, StartError> {
         let me = &plan.nodes[node];
         let listen =
             me.peer.as_ref().ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", me.name)))?;
@@ -85,7 +88,7 @@ impl<M: Message> Peers<M> {
                 .peer
                 .clone()
                 .ok_or_else(|| StartError::Invalid(format!("node {:?} has no peer address", other.name)))?;
-            let mut peer = Peer::new(i as u32, addr);
+            let mut peer = Peer::new(i as u32, addr).named(other.name.clone());
             if let (Some(wan), Some(a), Some(b)) = (&plan.wan, my_dc, plan.dc_of_node(i)) {
                 if let Some(spec) = wan.spec(a, b) {
                     peer = peer.with_delay(spec);
@@ -95,6 +98,7 @@ impl<M: Message> Peers<M> {
         }
         let mut config = TransportConfig::new(node as u32, plan.name.clone(), listen, peers);
         config.terms = plan.peer_terms();
+        config.tls = tls;
         // The limits keep one transaction's writes or one read answer under
         // 12 MiB; a replication group may carry several transactions.
         config.max_frame_bytes = MAX_PEER_FRAME_BYTES;

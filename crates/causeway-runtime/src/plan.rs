@@ -39,6 +39,66 @@ pub struct ClusterPlan {
     /// The smallest log tail that calls for a checkpoint
     /// ([`crate::disk::CHECKPOINT_MIN_BYTES`] unless set).
     pub checkpoint_min_bytes: u64,
+    /// How links between nodes, and to clients, are secured.
+    pub tls: TlsPlan,
+    /// What one node's client connections may hold.
+    pub connections: ConnectionLimits,
+}
+
+/// Bounds on a node's client connections, so that no client, authenticated
+/// or not, makes a server hold memory or sockets without end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Open client connections per node; the next is answered with an
+    /// error and closed.
+    pub max_clients: usize,
+    /// A session with nothing asked and nothing pending for this long is
+    /// closed; `None`: never.
+    pub idle_timeout: Option<Duration>,
+    /// A frame (the hello included) must arrive whole within this of its
+    /// first byte, and the hello within this of the connection.
+    pub frame_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_clients: 1024,
+            idle_timeout: Some(Duration::from_secs(3600)),
+            frame_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// How a cluster secures its links.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TlsPlan {
+    /// Plain TCP: a config file that says `tls = "off"`, or a node alone
+    /// (the embedded cluster). Anyone who reaches a peer port can claim to
+    /// be a peer.
+    Off,
+    /// Mutual TLS between nodes with the certificates in `dir` (written by
+    /// `causeway certs`): `ca.pem`, and `<node>.pem` and `<node>.key` for
+    /// each node; TLS on the client listeners too when `clients`.
+    Dir { dir: PathBuf, clients: bool },
+}
+
+impl TlsPlan {
+    /// The CA certificate's file.
+    pub fn ca_file(dir: &std::path::Path) -> PathBuf {
+        dir.join("ca.pem")
+    }
+
+    /// The CA key's file (`causeway certs` keeps it beside the CA to sign
+    /// more nodes later; a production CA key lives elsewhere).
+    pub fn ca_key_file(dir: &std::path::Path) -> PathBuf {
+        dir.join("ca.key")
+    }
+
+    /// Node `name`'s certificate and key files.
+    pub fn node_files(dir: &std::path::Path, name: &str) -> (PathBuf, PathBuf) {
+        (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -251,6 +311,8 @@ impl ClusterPlan {
             clock_offsets_us: BTreeMap::new(),
             fsync: Fsync::default(),
             checkpoint_min_bytes: crate::disk::CHECKPOINT_MIN_BYTES,
+            tls: TlsPlan::Off,
+            connections: ConnectionLimits::default(),
         })
     }
 

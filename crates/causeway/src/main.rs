@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod certs;
 mod check;
 mod demo;
 mod output;
@@ -42,6 +43,8 @@ enum Command {
     Plot(bench::PlotArgs),
     /// Run one node of a cluster described by a config file.
     Server(serve::ServerArgs),
+    /// Make the cluster's CA and a TLS certificate for each node of a config file.
+    Certs(certs::CertsArgs),
     /// Run a whole multi-DC cluster in this process and serve clients until interrupted.
     Dev(serve::DevArgs),
     /// Open a shell on a server: begin, read, write and commit by hand (or from a script on stdin).
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => bench::sweep(args),
         Command::Plot(args) => bench::plot(args),
         Command::Server(args) => serve::server(args),
+        Command::Certs(args) => certs::run(args),
         Command::Dev(args) => serve::dev(args),
         Command::Shell(args) => shell::run(args),
     };

@@ -3,7 +3,7 @@
 
 use crate::args::{shape_of, ClusterArgs};
 use anyhow::{Context, Result};
-use causeway_runtime::plan::client_ports;
+use causeway_runtime::plan::{client_ports, TlsPlan};
 use causeway_runtime::{config, start, start_with, StartOptions};
 use clap::Args;
 use std::path::PathBuf;
@@ -138,9 +138,21 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
             anyhow::bail!("no node named {node:?} in {} (nodes: {})", args.config.display(), names.join(", "));
         }
     }
+    let tls = match (&plan.tls, &args.node) {
+        (TlsPlan::Off, _) => "TLS off".to_string(),
+        (TlsPlan::Dir { dir, clients }, None) => {
+            format!("TLS with the certificates in {}{}", dir.display(), if *clients { "" } else { " (peers only)" })
+        }
+        // The node's own certificate must load, or it would not start.
+        (TlsPlan::Dir { dir, clients }, Some(node)) => {
+            let me = &plan.nodes[plan.node_index(node).expect("checked above")];
+            causeway_runtime::tls::NodeTls::load(&plan.tls, me)?;
+            format!("TLS with {node}'s certificate in {}{}", dir.display(), if *clients { "" } else { " (peers only)" })
+        }
+    };
     if args.check {
         println!(
-            "{}: cluster {:?}, protocol {}, {}, {}: {}",
+            "{}: cluster {:?}, protocol {}, {}, {}: {}; {tls}",
             args.config.display(),
             plan.name,
             plan.protocol,
@@ -151,6 +163,13 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let node_name = args.node.expect("clap requires --node without --check");
+    if plan.tls == TlsPlan::Off && plan.nodes.len() > 1 {
+        eprintln!(
+            "warning: {} says tls = \"off\": links between nodes and to clients are neither encrypted nor \
+             authenticated; any process that reaches a peer port can join as a peer",
+            args.config.display()
+        );
+    }
     let mut plan = plan;
     let index = plan.node_index(&node_name).expect("checked above");
     if let Some(dir) = args.data_dir {

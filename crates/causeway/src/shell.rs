@@ -1,7 +1,7 @@
 //! `causeway shell`: begin, read, write and commit by hand, or from a script.
 
 use anyhow::{anyhow, Context, Result};
-use causeway_client::{Client, ClientOptions, Error, SessionToken};
+use causeway_client::{Client, ClientOptions, ClientTls, Error, SessionToken};
 use clap::Args;
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -13,6 +13,11 @@ pub struct ShellArgs {
     /// The server to connect to (`host:port`): any server of the DC whose data the shell should see.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7100")]
     connect: String,
+    /// Speak TLS, trusting this CA certificate (the `ca.pem` that
+    /// `causeway certs` wrote for the cluster): needed by a cluster whose
+    /// config has a [tls] table.
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
 }
 
 pub const HELP: &str = r#"Commands (one per line; keys and values are text, "quoted" if they hold spaces):
@@ -45,10 +50,16 @@ script stops at the first error that closes the connection."#;
 
 pub fn run(args: ShellArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start tokio")?;
+    let tls = match &args.ca {
+        Some(ca) => Some(ClientTls::from_ca_file(ca).map_err(|e| anyhow!("--ca: {e}"))?),
+        None => None,
+    };
+    let options = ClientOptions { name: "causeway-shell".into(), tls, ..ClientOptions::default() };
     // The error's text already names its cause: no `{:#}` chain.
-    let client =
-        runtime.block_on(Client::connect_with(args.connect.as_str(), options())).map_err(|e| anyhow!(e.to_string()))?;
-    let mut shell = Shell { runtime, client, addr: args.connect, in_txn: false, warned_eof: false };
+    let client = runtime
+        .block_on(Client::connect_with(args.connect.as_str(), options.clone()))
+        .map_err(|e| anyhow!(e.to_string()))?;
+    let mut shell = Shell { runtime, client, options, addr: args.connect, in_txn: false, warned_eof: false };
     if std::io::stdin().is_terminal() {
         shell.interactive();
         Ok(ExitCode::SUCCESS)
@@ -57,13 +68,11 @@ pub fn run(args: ShellArgs) -> Result<ExitCode> {
     }
 }
 
-fn options() -> ClientOptions {
-    ClientOptions { name: "causeway-shell".into(), ..ClientOptions::default() }
-}
-
 struct Shell {
     runtime: Runtime,
     client: Client,
+    /// How `connect` connects again.
+    options: ClientOptions,
     /// The address of the current connection.
     addr: String,
     /// Whether a transaction is running, as far as this shell knows (for the prompt).
@@ -346,7 +355,7 @@ impl Shell {
                     Some(a) => String::from_utf8(a.clone()).map_err(|_| "an address is text".to_string())?,
                     None => self.addr.clone(),
                 };
-                let client = self.runtime.block_on(Client::connect_with(addr.as_str(), options()));
+                let client = self.runtime.block_on(Client::connect_with(addr.as_str(), self.options.clone()));
                 self.client = client.map_err(|e| e.to_string())?;
                 self.addr = addr;
                 self.in_txn = false;
@@ -521,8 +530,9 @@ mod tests {
         let server = server_rt.block_on(MockServer::start()).unwrap();
         let addr = server.addr().to_string();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let client = runtime.block_on(Client::connect_with(addr.as_str(), options())).unwrap();
-        (server_rt, server, Shell { runtime, client, addr, in_txn: false, warned_eof: false })
+        let options = ClientOptions::default();
+        let client = runtime.block_on(Client::connect_with(addr.as_str(), options.clone())).unwrap();
+        (server_rt, server, Shell { runtime, client, options, addr, in_txn: false, warned_eof: false })
     }
 
     #[test]

@@ -199,17 +199,63 @@ fn server_reports_config_mistakes_and_unknown_nodes() {
     let out = causeway(&["server", "--config", bad.to_str().unwrap(), "--node", "n"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown DC \"b\""), "{}", stderr(&out));
-    let good = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/cluster-local.toml");
+    // The examples, copied so their certificates go to the scratch directory.
+    let example = |name: &str| {
+        let copy = dir.join(name);
+        let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config").join(name);
+        std::fs::copy(from, &copy).unwrap();
+        copy
+    };
+    let good = example("cluster-local.toml");
+    let good = good.to_str().unwrap();
     let out = causeway(&["server", "--config", good, "--node", "nowhere"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no node named \"nowhere\""), "{}", stderr(&out));
+    // Under TLS a node without its certificate does not pass the check...
+    let out = causeway(&["server", "--config", good, "--node", "oregon-1", "--check"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("causeway certs --config"), "{}", stderr(&out));
+    // ...and does once `causeway certs` has made them, as the example's header says.
+    let out = causeway(&["certs", "--config", good]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("6 node certificate(s) written"), "{}", stdout(&out));
     let out = causeway(&["server", "--config", good, "--node", "oregon-1", "--check"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("3 DCs × 2 partitions, 6 nodes"), "{}", stdout(&out));
-    let paris = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/cluster-paris.toml");
+    assert!(stdout(&out).contains("TLS with oregon-1's certificate"), "{}", stdout(&out));
+    // Again: the CA and the certificates are kept; --renew issues new ones from the same CA.
+    let ca = std::fs::read(dir.join("certs/local/ca.pem")).unwrap();
+    let out = causeway(&["certs", "--config", good, "--renew", "--node", "oregon-1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("reusing") && stdout(&out).contains("1 node certificate(s) written"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(std::fs::read(dir.join("certs/local/ca.pem")).unwrap(), ca);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for key in ["ca.key", "oregon-1.key", "virginia-0.key"] {
+            let mode = std::fs::metadata(dir.join("certs/local").join(key)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{key} is readable by others: {mode:o}");
+        }
+    }
+    let out = causeway(&["server", "--config", good, "--node", "oregon-1", "--check"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let paris = example("cluster-paris.toml");
+    let paris = paris.to_str().unwrap();
+    assert!(causeway(&["certs", "--config", paris]).status.success());
     let out = causeway(&["server", "--config", paris, "--node", "ireland-p2", "--check"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("protocol paris, 3 DCs × 4 partitions, each in 2 DCs, 8 nodes"), "{}", stdout(&out));
+    // A config without a tls setting is refused, and says what to write.
+    let text = std::fs::read_to_string(good).unwrap().replace("[tls]\ndir = \"certs/local\"\n", "");
+    let bare = dir.join("no-tls.toml");
+    std::fs::write(&bare, text).unwrap();
+    let out = causeway(&["server", "--config", bare.to_str().unwrap(), "--check"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no tls setting") && stderr(&out).contains("tls = \"off\""), "{}", stderr(&out));
 }
 
 #[test]

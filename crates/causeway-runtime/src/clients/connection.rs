@@ -6,6 +6,7 @@
 
 use super::admin::{self, DumpParts};
 use super::driver::{Served, SessionDriver};
+use super::frame_codec::FrameCodec;
 use super::host::{ClientHost, Mailbox};
 use bytes::Bytes;
 use causeway_protocol::{DcId, Protocol};
@@ -14,28 +15,85 @@ use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio::sync::Semaphore;
+use tokio_util::codec::Framed;
 
 /// Bytes of requests read ahead of the one being served (pipelining); past
 /// this the server stops reading the socket until it catches up, so one
 /// client cannot make it buffer without bound.
 const MAX_QUEUED_BYTES: usize = 32 << 20;
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
-type Wire = Framed<TcpStream, LengthDelimitedCodec>;
+/// The largest frame before the hello is through: a hello is small, and a
+/// stranger must not make us buffer megabytes.
+const MAX_HELLO_BYTES: usize = 64 << 10;
 
-fn codec(max_frame: usize) -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder().max_frame_length(max_frame).new_codec()
-}
+/// Connections over `max_clients` being told so at once, at most: past
+/// this they are closed without a word.
+const MAX_REFUSING: usize = 64;
 
-/// Accepts the clients of DC `dc` until the task is aborted.
-pub async fn accept_loop<P: Protocol>(host: Arc<ClientHost<P>>, listener: TcpListener, dc: DcId) {
+/// A client's byte stream: plain TCP or TLS.
+pub trait ClientStream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<S: AsyncRead + AsyncWrite + Send + Unpin> ClientStream for S {}
+
+type Wire = Framed<Box<dyn ClientStream>, FrameCodec>;
+
+/// Accepts the clients of DC `dc` until the task is aborted; over TLS
+/// when `tls` is given.
+pub async fn accept_loop<P: Protocol>(
+    host: Arc<ClientHost<P>>,
+    listener: TcpListener,
+    dc: DcId,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    let open = Arc::new(Semaphore::new(host.connections.max_clients));
+    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     loop {
         match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(serve(host.clone(), stream, dc));
+            Ok((stream, from)) => {
+                let host = host.clone();
+                let tls = tls.clone();
+                // A slot for the connection's life; without one it is told
+                // why and closed (and past MAX_REFUSING, just closed).
+                let slot = match open.clone().try_acquire_owned() {
+                    Ok(slot) => Ok(slot),
+                    Err(_) => match refusing.clone().try_acquire_owned() {
+                        Ok(refusal) => Err(refusal),
+                        Err(_) => {
+                            host.metrics
+                                .client_connections_refused
+                                .get_or_create(&vec![("why", "max_clients".into())])
+                                .inc();
+                            continue;
+                        }
+                    },
+                };
+                tokio::spawn(async move {
+                    let _ = stream.set_nodelay(true);
+                    let frame_timeout = host.connections.frame_timeout;
+                    let stream: Box<dyn ClientStream> = match tls {
+                        None => Box::new(stream),
+                        // The TLS handshake counts as a frame.
+                        Some(tls) => match tokio::time::timeout(frame_timeout, tls.accept(stream)).await {
+                            Ok(Ok(stream)) => Box::new(stream),
+                            Ok(Err(e)) => {
+                                tracing::debug!(%from, "a client's TLS handshake failed: {e}");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%from, "a client's TLS handshake did not finish in time");
+                                return;
+                            }
+                        },
+                    };
+                    match slot {
+                        Ok(_slot) => serve(host, stream, dc).await,
+                        Err(_refusal) => refuse(host, stream).await,
+                    }
+                });
             }
             // Out of file descriptors, typically: wait rather than spin.
             Err(e) => {
@@ -47,10 +105,18 @@ pub async fn accept_loop<P: Protocol>(host: Arc<ClientHost<P>>, listener: TcpLis
 }
 
 /// Serves one connection of a client of `dc` until either side closes it.
-pub async fn serve<P: Protocol>(host: Arc<ClientHost<P>>, stream: TcpStream, dc: DcId) {
-    let _ = stream.set_nodelay(true);
-    let mut framed = Framed::new(stream, codec(host.max_frame_bytes));
-    let Some(id) = handshake(&mut framed).await else { return };
+pub async fn serve<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn ClientStream>, dc: DcId) {
+    let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES));
+    let id = match handshake(&mut framed, host.connections.frame_timeout).await {
+        Ok(id) => id,
+        Err(timed_out) => {
+            if timed_out {
+                host.metrics.client_connections_refused.get_or_create(&vec![("why", "frame_timeout".into())]).inc();
+            }
+            return;
+        }
+    };
+    framed.codec_mut().set_max_frame_length(host.max_frame_bytes);
     let coordinators = host.coordinators(dc);
     if coordinators.is_empty() {
         let e = WireError::Unavailable(format!("node {} runs no replica of DC {}", host.node_name, dc.0));
@@ -80,15 +146,31 @@ pub async fn serve<P: Protocol>(host: Arc<ClientHost<P>>, stream: TcpStream, dc:
     host.router.unregister_session(client);
 }
 
-/// Reads `Hello`; answers anything else (or another wire version) with an
-/// error. Returns the request id to answer with `Welcome`.
-async fn handshake(framed: &mut Wire) -> Option<u64> {
-    let hello = match tokio::time::timeout(HELLO_TIMEOUT, framed.next()).await {
+/// A connection over `max_clients`: its hello is answered with an error
+/// that says so, and it is closed.
+async fn refuse<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn ClientStream>) {
+    host.metrics.client_connections_refused.get_or_create(&vec![("why", "max_clients".into())]).inc();
+    let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES));
+    if let Ok(id) = handshake(&mut framed, host.connections.frame_timeout).await {
+        let why = format!(
+            "node {} serves at most {} client connections ([connections] max_clients), and has them",
+            host.node_name, host.connections.max_clients
+        );
+        let _ = send_now(&mut framed, id, Response::Error(WireError::Unavailable(why))).await;
+    }
+}
+
+/// Reads `Hello` (whole, within `limit` of the connection); answers
+/// anything else (or another wire version) with an error. Returns the
+/// request id to answer with `Welcome`, or whether it failed for time.
+async fn handshake(framed: &mut Wire, limit: Duration) -> Result<u64, bool> {
+    let hello = match tokio::time::timeout(limit, framed.next()).await {
         Ok(Some(Ok(frame))) => frame,
-        _ => return None,
+        Ok(_) => return Err(false),
+        Err(_) => return Err(true),
     };
     let refusal = match postcard::from_bytes::<RequestFrame>(&hello) {
-        Ok(RequestFrame { id, request: Request::Hello { version, .. } }) if version == WIRE_VERSION => return Some(id),
+        Ok(RequestFrame { id, request: Request::Hello { version, .. } }) if version == WIRE_VERSION => return Ok(id),
         Ok(RequestFrame { id, request: Request::Hello { version, .. } }) => {
             (id, WireError::VersionMismatch { server: WIRE_VERSION, client: version })
         }
@@ -96,7 +178,7 @@ async fn handshake(framed: &mut Wire) -> Option<u64> {
         Err(e) => (0, WireError::Malformed(e.to_string())),
     };
     let _ = send_now(framed, refusal.0, Response::Error(refusal.1)).await;
-    None
+    Err(false)
 }
 
 /// Sends an answer at once (handshake answers, last words).
@@ -129,6 +211,15 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
     let (dump_tx, mut dump_rx) = mpsc::unbounded_channel::<DumpParts>();
     // The session's next deadline; see `Alarm` for why one timer.
     let mut alarm = crate::alarm::Alarm::new();
+    // Limits on time: a frame begun must end within `frame_timeout`, and a
+    // session with nothing asked or pending is closed after `idle_timeout`.
+    // Checked a few times per timeout, not per frame: off the hot path.
+    let limits = driver.host().connections;
+    let period = limits.frame_timeout.min(limits.idle_timeout.unwrap_or(Duration::MAX)) / 4;
+    let mut check = tokio::time::interval(period.clamp(Duration::from_millis(5), Duration::from_secs(1)));
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut partial_since: Option<tokio::time::Instant> = None;
+    let mut active_at = tokio::time::Instant::now();
     loop {
         // Serve queued requests while nothing waits for the cluster.
         while !driver.is_waiting() {
@@ -166,6 +257,9 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
         tokio::select! {
             frame = framed.next(), if !half_closed && queued_bytes < MAX_QUEUED_BYTES => match frame {
                 Some(Ok(frame)) => {
+                    // Frames come one after another: whatever was partial is whole now.
+                    partial_since = None;
+                    active_at = tokio::time::Instant::now();
                     queued_bytes += frame.len();
                     queued.push_back(frame.freeze());
                 }
@@ -189,6 +283,27 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
                 driver.flush();
                 if let Some((id, r)) = answer {
                     if send(&mut framed, id, r).await.is_err() { return; }
+                }
+            }
+            now = check.tick() => {
+                let reading = !half_closed && queued_bytes < MAX_QUEUED_BYTES;
+                partial_since = if reading && !framed.read_buffer().is_empty() { Some(partial_since.unwrap_or(now)) } else { None };
+                let busy = driver.is_waiting() || !queued.is_empty() || partial_since.is_some();
+                if busy {
+                    active_at = now;
+                }
+                let why = if partial_since.is_some_and(|t| now - t > limits.frame_timeout) {
+                    Some(("frame_timeout", format!("a request did not arrive whole within {:?}", limits.frame_timeout)))
+                } else if limits.idle_timeout.is_some_and(|idle| now - active_at > idle) {
+                    Some(("idle_timeout", format!("the session was idle for {:?}", limits.idle_timeout.unwrap_or_default())))
+                } else {
+                    None
+                };
+                if let Some((what, why)) = why {
+                    driver.host().metrics.client_connections_refused.get_or_create(&vec![("why", what.into())]).inc();
+                    let why = format!("node {} closed the connection: {why} ([connections] {what}_s)", driver.host().node_name);
+                    let _ = send_now(&mut framed, 0, Response::Error(WireError::Unavailable(why))).await;
+                    return;
                 }
             }
             Some(parts) = dump_rx.recv() => {

@@ -2,6 +2,7 @@
 //! ids and coordinators.
 
 use crate::metrics::Metrics;
+use crate::plan::ConnectionLimits;
 use crate::replica_task::ReplicaGauges;
 use crate::router::{client_id, Router};
 use causeway_protocol::{Addr, ClientId, DcId, Limits, Protocol, ReplicaId, Topology};
@@ -17,6 +18,7 @@ pub struct ClientHost<P: Protocol> {
     pub config: P::Config,
     pub limits: Limits,
     pub max_frame_bytes: usize,
+    pub connections: ConnectionLimits,
     /// Authenticates session tokens ([`crate::token`]).
     pub token_key: Vec<u8>,
     pub router: Arc<Router<P::Message>>,
@@ -34,6 +36,7 @@ pub struct HostSetup<P: Protocol> {
     pub topology: Arc<Topology>,
     pub config: P::Config,
     pub limits: Limits,
+    pub connections: ConnectionLimits,
     pub token_key: Vec<u8>,
     pub router: Arc<Router<P::Message>>,
     pub metrics: Arc<Metrics>,
@@ -45,7 +48,8 @@ pub type Mailbox<P> = mpsc::UnboundedReceiver<(Addr, <P as Protocol>::Message)>;
 
 impl<P: Protocol> ClientHost<P> {
     pub fn new(setup: HostSetup<P>) -> Self {
-        let HostSetup { node, node_name, topology, config, limits, token_key, router, metrics, replicas } = setup;
+        let HostSetup { node, node_name, topology, config, limits, connections, token_key, router, metrics, replicas } =
+            setup;
         ClientHost {
             node,
             node_name,
@@ -53,6 +57,7 @@ impl<P: Protocol> ClientHost<P> {
             config,
             limits,
             max_frame_bytes: causeway_wire::DEFAULT_MAX_FRAME_BYTES,
+            connections,
             token_key,
             router,
             metrics,
@@ -114,6 +119,7 @@ mod tests {
             topology: plan.topology.clone(),
             config: WrenConfig::default(),
             limits: plan.limits,
+            connections: plan.connections,
             token_key: vec![1; 16],
             router: router.clone(),
             metrics,

@@ -20,6 +20,7 @@
 pub mod admin;
 pub mod connection;
 pub mod driver;
+pub mod frame_codec;
 pub mod host;
 
 pub use host::ClientHost;

@@ -4,6 +4,7 @@ const GOOD: &str = r#"
 name = "test"
 protocol = "wren"
 partitions = 2
+tls = "off"
 
 [tuning]
 apply_interval_ms = 2.5
@@ -129,6 +130,11 @@ fn mistakes_are_named_with_where_they_are() {
             "node \"o1\": peer address \"localhost:http\" has no valid port (\"http\" is not a number from 1 to 65535)",
         ),
         ("partitions = [0, 1]", "partitions = [0, 1", "cluster.toml: TOML parse error at line"),
+        ("tls = \"off\"\n", "", "no tls setting: give [tls] dir = \"certs\""),
+        ("tls = \"off\"", "tls = \"on\"", "tls = \"on\": write tls = \"off\", or a [tls] table"),
+        ("tls = \"off\"", "tls = false", "tls: found boolean, where tls = \"off\""),
+        ("tls = \"off\"", "[tls]\ndir = \"certs\"\nclient = true", "[tls] unknown field `client`"),
+        ("tls = \"off\"", "[tls]\nclients = true", "[tls] missing field `dir`"),
     ];
     for (from, to, expected) in cases {
         assert!(GOOD.contains(from), "case {from:?} does not apply");
@@ -197,4 +203,18 @@ fn the_paris_example_places_partitions_round_robin() {
         let message = parse(&text.replacen("preferred = { 1 = \"virginia\" }", to, 1), path).unwrap_err().to_string();
         assert!(message.contains(expected), "for {to:?}: expected {expected:?} in\n{message}");
     }
+}
+
+#[test]
+fn a_tls_table_names_the_certificates_relative_to_the_file() {
+    let text = GOOD.replacen("tls = \"off\"", "[tls]\ndir = \"certs\"", 1);
+    let plan = parse(&text, Path::new("conf/cluster.toml")).unwrap();
+    assert_eq!(plan.tls, TlsPlan::Dir { dir: PathBuf::from("conf/certs"), clients: true });
+    let text = GOOD.replacen("tls = \"off\"", "[tls]\ndir = \"/etc/cw\"\nclients = false", 1);
+    let plan = parse(&text, Path::new("conf/cluster.toml")).unwrap();
+    assert_eq!(plan.tls, TlsPlan::Dir { dir: PathBuf::from("/etc/cw"), clients: false });
+    assert_eq!(parse(GOOD, Path::new("cluster.toml")).unwrap().tls, TlsPlan::Off);
+    // A certificate names its node: under TLS a name must be a DNS label.
+    let text = text.replacen("name = \"o1\"", "name = \"o_1\"", 1);
+    assert!(error_of(&text).contains("node \"o_1\": under TLS a node's name goes in its certificate"));
 }

@@ -66,7 +66,7 @@ pub fn write_config_placed(
 ) -> (PathBuf, Vec<Node>) {
     let mut text = format!(
         "name = \"{name}\"\nprotocol = \"{protocol}\"\npartitions = 2\ntoken_key = \"a shared secret for tests\"\n\n\
-         {extra}\n[wan]\nemulate = true\n\n"
+         {extra}\n[tls]\ndir = \"certs\"\nclients = false\n\n[wan]\nemulate = true\n\n"
     );
     // A DC none of whose replicas are admitted is left out (PrompTCC runs
     // in one DC).
@@ -92,6 +92,12 @@ pub fn write_config_placed(
     }
     let config = dir.join("cluster.toml");
     std::fs::write(&config, text).unwrap();
+    // The nodes link by mutual TLS, with certificates as an operator makes them.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_causeway"))
+        .args(["certs", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "causeway certs: {}", String::from_utf8_lossy(&out.stderr));
     (config, nodes)
 }
 
