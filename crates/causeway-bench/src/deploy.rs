@@ -4,7 +4,9 @@
 
 use crate::spec::{BenchSpec, Deployment};
 use anyhow::{bail, Context, Result};
+use causeway_client::ClientTls;
 use causeway_protocol::{DcId, PartitionId, ProtocolKind, ReplicaId, Topology};
+use causeway_runtime::plan::TlsPlan;
 use causeway_runtime::{config, start, ClusterPlan, NodeHandle};
 use causeway_workload::WanModel;
 use std::fmt::Write as _;
@@ -24,6 +26,8 @@ pub struct Target {
     pub nodes: Vec<SocketAddr>,
     /// Whose CPU time the run measures as the servers'.
     pub servers: Servers,
+    /// TLS to the servers' client ports; `None`: plain TCP.
+    pub tls: Option<ClientTls>,
     /// Keeps the cluster alive; dropping it stops what was started.
     _running: Running,
 }
@@ -88,6 +92,7 @@ async fn embedded(spec: &BenchSpec) -> Result<Target> {
         endpoints,
         nodes,
         servers: Servers::ThisProcess,
+        tls: None,
         _running: Running::Embedded(node),
     })
 }
@@ -125,11 +130,15 @@ pub fn processes_config(spec: &BenchSpec, topology: &Topology, ports: &[u16]) ->
     let mut s = String::new();
     let _ = writeln!(s, "# Written by causeway bench: one node per partition replica.");
     let _ = writeln!(s, "name = \"bench\"\nprotocol = \"{}\"\npartitions = {}", spec.protocol, spec.partitions);
-    // Loopback only, and the client side speaks plain TCP.
-    let _ = writeln!(s, "tls = \"off\"");
     let _ = writeln!(s, "token_key = \"causeway bench cluster key\"");
     if spec.data_dir.is_some() {
         let _ = writeln!(s, "fsync = \"{}\"", spec.fsync.name());
+    }
+    // Loopback only: TLS when its cost is what is measured.
+    if spec.tls {
+        let _ = writeln!(s, "[tls]\ndir = \"certs\"");
+    } else {
+        let _ = writeln!(s, "tls = \"off\"");
     }
     let _ = writeln!(
         s,
@@ -178,6 +187,16 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
     let config_path = dir.join("cluster.toml");
     std::fs::write(&config_path, processes_config(spec, &topology, &ports))?;
     let plan = config::load(&config_path)?;
+    if spec.tls {
+        // As an operator would: the CA and the nodes' certificates, by the command.
+        let out = Command::new(exe)
+            .args(["certs", "--config"])
+            .arg(&config_path)
+            .output()
+            .with_context(|| format!("cannot start {}", exe.display()))?;
+        anyhow::ensure!(out.status.success(), "causeway certs failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let tls = client_tls(&plan)?;
     let mut guard = ChildGuard(Vec::new(), dir.clone());
     for node in &plan.nodes {
         let log = std::fs::File::create(dir.join(format!("{}.log", node.name)))?;
@@ -221,8 +240,19 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
         nodes: endpoints.iter().map(|e| e.1).collect(),
         endpoints,
         servers: Servers::Processes(pids),
+        tls,
         _running: Running::Processes(guard),
     })
+}
+
+/// What the clients of a cluster with TLS for clients trust: its CA.
+fn client_tls(plan: &ClusterPlan) -> Result<Option<ClientTls>> {
+    match &plan.tls {
+        TlsPlan::Dir { dir, clients: true } => {
+            Ok(Some(ClientTls::from_ca_file(TlsPlan::ca_file(dir)).map_err(|e| anyhow::anyhow!("{e}"))?))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Where the clients of each node of `plan` connect, its names resolved now
@@ -248,6 +278,7 @@ fn running(path: &std::path::Path) -> Result<Target> {
         nodes: endpoints.iter().map(|e| e.1).collect(),
         endpoints,
         servers: Servers::Elsewhere,
+        tls: client_tls(&plan)?,
         _running: Running::Nothing,
     })
 }

@@ -81,6 +81,9 @@ pub struct BenchSpec {
     pub data_dir: Option<std::path::PathBuf>,
     /// When the logs under `data_dir` count as durable.
     pub fsync: causeway_runtime::disk::Fsync,
+    /// Server processes link by mutual TLS and serve the clients over TLS
+    /// (with certificates made for the run).
+    pub tls: bool,
 }
 
 impl Default for BenchSpec {
@@ -114,6 +117,7 @@ impl Default for BenchSpec {
             key_prefix: None,
             data_dir: None,
             fsync: causeway_runtime::disk::Fsync::default(),
+            tls: false,
         }
     }
 }
@@ -198,6 +202,10 @@ impl BenchSpec {
         let check = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
         check(self.dcs >= 1, "--dcs must be at least 1")?;
         check(self.partitions >= 1, "--partitions must be at least 1")?;
+        check(
+            !self.tls || matches!(self.deployment, Deployment::Processes { .. }),
+            "--tls needs --processes (a cluster from --config speaks TLS if its file says so)",
+        )?;
         check(self.clients_per_partition >= 1, "--clients must be at least 1 per partition")?;
         check(self.clients_per_dc() >= 1, "--clients-per-dc must be at least 1")?;
         check(

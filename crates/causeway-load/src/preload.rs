@@ -3,7 +3,7 @@
 //! instead of answering "no such key" from an empty chain.
 
 use bytes::Bytes;
-use causeway_client::{Client, Error};
+use causeway_client::{Client, ClientOptions, ClientTls, Error};
 use causeway_protocol::Topology;
 use causeway_workload::KeySpace;
 use std::net::SocketAddr;
@@ -20,7 +20,9 @@ pub async fn preload(
     keys_per_partition: u32,
     value_size: usize,
     clients: usize,
+    tls: Option<&ClientTls>,
 ) -> Result<u64, Error> {
+    let options = ClientOptions { name: "preload".into(), tls: tls.cloned(), ..ClientOptions::default() };
     let space = KeySpace::with_prefix(topology, keys_per_partition, prefix);
     let all: Vec<Bytes> = (0..space.partitions()).flat_map(|p| space.partition(p).iter().cloned()).collect();
     let value = Bytes::from(vec![b'v'; value_size]);
@@ -29,8 +31,9 @@ pub async fn preload(
     let mut tasks = Vec::new();
     for part in all.chunks(chunk).map(<[Bytes]>::to_vec) {
         let value = value.clone();
+        let options = options.clone();
         tasks.push(tokio::spawn(async move {
-            let mut client = Client::connect(endpoint).await?;
+            let mut client = Client::connect_with(endpoint, options).await?;
             // As many keys per transaction as the server takes.
             let batch = client.server().limits.max_writes_per_txn.max(1) as usize;
             for batch in part.chunks(batch) {

@@ -5,7 +5,7 @@
 //! reached reads as nothing, so a run goes on while it is down.
 
 use causeway_client::wire::NodeStats;
-use causeway_client::{Client, Error};
+use causeway_client::{Client, ClientOptions, ClientTls, Error};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ pub const RETRY_AFTER: Duration = Duration::from_millis(500);
 
 pub struct Probe {
     addr: SocketAddr,
+    options: ClientOptions,
     client: Option<Client>,
     /// When to try connecting again, after a failed attempt.
     retry_at: Option<Instant>,
@@ -23,15 +24,17 @@ pub struct Probe {
 impl Probe {
     /// Connects to the node at `addr`; connecting first keeps errors out of
     /// the run.
-    pub async fn connect(addr: SocketAddr) -> Result<Probe, Error> {
-        Ok(Probe { addr, client: Some(Client::connect(addr).await?), retry_at: None })
+    pub async fn connect(addr: SocketAddr, tls: Option<&ClientTls>) -> Result<Probe, Error> {
+        let options = ClientOptions { name: "probe".into(), tls: tls.cloned(), ..ClientOptions::default() };
+        let client = Client::connect_with(addr, options.clone()).await?;
+        Ok(Probe { addr, options, client: Some(client), retry_at: None })
     }
 
     /// One probe per node (one client address per node).
-    pub async fn connect_all(nodes: &[SocketAddr]) -> Result<Vec<Probe>, Error> {
+    pub async fn connect_all(nodes: &[SocketAddr], tls: Option<&ClientTls>) -> Result<Vec<Probe>, Error> {
         let mut probes = Vec::with_capacity(nodes.len());
         for &addr in nodes {
-            probes.push(Probe::connect(addr).await?);
+            probes.push(Probe::connect(addr, tls).await?);
         }
         Ok(probes)
     }
@@ -52,7 +55,7 @@ impl Probe {
         if self.retry_at.is_some_and(|at| Instant::now() < at) {
             return Ok(None);
         }
-        let stats = match Client::connect(self.addr).await {
+        let stats = match Client::connect_with(self.addr, self.options.clone()).await {
             Ok(client) => self.client.insert(client).stats(waited).await,
             Err(e) => Err(e),
         };

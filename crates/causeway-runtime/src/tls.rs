@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+pub use causeway_transport::tls::{Authority, NODE_CERT_DAYS};
 use causeway_transport::tls::{NodeCredentials, PeerTls};
 
 use crate::error::StartError;

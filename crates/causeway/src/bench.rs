@@ -32,6 +32,11 @@ pub struct RunFlags {
     /// (this program), talking over loopback TCP; the clients stay here.
     #[arg(long, conflicts_with = "config")]
     processes: bool,
+    /// With --processes: the servers link by mutual TLS and serve the
+    /// clients over TLS, with certificates made for the run (to measure
+    /// what TLS costs). A cluster from --config speaks TLS if its file says so.
+    #[arg(long, requires = "processes")]
+    tls: bool,
     /// Benchmark a running cluster described by this config file instead
     /// (its protocol, DCs and partitions; nothing is started).
     #[arg(long)]
@@ -194,6 +199,7 @@ impl RunFlags {
             visibility_interval: secs(self.visibility_interval_ms / 1000.0, "--visibility-interval-ms")?,
             data_dir: self.data_dir.clone(),
             fsync: self.fsync.unwrap_or_default(),
+            tls: self.tls,
             ..BenchSpec::default()
         })
     }
@@ -277,6 +283,7 @@ fn describe(spec: &BenchSpec) -> String {
     let cluster = placed(spec.dcs, spec.partitions, spec.replication);
     let place = match &spec.deployment {
         Deployment::Embedded => format!("{cluster} in this process"),
+        Deployment::Processes { .. } if spec.tls => format!("{cluster}, one server process per replica, over TLS"),
         Deployment::Processes { .. } => format!("{cluster}, one server process per replica"),
         Deployment::Config(path) => format!("the running cluster of {} ({cluster})", path.display()),
     };

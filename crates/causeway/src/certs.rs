@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use causeway_runtime::config;
 use causeway_runtime::plan::{NodePlan, TlsPlan};
-use causeway_transport::tls::{Authority, NODE_CERT_DAYS};
+use causeway_runtime::tls::{Authority, NODE_CERT_DAYS};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -116,6 +116,19 @@ fn bench_runs_each_replica_as_a_server_process_and_checks_its_history() {
     assert!(check.status.success(), "{}", text(&check));
 }
 
+/// Over TLS (links and clients): the run, the final dumps and the history's
+/// check all go through it.
+#[test]
+fn bench_runs_server_processes_over_tls_and_checks_its_history() {
+    let history = scratch("processes-tls.jsonl");
+    let r = bench("wren", &["--processes", "--tls", "--wan", "off", "--history", history.to_str().unwrap()]);
+    assert_eq!(r["deployment"], "processes");
+    assert!(f(&r, "committed") > 0.0);
+    assert!(f(&r, "traffic.messages.replication") > 0.0, "the DCs replicated to each other over TLS: {r}");
+    let check = causeway(&["check", history.to_str().unwrap()]);
+    assert!(check.status.success(), "{}", text(&check));
+}
+
 #[test]
 fn bench_measures_a_running_cluster_from_its_config_file() {
     let ports = free_ports(4);
@@ -276,6 +289,7 @@ fn bench_and_sweep_refuse_bad_flags_with_a_message() {
         (vec!["bench", "--wan", "off", "--wan-file", "x.toml"], "--wan-file needs --wan on"),
         (vec!["bench", "--config", "/nonexistent/cluster.toml"], "cannot read"),
         (vec!["bench", "--processes", "--config", "x.toml"], "cannot be used with"),
+        (vec!["bench", "--tls"], "--processes"),
         (vec!["sweep", "--mix", "19"], "READS:WRITES"),
         (vec!["sweep", "--protocols", "paxos"], "paxos"),
         (vec!["sweep", "--locality", "100:0,50:50"], "give --replication R below every --dcs"),
