@@ -487,7 +487,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     if matches!(tls, TlsPlan::Dir { .. }) {
         if let Some(node) = file.node.iter().find(|n| !causeway_transport::tls::valid_node_name(&n.name)) {
             return Err(format!(
-                "node {:?}: under TLS a node's name goes in its certificate: use letters, digits and inner hyphens",
+                "node {:?}: under TLS a node's name goes in its certificate: use lower-case letters, digits and inner hyphens",
                 node.name
             ));
         }

@@ -1,8 +1,8 @@
 //! Starting a node: its replica tasks, its client endpoints, its links to the
 //! other nodes and its metrics endpoint, all from a [`ClusterPlan`].
 
-use crate::clients::connection;
 use crate::clients::host::{ClientHost, HostSetup};
+use crate::clients::listener;
 use crate::disk::{self, NodeDisk, ReplicaLog};
 use crate::error::StartError;
 use crate::metrics::{self, Metrics};
@@ -219,9 +219,7 @@ async fn start_typed<P: Protocol>(
     let mut clients = Vec::new();
     for (dc, listener) in client_listeners {
         clients.push((dc, listener.local_addr().expect("a bound listener has an address")));
-        tasks.push(
-            tokio::spawn(connection::accept_loop(host.clone(), listener, dc, tls.clients.clone())).abort_handle(),
-        );
+        tasks.push(tokio::spawn(listener::accept_loop(host.clone(), listener, dc, tls.clients.clone())).abort_handle());
     }
 
     let metrics_addr = match metrics_listener {

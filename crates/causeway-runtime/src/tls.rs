@@ -31,6 +31,7 @@ impl NodeTls {
         let invalid = |e: causeway_transport::tls::TlsError| {
             StartError::Invalid(format!("node {:?}: its TLS certificate in {}: {e}", me.name, dir.display()))
         };
+        creds.check(&me.name).map_err(invalid)?;
         Ok(NodeTls {
             peers: Some(PeerTls::new(&creds).map_err(invalid)?),
             clients: if *clients { Some(creds.client_listener().map_err(invalid)?) } else { None },

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// The files `causeway certs` would write for the embedded node.
 fn certs(dir: &Path) -> Authority {
-    let ca = Authority::new("embedded").unwrap();
+    let ca = Authority::new().unwrap();
     let issued = ca.issue("embedded", &["127.0.0.1".into()], &ca.cert_pem()).unwrap();
     std::fs::write(TlsPlan::ca_file(dir), ca.cert_pem()).unwrap();
     let (cert, key) = TlsPlan::node_files(dir, "embedded");
@@ -50,7 +50,7 @@ async fn clients_speak_tls_with_the_clusters_ca_and_only_so() {
         Err(Error::NotCauseway { detail, .. }) => assert!(detail.contains("give the cluster's CA"), "{detail}"),
         other => panic!("a client in the clear got {other:?}"),
     }
-    let stranger = Authority::new("embedded").unwrap();
+    let stranger = Authority::new().unwrap();
     match Client::connect_with(addr, with_ca(&stranger.cert_pem())).await {
         Err(Error::Tls { detail, .. }) => assert!(detail.contains("certificate"), "{detail}"),
         other => panic!("a client trusting another CA got {other:?}"),

@@ -140,3 +140,40 @@ async fn an_idle_session_is_closed_and_told_why() {
     }
     node.stop().await;
 }
+
+/// A client that asks for large answers and never reads them: the server's
+/// writes stall, and within the frame timeout it gives up on the client,
+/// freeing the slot and what the connection held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_reads_no_answers_is_cut_off() {
+    let timeout = Duration::from_millis(300);
+    let (node, addr) = node(ConnectionLimits { frame_timeout: timeout, ..ConnectionLimits::default() }).await;
+    let keys: Vec<bytes::Bytes> = (0..100).map(|i| bytes::Bytes::from(format!("big{i}"))).collect();
+    let mut writer = Client::connect(addr).await.unwrap();
+    writer.begin().await.unwrap();
+    for k in &keys {
+        writer.write(k.clone(), vec![b'x'; 60_000]).await.unwrap();
+    }
+    writer.commit().await.unwrap();
+    // Wait until the values are in a new session's snapshot (the writer's
+    // own session sees them at once).
+    let mut reader = Client::connect(addr).await.unwrap();
+    while reader.read_only(&keys[99..]).await.unwrap()[0].is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&hello()).await.unwrap();
+    // 10 answers of 6 MB each: far more than the socket buffers hold.
+    for id in 2..12 {
+        let request = RequestFrame { id, request: Request::ReadOnly { keys: keys.clone() } };
+        s.write_all(&frame(&postcard::to_allocvec(&request).unwrap())).await.unwrap();
+    }
+    tokio::time::sleep(timeout * 6).await;
+    // Reading now drains what was sent, then meets the close: a server
+    // still serving would go on answering, and never close.
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut sink)).await;
+    assert!(read.is_ok(), "the connection is still open after the client stopped reading ({} bytes read)", sink.len());
+    assert!(sink.len() < 10 * 6_000_000, "every answer was sent: {} bytes", sink.len());
+    node.stop().await;
+}

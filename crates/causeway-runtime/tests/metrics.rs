@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Every metric a node serves, with its type.
-const EXPECTED: [(&str, &str); 18] = [
+const EXPECTED: [(&str, &str); 19] = [
     ("transactions_started", "counter"),
     ("transactions_committed", "counter"),
     ("transactions_aborted", "counter"),
@@ -33,6 +33,7 @@ const EXPECTED: [(&str, &str); 18] = [
     ("versions", "gauge"),
     ("version_metadata_bytes", "gauge"),
     ("client_connections", "gauge"),
+    ("client_connections_closed_by_limit", "counter"),
     ("peer_connected", "gauge"),
     ("peer_reconnects", "counter"),
     ("peer_envelopes_refused", "counter"),

@@ -80,7 +80,7 @@ impl TransportConfig {
         if self.tls.is_some() {
             if let Some(p) = self.peers.iter().find(|p| !valid_node_name(&p.name)) {
                 return invalid(format!(
-                    "peer {} is named {:?}: under TLS a node name must be letters, digits and inner hyphens",
+                    "peer {} is named {:?}: under TLS a node name must be lower-case letters, digits and inner hyphens",
                     p.node, p.name
                 ));
             }

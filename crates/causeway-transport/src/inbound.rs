@@ -11,7 +11,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tokio::time::{sleep, timeout, Instant};
+use tokio::time::{sleep, timeout_at, Instant};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, warn};
 
@@ -35,7 +35,15 @@ enum End {
     Io(io::Error),
     /// Bad input: counted, logged, connection closed.
     Bad(String),
+    /// A caller that did not authenticate (no TLS handshake with a
+    /// certificate of our CA, in time): counted, logged quietly — anyone
+    /// can cause these, and a log must not be theirs to flood.
+    Stranger(String),
 }
+
+/// Connections still shaking hands (TLS and hello), at most: past this a
+/// new one is closed at once, so strangers cannot make us hold many.
+const MAX_HANDSHAKING: usize = 64;
 
 impl From<io::Error> for End {
     fn from(e: io::Error) -> Self {
@@ -54,12 +62,19 @@ fn frame_error(e: io::Error) -> End {
 /// Runs for the life of the transport; dropping it (abort) closes every inbound connection.
 pub(crate) async fn accept_loop<M: WireMessage>(listener: TcpListener, shared: Arc<Shared>, deliver: Deliver<M>) {
     let mut conns = JoinSet::new();
+    let handshaking = Arc::new(tokio::sync::Semaphore::new(MAX_HANDSHAKING));
     loop {
         tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, _)) => {
-                    conns.spawn(serve(shared.clone(), deliver.clone(), stream));
-                }
+                Ok((stream, from)) => match handshaking.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        conns.spawn(serve(shared.clone(), deliver.clone(), stream, permit));
+                    }
+                    Err(_) => {
+                        shared.protocol_errors.fetch_add(1, Relaxed);
+                        debug!(node = shared.cfg.node, %from, "{MAX_HANDSHAKING} connections are shaking hands: closed");
+                    }
+                },
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
                     warn!(node = shared.cfg.node, "accept failed: {e}");
@@ -71,23 +86,39 @@ pub(crate) async fn accept_loop<M: WireMessage>(listener: TcpListener, shared: A
     }
 }
 
-async fn serve<M: WireMessage>(shared: Arc<Shared>, deliver: Deliver<M>, stream: TcpStream) {
+async fn serve<M: WireMessage>(
+    shared: Arc<Shared>,
+    deliver: Deliver<M>,
+    stream: TcpStream,
+    handshaking: tokio::sync::OwnedSemaphorePermit,
+) {
     let from = stream.peer_addr().ok();
     let node = shared.cfg.node;
-    match serve_conn(&shared, &deliver, stream).await {
+    match serve_conn(&shared, &deliver, stream, handshaking).await {
         End::Quiet(why) => debug!(node, ?from, "inbound connection closed: {why}"),
         End::Io(e) => debug!(node, ?from, "inbound connection failed: {e}"),
         End::Bad(why) => {
             shared.protocol_errors.fetch_add(1, Relaxed);
             warn!(node, ?from, "closing inbound connection on bad input: {why}");
         }
+        End::Stranger(why) => {
+            shared.protocol_errors.fetch_add(1, Relaxed);
+            debug!(node, ?from, "closing an unauthenticated connection: {why}");
+        }
     }
 }
 
-async fn serve_conn<M: WireMessage>(shared: &Shared, deliver: &Deliver<M>, stream: TcpStream) -> End {
+async fn serve_conn<M: WireMessage>(
+    shared: &Shared,
+    deliver: &Deliver<M>,
+    stream: TcpStream,
+    handshaking: tokio::sync::OwnedSemaphorePermit,
+) -> End {
     if let Err(e) = stream.set_nodelay(true) {
         return End::Io(e);
     }
+    // One deadline for the TLS handshake and the hello together.
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
     let mut epoch = shared.epoch.subscribe();
     // Under TLS, nothing of ours is read or written before the caller has
     // shown a certificate of our CA.
@@ -97,9 +128,9 @@ async fn serve_conn<M: WireMessage>(shared: &Shared, deliver: &Deliver<M>, strea
             (rd, wr, None)
         }
         Some(tls) => {
-            match timeout(HANDSHAKE_TIMEOUT, tokio_rustls::TlsAcceptor::from(tls.server.clone()).accept(stream)).await {
-                Err(_) => return End::Bad("no TLS handshake in time".into()),
-                Ok(Err(e)) => return End::Bad(format!("TLS handshake: {e}")),
+            match timeout_at(deadline, tokio_rustls::TlsAcceptor::from(tls.server.clone()).accept(stream)).await {
+                Err(_) => return End::Stranger("no TLS handshake in time".into()),
+                Ok(Err(e)) => return End::Stranger(format!("TLS handshake: {e}")),
                 Ok(Ok(stream)) => {
                     let cert =
                         stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| c.clone().into_owned());
@@ -111,7 +142,7 @@ async fn serve_conn<M: WireMessage>(shared: &Shared, deliver: &Deliver<M>, strea
     };
     // Small limit until we know who this is.
     let mut frames = FramedRead::new(rd, frame::codec(MAX_HANDSHAKE_BYTES));
-    let body = match timeout(HANDSHAKE_TIMEOUT, frames.next()).await {
+    let body = match timeout_at(deadline, frames.next()).await {
         Err(_) => return End::Bad("no handshake in time".into()),
         Ok(None) => return End::Quiet("closed before the handshake"),
         Ok(Some(Err(e))) => return frame_error(e),
@@ -134,6 +165,7 @@ async fn serve_conn<M: WireMessage>(shared: &Shared, deliver: &Deliver<M>, strea
     {
         return End::Io(e);
     }
+    drop(handshaking);
     peer.counters.inbound_connections.fetch_add(1, Relaxed);
     frames.decoder_mut().set_max_frame_length(shared.cfg.max_frame_bytes);
     match receive(shared, deliver, &peer, generation, next, frames, wr, &mut epoch).await {

@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use causeway_transport::handshake::{self, Hello, Refusal, Reply, TRANSPORT_VERSION};
@@ -41,7 +42,7 @@ struct Setup {
 
 /// Alpha sends to beta over mutual TLS; beta also knows mallory (who never listens).
 async fn setup() -> Setup {
-    let ca = Authority::new(CLUSTER).unwrap();
+    let ca = Authority::new().unwrap();
     let ((la, aa), (lb, ab)) = (listener(), listener());
     let inbox = Inbox::default();
     let a_cfg = with_tls(config(1, vec![Peer::new(2, ab).named("beta")]), &creds(&ca, "alpha"));
@@ -94,7 +95,7 @@ fn hello(node: u32, incarnation: u64) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn links_over_mutual_tls_deliver_in_order_both_ways() {
-    let ca = Authority::new(CLUSTER).unwrap();
+    let ca = Authority::new().unwrap();
     let ((la, aa), (lb, ab)) = (listener(), listener());
     let (ia, ib) = (Inbox::default(), Inbox::default());
     let a = Transport::start_with_listener(
@@ -138,6 +139,30 @@ async fn a_stranger_without_a_certificate_learns_nothing_and_takes_nothing_over(
     assert!(!got.windows(cluster.len()).any(|w| w == cluster), "the cluster's name leaked: {got:?}");
     assert!(!got.windows(4).any(|w| w == handshake::MAGIC), "a handshake reply was sent: {got:?}");
     eventually("the stranger is counted", Duration::from_secs(5), || s.b.stats().protocol_errors >= 1).await;
+
+    // A stranger that speaks TLS (trusting our CA, to read what it gets, and
+    // showing no certificate) sees beta's certificate and nothing that
+    // names the cluster; its hello gets no answer.
+    let config = rustls::ClientConfig::builder_with_provider(causeway_transport::tls::provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates({
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(creds(&s.ca, "beta").ca[0].clone()).unwrap();
+            roots
+        })
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(s.b.local_addr()).await.unwrap();
+    let name = ServerName::try_from(identity("beta")).unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap();
+    let shown: Vec<u8> = tls.get_ref().1.peer_certificates().unwrap().iter().flat_map(|c| c.to_vec()).collect();
+    assert!(!shown.windows(cluster.len()).any(|w| w == cluster), "a certificate names the cluster");
+    let _ = tls.write_all(&hello(1, u64::MAX)).await;
+    let _ = tls.flush().await;
+    let mut got = Vec::new();
+    let read = timeout(Duration::from_secs(5), tls.read_to_end(&mut got)).await.expect("still open after 5 s");
+    assert!(read.is_err() || got.is_empty(), "a stranger without a certificate was answered: {got:?}");
+    eventually("the TLS stranger is counted", Duration::from_secs(5), || s.b.stats().protocol_errors >= 2).await;
     s.finish().await;
 }
 
@@ -146,17 +171,27 @@ async fn a_stranger_without_a_certificate_learns_nothing_and_takes_nothing_over(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certificate_of_another_ca_is_refused_both_ways() {
     let s = setup().await;
-    let rogue_ca = Authority::new(CLUSTER).unwrap();
-    let rogue = creds(&rogue_ca, "alpha");
-    // As a dialer: the acceptor refuses it during the handshake.
+    let rogue_ca = Authority::new().unwrap();
+    // As a dialer that trusts beta (our CA) but shows a rogue certificate
+    // naming alpha: the acceptor refuses it, and nothing is delivered.
+    let rogue = NodeCredentials { ca: creds(&s.ca, "alpha").ca, ..creds(&rogue_ca, "alpha") };
+    let before = s.b.stats().protocol_errors;
     let tcp = TcpStream::connect(s.b.local_addr()).await.unwrap();
     let name = ServerName::try_from(identity("beta")).unwrap();
     let connector = tokio_rustls::TlsConnector::from(rogue.client_config().unwrap());
-    match connector.connect(name, tcp).await {
-        // Beta's certificate does not chain to the rogue CA either.
-        Err(e) => assert!(e.to_string().contains("certificate"), "{e}"),
-        Ok(_) => panic!("a rogue dialer's TLS handshake with beta succeeded"),
+    // TLS 1.3: the dialer's side of the handshake ends before the acceptor
+    // judges its certificate; the verdict comes as an alert on the next read.
+    if let Ok(mut tls) = connector.connect(name, tcp).await {
+        let _ = tls.write_all(&hello(1, u64::MAX)).await;
+        let _ = tls.flush().await;
+        let mut got = Vec::new();
+        let read = timeout(Duration::from_secs(5), tls.read_to_end(&mut got)).await.expect("still open after 5 s");
+        match read {
+            Err(e) => assert!(e.to_string().contains("UnknownCA"), "refused for another reason: {e}"),
+            Ok(_) => assert!(got.is_empty(), "the rogue was answered: {got:?}"),
+        }
     }
+    eventually("the rogue is counted", Duration::from_secs(5), || s.b.stats().protocol_errors > before).await;
     // As an acceptor: a transport that dials "beta" at the rogue's address
     // never connects, and the rogue delivers nothing to anyone.
     let (lr, ar) = listener();
@@ -225,13 +260,15 @@ async fn a_node_cannot_claim_another_nodes_identity_or_incarnation() {
 
 #[test]
 fn a_ca_rebuilt_from_its_key_signs_certificates_that_chain_to_the_first_one() {
-    let first = Authority::new(CLUSTER).unwrap();
-    let again = Authority::from_key(CLUSTER, &first.key_pem()).unwrap();
+    let first = Authority::new().unwrap();
+    let again = Authority::from_key(&first.key_pem()).unwrap();
     // `issue` checks the chain against the CA certificate given.
-    again.issue("gamma", &["db-3.example".into()], &first.cert_pem()).unwrap();
-    // Another cluster's name makes another issuer: refused, not written.
-    let other = Authority::from_key("other", &first.key_pem()).unwrap();
-    assert!(other.issue("gamma", &[], &first.cert_pem()).is_err());
+    let issued = again.issue("gamma", &["db-3.example".into()], &first.cert_pem()).unwrap();
+    let creds = NodeCredentials::from_pem(&first.cert_pem(), &issued.cert_pem, &issued.key_pem).unwrap();
+    creds.check("gamma").unwrap();
+    assert!(creds.check("alpha").is_err(), "gamma's certificate does not do for alpha");
+    // Another key is another issuer: refused, not written.
+    assert!(Authority::new().unwrap().issue("gamma", &[], &first.cert_pem()).is_err());
     // A host that would pass for a node identity is refused.
     assert!(first.issue("gamma", &[identity("alpha")], &first.cert_pem()).is_err());
 }

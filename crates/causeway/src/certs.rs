@@ -69,12 +69,12 @@ fn authority(cluster: &str, dir: &Path) -> Result<(Authority, String)> {
         (true, true) => {
             let pem = std::fs::read_to_string(&cert).with_context(|| format!("cannot read {}", cert.display()))?;
             let key_pem = std::fs::read_to_string(&key).with_context(|| format!("cannot read {}", key.display()))?;
-            let ca = Authority::from_key(cluster, &key_pem).with_context(|| format!("the CA key {}", key.display()))?;
+            let ca = Authority::from_key(&key_pem).with_context(|| format!("the CA key {}", key.display()))?;
             println!("reusing  the CA in {}", cert.display());
             Ok((ca, pem))
         }
         (false, false) => {
-            let ca = Authority::new(cluster)?;
+            let ca = Authority::new()?;
             write_private(&key, &ca.key_pem())?;
             write(&cert, &ca.cert_pem())?;
             println!("wrote    a new CA for cluster {cluster:?}: {}", cert.display());

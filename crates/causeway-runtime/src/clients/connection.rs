@@ -13,12 +13,12 @@ use causeway_protocol::{DcId, Protocol};
 use causeway_wire::{Request, RequestFrame, Response, ResponseFrame, Welcome, WireError, WIRE_VERSION};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use tokio::sync::Semaphore;
+use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
 /// Bytes of requests read ahead of the one being served (pipelining); past
@@ -30,84 +30,25 @@ const MAX_QUEUED_BYTES: usize = 32 << 20;
 /// stranger must not make us buffer megabytes.
 const MAX_HELLO_BYTES: usize = 64 << 10;
 
-/// Connections over `max_clients` being told so at once, at most: past
-/// this they are closed without a word.
-const MAX_REFUSING: usize = 64;
-
 /// A client's byte stream: plain TCP or TLS.
 pub trait ClientStream: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<S: AsyncRead + AsyncWrite + Send + Unpin> ClientStream for S {}
 
 type Wire = Framed<Box<dyn ClientStream>, FrameCodec>;
 
-/// Accepts the clients of DC `dc` until the task is aborted; over TLS
-/// when `tls` is given.
-pub async fn accept_loop<P: Protocol>(
-    host: Arc<ClientHost<P>>,
-    listener: TcpListener,
-    dc: DcId,
-    tls: Option<Arc<rustls::ServerConfig>>,
-) {
-    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
-    let open = Arc::new(Semaphore::new(host.connections.max_clients));
-    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
-    loop {
-        match listener.accept().await {
-            Ok((stream, from)) => {
-                let host = host.clone();
-                let tls = tls.clone();
-                // A slot for the connection's life; without one it is told
-                // why and closed (and past MAX_REFUSING, just closed).
-                let slot = match open.clone().try_acquire_owned() {
-                    Ok(slot) => Ok(slot),
-                    Err(_) => match refusing.clone().try_acquire_owned() {
-                        Ok(refusal) => Err(refusal),
-                        Err(_) => {
-                            host.metrics
-                                .client_connections_refused
-                                .get_or_create(&vec![("why", "max_clients".into())])
-                                .inc();
-                            continue;
-                        }
-                    },
-                };
-                tokio::spawn(async move {
-                    let _ = stream.set_nodelay(true);
-                    let frame_timeout = host.connections.frame_timeout;
-                    let stream: Box<dyn ClientStream> = match tls {
-                        None => Box::new(stream),
-                        // The TLS handshake counts as a frame.
-                        Some(tls) => match tokio::time::timeout(frame_timeout, tls.accept(stream)).await {
-                            Ok(Ok(stream)) => Box::new(stream),
-                            Ok(Err(e)) => {
-                                tracing::debug!(%from, "a client's TLS handshake failed: {e}");
-                                return;
-                            }
-                            Err(_) => {
-                                tracing::debug!(%from, "a client's TLS handshake did not finish in time");
-                                return;
-                            }
-                        },
-                    };
-                    match slot {
-                        Ok(_slot) => serve(host, stream, dc).await,
-                        Err(_refusal) => refuse(host, stream).await,
-                    }
-                });
-            }
-            // Out of file descriptors, typically: wait rather than spin.
-            Err(e) => {
-                tracing::warn!("accepting a client failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-}
-
 /// Serves one connection of a client of `dc` until either side closes it.
-pub async fn serve<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn ClientStream>, dc: DcId) {
-    let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES));
-    let id = match handshake(&mut framed, host.connections.frame_timeout).await {
+/// `deadline`: when the hello must have come; `received`: the bytes read
+/// from the socket so far (under TLS, some may sit in a record not yet
+/// whole, which the frame buffer does not show).
+pub async fn serve<P: Protocol>(
+    host: Arc<ClientHost<P>>,
+    stream: Box<dyn ClientStream>,
+    dc: DcId,
+    deadline: Instant,
+    received: Arc<AtomicU64>,
+) {
+    let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES, host.connections.frame_timeout));
+    let id = match handshake(&mut framed, deadline).await {
         Ok(id) => id,
         Err(timed_out) => {
             if timed_out {
@@ -139,7 +80,7 @@ pub async fn serve<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn Client
         host.metrics.client_connections.inc();
         let coordinator = host.next_coordinator(&coordinators);
         let mut driver = SessionDriver::new(&host, client, dc, coordinator);
-        run(&mut driver, framed, mailbox).await;
+        run(&mut driver, framed, mailbox, &received).await;
         driver.close();
         host.metrics.client_connections.dec();
     }
@@ -148,10 +89,10 @@ pub async fn serve<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn Client
 
 /// A connection over `max_clients`: its hello is answered with an error
 /// that says so, and it is closed.
-async fn refuse<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn ClientStream>) {
+pub async fn refuse<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn ClientStream>, deadline: Instant) {
     host.metrics.client_connections_refused.get_or_create(&vec![("why", "max_clients".into())]).inc();
-    let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES));
-    if let Ok(id) = handshake(&mut framed, host.connections.frame_timeout).await {
+    let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES, host.connections.frame_timeout));
+    if let Ok(id) = handshake(&mut framed, deadline).await {
         let why = format!(
             "node {} serves at most {} client connections ([connections] max_clients), and has them",
             host.node_name, host.connections.max_clients
@@ -160,11 +101,11 @@ async fn refuse<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn ClientStr
     }
 }
 
-/// Reads `Hello` (whole, within `limit` of the connection); answers
-/// anything else (or another wire version) with an error. Returns the
-/// request id to answer with `Welcome`, or whether it failed for time.
-async fn handshake(framed: &mut Wire, limit: Duration) -> Result<u64, bool> {
-    let hello = match tokio::time::timeout(limit, framed.next()).await {
+/// Reads `Hello` (whole, by `deadline`); answers anything else (or another
+/// wire version) with an error. Returns the request id to answer with
+/// `Welcome`, or whether it failed for time.
+async fn handshake(framed: &mut Wire, deadline: Instant) -> Result<u64, bool> {
+    let hello = match tokio::time::timeout_at(deadline, framed.next()).await {
         Ok(Some(Ok(frame))) => frame,
         Ok(_) => return Err(false),
         Err(_) => return Err(true),
@@ -184,7 +125,17 @@ async fn handshake(framed: &mut Wire, limit: Duration) -> Result<u64, bool> {
 /// Sends an answer at once (handshake answers, last words).
 async fn send_now(framed: &mut Wire, id: u64, response: Response) -> std::io::Result<()> {
     send(framed, id, response).await?;
-    SinkExt::<Bytes>::flush(framed).await
+    flush(framed).await
+}
+
+/// Writes what is buffered, within the frame timeout: a client that does
+/// not read its answers must not hold the connection (and what it queued).
+async fn flush(framed: &mut Wire) -> std::io::Result<()> {
+    let limit = framed.codec().timeout();
+    match tokio::time::timeout(limit, SinkExt::<Bytes>::flush(framed)).await {
+        Ok(done) => done,
+        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads no answers")),
+    }
 }
 
 /// Queues an answer in the connection's write buffer; [`run`] flushes it
@@ -200,10 +151,20 @@ async fn send(framed: &mut Wire, id: u64, response: Response) -> std::io::Result
         bytes = postcard::to_allocvec(&ResponseFrame { id, response: Response::Error(e) })
             .map_err(std::io::Error::other)?;
     }
-    framed.feed(Bytes::from(bytes)).await
+    // `feed` writes out when the buffer is full: within the limit too.
+    let limit = framed.codec().timeout();
+    match tokio::time::timeout(limit, framed.feed(Bytes::from(bytes))).await {
+        Ok(done) => done,
+        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads no answers")),
+    }
 }
 
-async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, mut mailbox: Mailbox<P>) {
+async fn run<P: Protocol>(
+    driver: &mut SessionDriver<'_, P>,
+    mut framed: Wire,
+    mut mailbox: Mailbox<P>,
+    received: &AtomicU64,
+) {
     let mut queued: VecDeque<Bytes> = VecDeque::new();
     let mut queued_bytes = 0usize;
     // The client closed its side: answer what it sent, then close ours.
@@ -220,6 +181,9 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut partial_since: Option<tokio::time::Instant> = None;
     let mut active_at = tokio::time::Instant::now();
+    // The socket's bytes read when the last frame came whole: more since
+    // is a frame begun, in the frame buffer or in a TLS record.
+    let mut received_at_frame = received.load(Relaxed);
     loop {
         // Serve queued requests while nothing waits for the cluster.
         while !driver.is_waiting() {
@@ -247,7 +211,7 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
         // at the cluster: a client that pipelined it after them reads them
         // with its answer, in one write. Otherwise they go now, before this
         // connection sleeps.
-        if !driver.is_waiting() && SinkExt::<Bytes>::flush(&mut framed).await.is_err() {
+        if !driver.is_waiting() && flush(&mut framed).await.is_err() {
             return;
         }
         if half_closed && !driver.is_waiting() {
@@ -260,6 +224,7 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
                     // Frames come one after another: whatever was partial is whole now.
                     partial_since = None;
                     active_at = tokio::time::Instant::now();
+                    received_at_frame = received.load(Relaxed);
                     queued_bytes += frame.len();
                     queued.push_back(frame.freeze());
                 }
@@ -287,7 +252,8 @@ async fn run<P: Protocol>(driver: &mut SessionDriver<'_, P>, mut framed: Wire, m
             }
             now = check.tick() => {
                 let reading = !half_closed && queued_bytes < MAX_QUEUED_BYTES;
-                partial_since = if reading && !framed.read_buffer().is_empty() { Some(partial_since.unwrap_or(now)) } else { None };
+                let begun = !framed.read_buffer().is_empty() || received.load(Relaxed) != received_at_frame;
+                partial_since = if reading && begun { Some(partial_since.unwrap_or(now)) } else { None };
                 let busy = driver.is_waiting() || !queued.is_empty() || partial_since.is_some();
                 if busy {
                     active_at = now;

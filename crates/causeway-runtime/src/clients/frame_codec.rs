@@ -14,14 +14,22 @@ const LEN: usize = 4;
 /// reads of a large frame to be few, not the frame's announced size.
 const READ_AHEAD: usize = 64 << 10;
 
+/// The framing, and its limits: the largest frame, and how long one may
+/// take to cross either way (`[connections] frame_timeout_s`).
 #[derive(Clone, Debug)]
 pub struct FrameCodec {
     max: usize,
+    timeout: std::time::Duration,
 }
 
 impl FrameCodec {
-    pub fn new(max: usize) -> Self {
-        FrameCodec { max }
+    pub fn new(max: usize, timeout: std::time::Duration) -> Self {
+        FrameCodec { max, timeout }
+    }
+
+    /// How long a frame may take to be read whole, or written.
+    pub fn timeout(&self) -> std::time::Duration {
+        self.timeout
     }
 
     pub fn max_frame_length(&self) -> usize {
@@ -80,7 +88,7 @@ mod tests {
 
     #[test]
     fn frames_round_trip_and_a_long_announcement_reserves_little() {
-        let mut codec = FrameCodec::new(16 << 20);
+        let mut codec = FrameCodec::new(16 << 20, std::time::Duration::from_secs(1));
         let mut buf = BytesMut::new();
         codec.encode(Bytes::from_static(b"hello"), &mut buf).unwrap();
         codec.encode(Bytes::from_static(b""), &mut buf).unwrap();

@@ -8,7 +8,11 @@ use crate::router::{client_id, Router};
 use causeway_protocol::{Addr, ClientId, DcId, Limits, Protocol, ReplicaId, Topology};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
+
+/// Connections over `max_clients` being told so at once, at most: past
+/// this they are closed without a word.
+const MAX_REFUSING: usize = 64;
 
 /// What every client connection of a node shares.
 pub struct ClientHost<P: Protocol> {
@@ -19,6 +23,10 @@ pub struct ClientHost<P: Protocol> {
     pub limits: Limits,
     pub max_frame_bytes: usize,
     pub connections: ConnectionLimits,
+    /// One per open client connection, node-wide (`connections.max_clients`).
+    pub slots: Arc<Semaphore>,
+    /// One per connection being told there is no slot.
+    pub refusing: Arc<Semaphore>,
     /// Authenticates session tokens ([`crate::token`]).
     pub token_key: Vec<u8>,
     pub router: Arc<Router<P::Message>>,
@@ -58,6 +66,8 @@ impl<P: Protocol> ClientHost<P> {
             limits,
             max_frame_bytes: causeway_wire::DEFAULT_MAX_FRAME_BYTES,
             connections,
+            slots: Arc::new(Semaphore::new(connections.max_clients)),
+            refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
             token_key,
             router,
             metrics,

@@ -5,7 +5,8 @@
 //!
 //! * [`host`] — what every connection of a node shares: the allocation of
 //!   client ids and coordinators.
-//! * [`connection`] — the accept loop, and one connection: the handshake,
+//! * [`listener`] — the accept loop: a slot per connection, TLS.
+//! * [`connection`] — one connection: the handshake,
 //!   framing, pipelining within a byte budget (back-pressure), answers in
 //!   order.
 //! * [`driver`] — what a request does to the session: calls, completions
@@ -22,5 +23,6 @@ pub mod connection;
 pub mod driver;
 pub mod frame_codec;
 pub mod host;
+pub mod listener;
 
 pub use host::ClientHost;

@@ -1,8 +1,8 @@
 //! A cluster's certificate authority, and the node certificates it signs
 //! (what `causeway certs` writes).
 //!
-//! The CA's certificate is rebuilt from its key and the cluster's name when
-//! more nodes are signed later: a child certificate names its issuer by
+//! The CA's certificate is rebuilt from its key when more nodes are signed
+//! later: a child certificate names its issuer by
 //! distinguished name and key, so it chains to the `ca.pem` written the
 //! first time. [`Authority::issue`] checks that it does.
 
@@ -40,11 +40,16 @@ fn err(e: impl std::fmt::Display) -> TlsError {
     TlsError::Verifier(e.to_string())
 }
 
-fn ca_params(cluster: &str) -> Result<CertificateParams, TlsError> {
+/// The CA's certificate for `key`. Its name comes from the key, not the
+/// cluster: every node's certificate carries it as its issuer, and anyone
+/// who starts a TLS handshake sees that — the cluster's name must not be.
+fn ca_params(key: &KeyPair) -> Result<CertificateParams, TlsError> {
     let mut params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
     let mut dn = DistinguishedName::new();
+    // The public key's first bytes after its format byte: stable for the key.
+    let id: String = key.public_key_raw().iter().skip(1).take(8).map(|b| format!("{b:02x}")).collect();
     dn.push(DnType::OrganizationName, "Causeway");
-    dn.push(DnType::CommonName, format!("Causeway CA of cluster {cluster}"));
+    dn.push(DnType::CommonName, format!("Causeway CA {id}"));
     params.distinguished_name = dn;
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
@@ -55,17 +60,17 @@ fn ca_params(cluster: &str) -> Result<CertificateParams, TlsError> {
 }
 
 impl Authority {
-    /// A new CA for `cluster`, with a fresh key.
-    pub fn new(cluster: &str) -> Result<Self, TlsError> {
+    /// A new CA, with a fresh key.
+    pub fn new() -> Result<Self, TlsError> {
         let key = KeyPair::generate().map_err(err)?;
-        let cert = ca_params(cluster)?.self_signed(&key).map_err(err)?;
+        let cert = ca_params(&key)?.self_signed(&key).map_err(err)?;
         Ok(Authority { cert, key })
     }
 
-    /// The CA of `cluster` whose key is `key_pem`, to sign more nodes.
-    pub fn from_key(cluster: &str, key_pem: &str) -> Result<Self, TlsError> {
+    /// The CA whose key is `key_pem`, to sign more nodes.
+    pub fn from_key(key_pem: &str) -> Result<Self, TlsError> {
         let key = KeyPair::from_pem(key_pem).map_err(|e| err(format!("the CA key: {e}")))?;
-        let cert = ca_params(cluster)?.self_signed(&key).map_err(err)?;
+        let cert = ca_params(&key)?.self_signed(&key).map_err(err)?;
         Ok(Authority { cert, key })
     }
 
@@ -83,7 +88,7 @@ impl Authority {
     pub fn issue(&self, name: &str, hosts: &[String], ca_pem: &str) -> Result<Issued, TlsError> {
         if !valid_node_name(name) {
             return Err(err(format!(
-                "node name {name:?} cannot be named in a certificate: use letters, digits and inner hyphens"
+                "node name {name:?} cannot be named in a certificate: use lower-case letters, digits and inner hyphens"
             )));
         }
         let mut sans = vec![SanType::DnsName(identity(name).try_into().map_err(err)?)];
