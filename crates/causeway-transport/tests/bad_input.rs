@@ -10,7 +10,7 @@ use std::time::Duration;
 use causeway_transport::frame::{encode_into, parse_ack, put_batch};
 use causeway_transport::handshake::{self, Hello, Refusal, Reply, TRANSPORT_VERSION};
 use causeway_transport::{Peer, Transport};
-use common::{config, listener, Inbox, Msg, CLUSTER};
+use common::{config, hundred_more, listener, Inbox, Msg, CLUSTER};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -42,12 +42,7 @@ async fn setup() -> Setup {
 impl Setup {
     /// A's link to B delivers another 100 messages, in order.
     async fn good_traffic_flows(&mut self) {
-        for _ in 0..100 {
-            self.a.send(2, Msg::new(self.sent)).unwrap();
-            self.sent += 1;
-        }
-        self.inbox.wait_for(1, self.sent as usize, Duration::from_secs(5)).await;
-        self.inbox.assert_exactly(1, self.sent);
+        hundred_more(&self.a, 1, 2, &self.inbox, &mut self.sent).await;
     }
 
     fn addr(&self) -> SocketAddr {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use causeway_transport::handshake::{self, Hello, Refusal, Reply, TRANSPORT_VERSION};
 use causeway_transport::tls::{identity, Authority, NodeCredentials, PeerTls};
 use causeway_transport::{Peer, Transport, TransportConfig};
-use common::{config, eventually, listener, Inbox, Msg, CLUSTER};
+use common::{config, eventually, hundred_more, listener, Inbox, Msg, CLUSTER};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -61,12 +61,7 @@ async fn setup() -> Setup {
 
 impl Setup {
     async fn good_traffic_flows(&mut self) {
-        for _ in 0..100 {
-            self.a.send(2, Msg::new(self.sent)).unwrap();
-            self.sent += 1;
-        }
-        self.inbox.wait_for(1, self.sent as usize, Duration::from_secs(10)).await;
-        self.inbox.assert_exactly(1, self.sent);
+        hundred_more(&self.a, 1, 2, &self.inbox, &mut self.sent).await;
     }
 
     /// The genuine link still delivers, on the connection it always had.

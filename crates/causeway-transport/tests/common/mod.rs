@@ -115,3 +115,20 @@ pub async fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> b
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// Node `from` sends another 100 messages to node `to` over `link`; they
+/// arrive in `inbox`, in order, after the `sent` before them.
+pub async fn hundred_more(
+    link: &causeway_transport::Transport<Msg>,
+    from: NodeId,
+    to: NodeId,
+    inbox: &Inbox,
+    sent: &mut u64,
+) {
+    for _ in 0..100 {
+        link.send(to, Msg::new(*sent)).unwrap();
+        *sent += 1;
+    }
+    inbox.wait_for(from, *sent as usize, Duration::from_secs(10)).await;
+    inbox.assert_exactly(from, *sent);
+}
