@@ -53,8 +53,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    quiet_on_closed_pipe();
     let cli = Cli::parse();
+    // Only for commands that hold no socket: with the default disposition,
+    // a write to a socket its peer closed kills the process — a client that
+    // hangs up would take a server (or a bench's embedded one) down with it.
+    if matches!(cli.command, Command::Sim(_) | Command::Check(_)) {
+        quiet_on_closed_pipe();
+    }
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Check(args) => check::run(args),
@@ -78,7 +83,7 @@ fn main() -> ExitCode {
 
 /// Rust ignores SIGPIPE, so printing into a closed pipe (`causeway sim |
 /// head`) would panic. Restore the default: the process ends quietly, as
-/// command-line tools do.
+/// command-line tools do. Never in a process with sockets (see `main`).
 #[cfg(unix)]
 fn quiet_on_closed_pipe() {
     extern "C" {

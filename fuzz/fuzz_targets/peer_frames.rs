@@ -1,0 +1,28 @@
+//! What a peer sends after the handshake: batch frames of protocol
+//! messages (decoded whole, as the transport does) and acks. Nothing may
+//! panic.
+#![no_main]
+
+use causeway_protocol::ec::EcMsg;
+use causeway_protocol::promptcc::PtccMsg;
+use causeway_protocol::wren::WrenMsg;
+use causeway_runtime::envelope::Envelope;
+use causeway_transport::frame::{batch_head, parse_ack};
+use libfuzzer_sys::fuzz_target;
+
+fn batch<M: causeway_protocol::Message>(body: &[u8]) {
+    let Ok((_first, mut rest)) = batch_head(body) else { return };
+    while !rest.is_empty() {
+        match postcard::take_from_bytes::<Envelope<M>>(rest) {
+            Ok((_, tail)) => rest = tail,
+            Err(_) => return,
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let _ = parse_ack(data);
+    batch::<WrenMsg>(data);
+    batch::<EcMsg>(data);
+    batch::<PtccMsg>(data);
+});
