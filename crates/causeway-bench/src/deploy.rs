@@ -6,7 +6,7 @@ use crate::spec::{BenchSpec, Deployment};
 use anyhow::{bail, Context, Result};
 use causeway_client::ClientTls;
 use causeway_protocol::{DcId, PartitionId, ProtocolKind, ReplicaId, Topology};
-use causeway_runtime::plan::TlsPlan;
+use causeway_runtime::plan::{ConnectionLimits, TlsPlan};
 use causeway_runtime::{config, start, ClusterPlan, NodeHandle};
 use causeway_workload::WanModel;
 use std::fmt::Write as _;
@@ -82,6 +82,8 @@ async fn embedded(spec: &BenchSpec) -> Result<Target> {
     }
     plan.nodes[0].data_dir = spec.data_dir.clone();
     plan.fsync = spec.fsync;
+    // The one node takes every DC's clients (and the harness's probes).
+    plan.connections.max_clients = plan.connections.max_clients.max(max_clients(spec, spec.dcs.into()));
     let topology = plan.topology.clone();
     let node = start(Arc::new(plan), "embedded").await?;
     let endpoints = node.clients.clone();
@@ -146,6 +148,12 @@ pub fn processes_config(spec: &BenchSpec, topology: &Topology, ports: &[u16]) ->
         spec.delta_r_ms, spec.delta_g_ms
     );
     let _ = writeln!(s, "[limits]\nmax_value_bytes = {}", (spec.value_size.max(64 << 10)) as u32);
+    // A node takes at most its DC's clients (and the harness's probes).
+    let _ = writeln!(
+        s,
+        "[connections]\nmax_clients = {}",
+        ConnectionLimits::default().max_clients.max(max_clients(spec, 1))
+    );
     match &spec.wan {
         None => {}
         Some(None) => s.push_str("[wan]\nemulate = true\n"),
@@ -245,6 +253,12 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
     })
 }
 
+/// Client connections a node must take for the run: the clients of `dcs`
+/// DCs, with room for the probes, the preload and the final dumps.
+fn max_clients(spec: &BenchSpec, dcs: usize) -> usize {
+    spec.clients_per_dc() as usize * dcs + 256
+}
+
 /// What the clients of a cluster with TLS for clients trust: its CA.
 fn client_tls(plan: &ClusterPlan) -> Result<Option<ClientTls>> {
     match &plan.tls {
@@ -294,6 +308,11 @@ mod tests {
         let text = processes_config(&spec, &spec.topology().unwrap(), &ports);
         let plan = config::parse(&text, std::path::Path::new("bench.toml")).expect("a valid config");
         assert_eq!(plan.nodes.len(), 6);
+        assert_eq!(plan.tls, TlsPlan::Off, "plain TCP unless --tls");
+        let many = BenchSpec { clients_per_dc: Some(3000), ..spec.clone() };
+        let text = processes_config(&many, &many.topology().unwrap(), &ports);
+        let plan = config::parse(&text, std::path::Path::new("bench.toml")).expect("a valid config");
+        assert!(plan.connections.max_clients >= 3000, "a node must take its DC's clients: {:?}", plan.connections);
         assert_eq!(plan.protocol, spec.protocol);
         assert!(plan.wan.is_none());
         assert_eq!(plan.nodes[3].name, "dc1-p1");

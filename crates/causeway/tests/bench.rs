@@ -129,6 +129,29 @@ fn bench_runs_server_processes_over_tls_and_checks_its_history() {
     assert!(check.status.success(), "{}", text(&check));
 }
 
+/// More clients than a node takes by default ([connections] max_clients =
+/// 1024): the harness raises the bound for the clusters it starts.
+#[test]
+fn bench_runs_more_clients_than_the_default_connection_bound() {
+    let out = causeway(&[
+        "bench",
+        "--dcs",
+        "1",
+        "--partitions",
+        "2",
+        "--clients-per-dc",
+        "1100",
+        "--wan",
+        "off",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.2",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("0 errors"), "{}", text(&out));
+}
+
 #[test]
 fn bench_measures_a_running_cluster_from_its_config_file() {
     let ports = free_ports(4);
