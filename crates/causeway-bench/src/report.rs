@@ -12,6 +12,10 @@ pub struct BenchReport {
     pub protocol: String,
     /// `embedded`, `processes` or `config`.
     pub deployment: String,
+    /// The clients reached the servers over TLS (the cluster, as started
+    /// or as its config file says, serves them so).
+    #[serde(default)]
+    pub tls: bool,
     pub dcs: u16,
     pub partitions: u32,
     /// Replicas per partition under partial replication (absent: every DC

@@ -177,6 +177,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     let out = BenchReport {
         protocol: protocol.to_string(),
         deployment: spec.deployment.name().into(),
+        tls: tls.is_some(),
         dcs,
         partitions,
         replication: spec.replication,

@@ -198,6 +198,12 @@ impl Metrics {
         }
     }
 
+    /// Counts a client connection refused or closed by the bound `why`
+    /// of `[connections]` (`max_clients`, `frame_timeout`, `idle_timeout`).
+    pub fn closed_by_limit(&self, why: &'static str) {
+        self.client_connections_refused.get_or_create(&vec![("why", why.into())]).inc();
+    }
+
     /// Records a read-only transaction that took `rounds` round trips.
     pub fn observe_read_only_rounds(&self, rounds: u32) {
         let i = (rounds.max(1) as usize).min(READ_ONLY_ROUNDS) - 1;

@@ -131,6 +131,14 @@ impl HostAddr {
         }
     }
 
+    /// The host, whichever the form: an address (without brackets) or a name.
+    pub fn host(&self) -> String {
+        match self {
+            HostAddr::Ip(a) => a.ip().to_string(),
+            HostAddr::Name(text) => text.rsplit_once(':').map_or(text.as_str(), |(h, _)| h).to_string(),
+        }
+    }
+
     /// The port, whichever the form.
     pub fn port(&self) -> u16 {
         match self {
@@ -192,5 +200,19 @@ impl Peer {
     pub fn with_delay(mut self, delay: DelaySpec) -> Self {
         self.delay = Some(delay);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_of_an_address_or_a_name_has_no_port_and_no_brackets() {
+        for (text, host) in
+            [("127.0.0.1:7000", "127.0.0.1"), ("[::1]:7000", "::1"), ("db-1.example:7000", "db-1.example")]
+        {
+            assert_eq!(HostAddr::parse(text).unwrap().host(), host, "{text}");
+        }
     }
 }

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use rustls::pki_types::CertificateDer;
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -153,11 +152,12 @@ async fn serve_conn<M: WireMessage>(
         Err(Rejection::Silent(e)) => return End::Bad(e.to_string()),
         Err(Rejection::Refuse(why)) => {
             // Best effort: the peer learns why, then we close either way.
-            let _ = write(&mut wr, &handshake::encode_frame(TRANSPORT_VERSION, &Reply::Refuse(why.clone()))).await;
+            let _ =
+                conn::write(&mut wr, &handshake::encode_frame(TRANSPORT_VERSION, &Reply::Refuse(why.clone()))).await;
             return End::Bad(format!("refused: {why}"));
         }
     };
-    if let Err(e) = write(
+    if let Err(e) = conn::write(
         &mut wr,
         &handshake::encode_frame(TRANSPORT_VERSION, &Reply::Accept { next, incarnation: shared.incarnation }),
     )
@@ -178,12 +178,6 @@ enum Rejection {
     /// Not our protocol at all: close without a word.
     Silent(HandshakeError),
     Refuse(Refusal),
-}
-
-/// Writes and flushes (TLS buffers until flushed).
-async fn write(wr: &mut Writer, bytes: &[u8]) -> io::Result<()> {
-    wr.write_all(bytes).await?;
-    wr.flush().await
 }
 
 /// Checks a hello (and, under TLS, that the certificate the caller showed
@@ -283,7 +277,7 @@ async fn receive<M: WireMessage>(
         }
         ack.clear();
         frame::put_ack(&mut ack, delivered);
-        write(&mut wr, &ack).await?;
+        conn::write(&mut wr, &ack).await?;
         acked = delivered;
         armed = false;
     }

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use rustls::pki_types::ServerName;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::{sleep, timeout};
@@ -180,8 +179,7 @@ async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io:
         incarnation: shared.incarnation,
         base,
     };
-    wr.write_all(&handshake::encode_frame(TRANSPORT_VERSION, &hello)).await?;
-    wr.flush().await?;
+    conn::write(&mut wr, &handshake::encode_frame(TRANSPORT_VERSION, &hello)).await?;
     // Under TLS 1.3 the acceptor judges our certificate after our side of
     // the handshake is done: its verdict arrives here, as an alert.
     let body = timeout(HANDSHAKE_TIMEOUT, acks.next())
@@ -259,10 +257,7 @@ async fn stream(
             let fill = fill(retained, from, &mut out, frame_target, *high_water);
             // Before the write: the peer may ack these before write_all returns.
             written.store(fill.to, Relaxed);
-            if let Err(e) = wr.write_all(&out).await {
-                return e;
-            }
-            if let Err(e) = wr.flush().await {
+            if let Err(e) = conn::write(&mut wr, &out).await {
                 return e;
             }
             from = fill.to;

@@ -98,9 +98,7 @@ fn hosts(node: &NodePlan) -> Vec<String> {
     let mut hosts = Vec::new();
     let addrs = node.peer.iter().chain(node.clients.iter().map(|(_, a)| a));
     for addr in addrs {
-        let text = addr.to_string();
-        let host = text.rsplit_once(':').map_or(text.as_str(), |(h, _)| h);
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = addr.host();
         if !hosts.contains(&host) {
             hosts.push(host);
         }

@@ -138,19 +138,24 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
             anyhow::bail!("no node named {node:?} in {} (nodes: {})", args.config.display(), names.join(", "));
         }
     }
-    let tls = match (&plan.tls, &args.node) {
-        (TlsPlan::Off, _) => "TLS off".to_string(),
-        (TlsPlan::Dir { dir, clients }, None) => {
-            format!("TLS with the certificates in {}{}", dir.display(), if *clients { "" } else { " (peers only)" })
-        }
-        // The node's own certificate must load, or it would not start.
-        (TlsPlan::Dir { dir, clients }, Some(node)) => {
-            let me = &plan.nodes[plan.node_index(node).expect("checked above")];
-            causeway_runtime::tls::NodeTls::load(&plan.tls, me)?;
-            format!("TLS with {node}'s certificate in {}{}", dir.display(), if *clients { "" } else { " (peers only)" })
-        }
-    };
     if args.check {
+        let tls = match &plan.tls {
+            TlsPlan::Off => "TLS off".to_string(),
+            TlsPlan::Dir { dir, clients } => {
+                let whose = match &args.node {
+                    // The node's own certificate must load, or it would not start.
+                    Some(node) => {
+                        causeway_runtime::tls::NodeTls::load(
+                            &plan.tls,
+                            &plan.nodes[plan.node_index(node).expect("checked above")],
+                        )?;
+                        format!("{node}'s certificate")
+                    }
+                    None => "the certificates".to_string(),
+                };
+                format!("TLS with {whose} in {}{}", dir.display(), if *clients { "" } else { " (peers only)" })
+            }
+        };
         println!(
             "{}: cluster {:?}, protocol {}, {}, {}: {}; {tls}",
             args.config.display(),

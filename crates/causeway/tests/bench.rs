@@ -109,6 +109,7 @@ fn bench_runs_each_replica_as_a_server_process_and_checks_its_history() {
     let history = scratch("processes.jsonl");
     let r = bench("wren", &["--processes", "--history", history.to_str().unwrap()]);
     assert_eq!(r["deployment"], "processes");
+    assert_eq!(r["tls"], false, "plain TCP unless --tls: {r}");
     assert!(f(&r, "committed") > 0.0);
     assert!(f(&r, "cpu.servers.user_s") > 0.0 && f(&r, "cpu.clients.user_s") > 0.0, "{r}");
     assert!(f(&r, "visibility.remote.mean_ms") > 30.0, "WAN emulation is on: {r}");
@@ -123,6 +124,7 @@ fn bench_runs_server_processes_over_tls_and_checks_its_history() {
     let history = scratch("processes-tls.jsonl");
     let r = bench("wren", &["--processes", "--tls", "--wan", "off", "--history", history.to_str().unwrap()]);
     assert_eq!(r["deployment"], "processes");
+    assert_eq!(r["tls"], true, "the cluster started serves its clients over TLS: {r}");
     assert!(f(&r, "committed") > 0.0);
     assert!(f(&r, "traffic.messages.replication") > 0.0, "the DCs replicated to each other over TLS: {r}");
     let check = causeway(&["check", history.to_str().unwrap()]);

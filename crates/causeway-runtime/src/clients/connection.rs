@@ -13,6 +13,7 @@ use causeway_protocol::{DcId, Protocol};
 use causeway_wire::{Request, RequestFrame, Response, ResponseFrame, Welcome, WireError, WIRE_VERSION};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,7 +53,7 @@ pub async fn serve<P: Protocol>(
         Ok(id) => id,
         Err(timed_out) => {
             if timed_out {
-                host.metrics.client_connections_refused.get_or_create(&vec![("why", "frame_timeout".into())]).inc();
+                host.metrics.closed_by_limit("frame_timeout");
             }
             return;
         }
@@ -90,7 +91,7 @@ pub async fn serve<P: Protocol>(
 /// A connection over `max_clients`: its hello is answered with an error
 /// that says so, and it is closed.
 pub async fn refuse<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn ClientStream>, deadline: Instant) {
-    host.metrics.client_connections_refused.get_or_create(&vec![("why", "max_clients".into())]).inc();
+    host.metrics.closed_by_limit("max_clients");
     let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES, host.connections.frame_timeout));
     if let Ok(id) = handshake(&mut framed, deadline).await {
         let why = format!(
@@ -128,11 +129,16 @@ async fn send_now(framed: &mut Wire, id: u64, response: Response) -> std::io::Re
     flush(framed).await
 }
 
-/// Writes what is buffered, within the frame timeout: a client that does
-/// not read its answers must not hold the connection (and what it queued).
+/// Writes what is buffered, within the frame timeout.
 async fn flush(framed: &mut Wire) -> std::io::Result<()> {
     let limit = framed.codec().timeout();
-    match tokio::time::timeout(limit, SinkExt::<Bytes>::flush(framed)).await {
+    within(limit, SinkExt::<Bytes>::flush(framed)).await
+}
+
+/// A write to the client, given up after `limit`: a client that does not
+/// read its answers must not hold the connection (and what it queued).
+async fn within(limit: Duration, write: impl Future<Output = std::io::Result<()>>) -> std::io::Result<()> {
+    match tokio::time::timeout(limit, write).await {
         Ok(done) => done,
         Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads no answers")),
     }
@@ -153,10 +159,7 @@ async fn send(framed: &mut Wire, id: u64, response: Response) -> std::io::Result
     }
     // `feed` writes out when the buffer is full: within the limit too.
     let limit = framed.codec().timeout();
-    match tokio::time::timeout(limit, framed.feed(Bytes::from(bytes))).await {
-        Ok(done) => done,
-        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client reads no answers")),
-    }
+    within(limit, framed.feed(Bytes::from(bytes))).await
 }
 
 async fn run<P: Protocol>(
@@ -181,6 +184,9 @@ async fn run<P: Protocol>(
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut partial_since: Option<tokio::time::Instant> = None;
     let mut active_at = tokio::time::Instant::now();
+    // A frame came since the last check (which then reads the clock, so
+    // that a frame costs no clock read).
+    let mut active = false;
     // The socket's bytes read when the last frame came whole: more since
     // is a frame begun, in the frame buffer or in a TLS record.
     let mut received_at_frame = received.load(Relaxed);
@@ -223,7 +229,7 @@ async fn run<P: Protocol>(
                 Some(Ok(frame)) => {
                     // Frames come one after another: whatever was partial is whole now.
                     partial_since = None;
-                    active_at = tokio::time::Instant::now();
+                    active = true;
                     received_at_frame = received.load(Relaxed);
                     queued_bytes += frame.len();
                     queued.push_back(frame.freeze());
@@ -254,7 +260,8 @@ async fn run<P: Protocol>(
                 let reading = !half_closed && queued_bytes < MAX_QUEUED_BYTES;
                 let begun = !framed.read_buffer().is_empty() || received.load(Relaxed) != received_at_frame;
                 partial_since = if reading && begun { Some(partial_since.unwrap_or(now)) } else { None };
-                let busy = driver.is_waiting() || !queued.is_empty() || partial_since.is_some();
+                let busy = active || driver.is_waiting() || !queued.is_empty() || partial_since.is_some();
+                active = false;
                 if busy {
                     active_at = now;
                 }
@@ -266,7 +273,7 @@ async fn run<P: Protocol>(
                     None
                 };
                 if let Some((what, why)) = why {
-                    driver.host().metrics.client_connections_refused.get_or_create(&vec![("why", what.into())]).inc();
+                    driver.host().metrics.closed_by_limit(what);
                     let why = format!("node {} closed the connection: {why} ([connections] {what}_s)", driver.host().node_name);
                     let _ = send_now(&mut framed, 0, Response::Error(WireError::Unavailable(why))).await;
                     return;

@@ -39,7 +39,7 @@ pub async fn accept_loop<P: Protocol>(
             Err(_) => match host.refusing.clone().try_acquire_owned() {
                 Ok(refusal) => Err(refusal),
                 Err(_) => {
-                    host.metrics.client_connections_refused.get_or_create(&vec![("why", "max_clients".into())]).inc();
+                    host.metrics.closed_by_limit("max_clients");
                     continue;
                 }
             },
@@ -61,10 +61,7 @@ pub async fn accept_loop<P: Protocol>(
                         return;
                     }
                     Err(_) => {
-                        host.metrics
-                            .client_connections_refused
-                            .get_or_create(&vec![("why", "frame_timeout".into())])
-                            .inc();
+                        host.metrics.closed_by_limit("frame_timeout");
                         tracing::debug!(%from, "a client's TLS handshake did not finish in time");
                         return;
                     }

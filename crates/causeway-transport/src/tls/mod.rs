@@ -27,7 +27,7 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use thiserror::Error;
 
 mod authority;
-pub use authority::{check_chain, Authority, Issued, CA_DAYS, NODE_CERT_DAYS};
+pub use authority::{Authority, Issued, CA_DAYS, NODE_CERT_DAYS};
 
 /// The DNS suffix of node identities in certificates. `.invalid` is
 /// reserved (RFC 2606): no host name a client dials can end with it, so a
@@ -89,6 +89,32 @@ pub fn parse_key(pem: &[u8], what: &str) -> Result<PrivateKeyDer<'static>, TlsEr
         .map_err(|e| TlsError::Pem { path: what.into(), what: format!("no private key: {e}") })
 }
 
+fn roots(ca: &[CertificateDer<'static>]) -> Result<Arc<RootCertStore>, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for c in ca {
+        roots.add(c.clone()).map_err(|e| TlsError::Verifier(e.to_string()))?;
+    }
+    Ok(Arc::new(roots))
+}
+
+fn server_verifier(ca: &[CertificateDer<'static>]) -> Result<Arc<WebPkiServerVerifier>, TlsError> {
+    WebPkiServerVerifier::builder_with_provider(roots(ca)?, provider())
+        .build()
+        .map_err(|e| TlsError::Verifier(e.to_string()))
+}
+
+/// Whether `chain` (the leaf first) chains to `ca`, is valid now, and
+/// names node `name`: what a dialer checks of a peer, done ahead of time.
+fn verify(ca: &[CertificateDer<'static>], chain: &[CertificateDer<'_>], name: &str) -> Result<(), TlsError> {
+    use rustls::client::danger::ServerCertVerifier;
+    let server_name = ServerName::try_from(identity(name)).map_err(|e| TlsError::Verifier(e.to_string()))?;
+    let (leaf, rest) = chain.split_first().ok_or_else(|| TlsError::Verifier("no certificate".into()))?;
+    server_verifier(ca)?
+        .verify_server_cert(leaf, rest, &server_name, &[], rustls::pki_types::UnixTime::now())
+        .map(|_| ())
+        .map_err(TlsError::from)
+}
+
 /// A node's TLS material: the CA it trusts and the certificate it presents.
 #[derive(Clone, Debug)]
 pub struct NodeCredentials {
@@ -121,37 +147,18 @@ impl NodeCredentials {
     /// names node `name`: a certificate copied to the wrong node, or
     /// expired, is found when the node starts, not at every link.
     pub fn check(&self, name: &str) -> Result<(), TlsError> {
-        use rustls::client::danger::ServerCertVerifier;
-        let verifier = WebPkiServerVerifier::builder_with_provider(self.roots()?, provider())
-            .build()
-            .map_err(|e| TlsError::Verifier(e.to_string()))?;
-        let server_name = ServerName::try_from(identity(name)).map_err(|e| TlsError::Verifier(e.to_string()))?;
-        let (leaf, chain) = self.chain.split_first().ok_or_else(|| TlsError::Verifier("no certificate".into()))?;
-        verifier
-            .verify_server_cert(leaf, chain, &server_name, &[], rustls::pki_types::UnixTime::now())
-            .map(|_| ())
+        verify(&self.ca, &self.chain, name)
             .map_err(|e| TlsError::Verifier(format!("the certificate does not do for node {name:?}: {e}")))
     }
 
     /// Its trust and its certificate as a client configuration: what a
     /// node dials its peers with (public for tests that play a node).
     pub fn client_config(&self) -> Result<Arc<ClientConfig>, TlsError> {
-        let server_verifier = WebPkiServerVerifier::builder_with_provider(self.roots()?, provider())
-            .build()
-            .map_err(|e| TlsError::Verifier(e.to_string()))?;
         let client = ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])?
-            .with_webpki_verifier(server_verifier)
+            .with_webpki_verifier(server_verifier(&self.ca)?)
             .with_client_auth_cert(self.chain.clone(), self.key.clone_key())?;
         Ok(Arc::new(client))
-    }
-
-    fn roots(&self) -> Result<Arc<RootCertStore>, TlsError> {
-        let mut roots = RootCertStore::empty();
-        for c in &self.ca {
-            roots.add(c.clone()).map_err(|e| TlsError::Verifier(e.to_string()))?;
-        }
-        Ok(Arc::new(roots))
     }
 
     /// What a node's client listener presents (clients show no certificate).
@@ -181,7 +188,7 @@ impl PeerTls {
     pub fn new(creds: &NodeCredentials) -> Result<Self, TlsError> {
         // No CA names in the certificate request: a caller learns nothing
         // of ours before it has shown a certificate.
-        let verifier = WebPkiClientVerifier::builder_with_provider(creds.roots()?, provider())
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots(&creds.ca)?, provider())
             .clear_root_hint_subjects()
             .build()
             .map_err(|e| TlsError::Verifier(e.to_string()))?;
