@@ -63,6 +63,29 @@ impl Default for TransportFaults {
     }
 }
 
+/// Backlogs shed, as the runtime sheds what waits for a peer past its
+/// bound (`max_backlog_mb`): a link between two replicas drops everything
+/// on its way and marks the gap, which its receiver learns of
+/// (`Replica::on_peer_lost`) before anything sent after it. Drawn from the
+/// fault seed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shedding {
+    /// Chance that a link between replicas of two DCs, holding messages a
+    /// cut held back, sheds them as the cut heals (the backlog a DC cut
+    /// piles up is what the bound is for).
+    pub at_heal: f64,
+    /// A link between two replicas that holds messages sheds them this
+    /// often on average (a slow or unreachable node inside a DC too); 0:
+    /// never.
+    pub mean_interval_us: u64,
+}
+
+impl Default for Shedding {
+    fn default() -> Self {
+        Shedding { at_heal: 0.5, mean_interval_us: 200_000 }
+    }
+}
+
 /// How long a replica's disk takes to make appended records durable, drawn
 /// uniformly per sync (zero: records are durable at the end of the step that
 /// persisted them), and how often a replica's log is replaced by a
@@ -91,6 +114,8 @@ impl Default for DiskModel {
 pub struct Faults {
     pub crashes: Vec<Crash>,
     pub transport: Option<TransportFaults>,
+    /// Backlogs shed between replicas.
+    pub shedding: Option<Shedding>,
     /// Arm the protocols' fault points.
     pub buggify: bool,
     pub disk: DiskModel,
@@ -105,6 +130,7 @@ impl Default for Faults {
         Faults {
             crashes: Vec::new(),
             transport: None,
+            shedding: None,
             buggify: false,
             disk: DiskModel::default(),
             client_timeout_us: 2_000_000,
@@ -117,7 +143,7 @@ impl Faults {
     /// coordinator crashed with its request): clients then give a
     /// transaction up after a timeout, as real clients do.
     pub fn can_lose_requests(&self) -> bool {
-        !self.crashes.is_empty()
+        !self.crashes.is_empty() || self.shedding.is_some()
     }
 
     /// Says what is wrong, if anything, for a cluster of `topology`.
@@ -148,6 +174,11 @@ impl Faults {
             }
             if t.resend_us == 0 {
                 return Err("the transport's resend interval must be positive".into());
+            }
+        }
+        if let Some(s) = self.shedding {
+            if !(0.0..=1.0).contains(&s.at_heal) {
+                return Err("the chance of shedding at a heal must be in [0, 1]".into());
             }
         }
         if self.disk.sync_us.0 > self.disk.sync_us.1 {

@@ -25,6 +25,15 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 /// Dense index of a node (replica or client) in a simulation.
 pub type NodeIx = u32;
 
+/// What a link carries: a protocol's message, or the mark where its sender
+/// dropped what it could not deliver (a shed backlog), which the receiver
+/// learns of in its place — before anything sent after it.
+#[derive(Clone, Debug)]
+pub enum Carried<M> {
+    Msg(M),
+    Lost,
+}
+
 pub struct Link<M> {
     pub from: NodeIx,
     pub to: NodeIx,
@@ -286,6 +295,26 @@ impl<M> Network<M> {
     pub fn is_held(&self, id: u32) -> bool {
         let l = &self.links[id as usize];
         l.crosses_dcs() && (self.cut_depth[l.from_dc as usize] > 0 || self.cut_depth[l.to_dc as usize] > 0)
+    }
+
+    /// Everything on its way on link `id` is dropped and returned, as a
+    /// sender that sheds its backlog to a peer drops it; the link stays
+    /// FIFO for what is sent next.
+    pub fn drain(&mut self, id: u32) -> Vec<M> {
+        let link = &mut self.links[id as usize];
+        let mut lost: Vec<M> = link.queue.drain(..).map(|(_, m)| m).collect();
+        if let Some(p) = link.packets.as_mut() {
+            lost.extend(std::mem::take(&mut p.in_flight).into_values());
+            p.early.clear();
+            p.arrivals.clear();
+            p.next_delivered = p.next_seq;
+        }
+        lost
+    }
+
+    /// The links that hold something on its way, with their ends.
+    pub fn busy_links(&self) -> impl Iterator<Item = (u32, &Link<M>)> {
+        self.links.iter().enumerate().filter(|(_, l)| !l.is_empty()).map(|(i, l)| (i as u32, l))
     }
 
     /// `node` is down. What was on its way to it dies with its connections

@@ -53,6 +53,9 @@ pub struct FaultReport {
     /// Messages on their way to a replica when it crashed, or sent to it
     /// while it was down: lost with its connections.
     pub messages_to_down: u64,
+    /// Backlogs shed between replicas, and the messages they held.
+    pub backlogs_shed: u64,
+    pub messages_shed: u64,
     /// Commits their clients gave up waiting for (no answer after a
     /// crash), recorded `unknown`.
     pub transactions_abandoned: u64,
@@ -97,6 +100,14 @@ pub struct SimReport {
     pub reads: u64,
     /// Of those, how many the replica did not answer at once.
     pub reads_waited: u64,
+    /// The furthest a delivered message's newest timestamp reached past its
+    /// receiver's clock, in microseconds (clock skew, and what a hybrid
+    /// clock ran ahead): below a cluster's `max_clock_offset_ms`, or honest
+    /// messages would be held.
+    pub max_reach_ahead_us: u64,
+    /// The widest gap between two nodes' clocks during the run, in
+    /// microseconds.
+    pub clock_spread_us: u64,
     /// How long each read that waited was held, in simulated microseconds
     /// (from its arrival at the replica until its reply left).
     pub read_wait_us: Percentiles,

@@ -6,7 +6,7 @@ use crate::client::WorkloadClient;
 use crate::clock::{NodeClock, EPOCH_US};
 use crate::config::{ConfigError, SimConfig};
 use crate::faults::{ComesBack, CrashTarget};
-use crate::network::{Network, NodeIx};
+use crate::network::{Carried, Network, NodeIx};
 use crate::report::{FaultReport, Percentiles, SimReport};
 use causeway_history::{FinalState, History, TxnRecord};
 use causeway_protocol::contract::protocol::RecordOf;
@@ -45,6 +45,8 @@ enum Event<T, S> {
     Restart(NodeIx),
     CutStart(u16),
     CutEnd(u16),
+    /// A busy link between replicas sheds its backlog ([`crate::Shedding`]).
+    Shed,
     /// The workload's duration is up: clients start no new transactions.
     DurationEnd,
     SettleCheck,
@@ -81,7 +83,7 @@ pub struct Simulation<P: Protocol> {
     now: u64,
     seq: u64,
     queue: BinaryHeap<Reverse<Scheduled<TimerOf<P>, SessionTimerOf<P>>>>,
-    network: Network<P::Message>,
+    network: Network<Carried<P::Message>>,
     protocol_config: P::Config,
     replicas: Vec<P::Replica>,
     /// Each replica's life: its incarnation, whether it is down, its records
@@ -129,6 +131,10 @@ pub struct Simulation<P: Protocol> {
     read_probes: Vec<ReadWaitProbe<u64>>,
     reads: u64,
     reads_waited: u64,
+    /// The furthest any delivered message reached past its receiver's
+    /// clock, in microseconds: what a node's guard against poisoned
+    /// clocks (the runtime's `max_clock_offset_ms`) must allow.
+    max_reach_ahead_us: u64,
     read_wait_us: Vec<u64>,
     /// Read-only transactions by the round trips they took.
     read_only_rounds: BTreeMap<u32, u64>,
@@ -207,6 +213,7 @@ impl<P: Protocol> Simulation<P> {
             read_probes: Vec::new(),
             reads: 0,
             reads_waited: 0,
+            max_reach_ahead_us: 0,
             read_wait_us: Vec::new(),
             read_only_rounds: BTreeMap::new(),
             latencies_us: Vec::new(),
@@ -327,6 +334,10 @@ impl<P: Protocol> Simulation<P> {
         if let Some(d) = self.cfg.duration_us {
             self.schedule(self.started_at + d, Event::DurationEnd);
         }
+        if let Some(s) = self.cfg.faults.shedding.filter(|s| s.mean_interval_us > 0) {
+            let first = self.fault_rng.random_range(1..=2 * s.mean_interval_us);
+            self.schedule(self.started_at + first, Event::Shed);
+        }
         while let Some(Reverse(Scheduled { at, event, .. })) = self.queue.pop() {
             debug_assert!(at >= self.now, "time went back");
             self.now = at;
@@ -362,10 +373,12 @@ impl<P: Protocol> Simulation<P> {
                 }
                 Event::CutStart(dc) => self.network.cut(dc),
                 Event::CutEnd(dc) => {
+                    self.shed_at_heal(dc);
                     for (id, at) in self.network.heal(self.now, dc) {
                         self.schedule(at, Event::Link(id));
                     }
                 }
+                Event::Shed => self.shed_some_link(),
                 Event::DurationEnd => self.begin_stopping(),
                 Event::SettleCheck => {
                     if self.on_settle_check() {
@@ -430,10 +443,12 @@ impl<P: Protocol> Simulation<P> {
         life.log.crash();
         life.gate.crash();
         self.read_probes[node as usize].clear();
-        for msg in self.network.node_down(node) {
-            self.fault_report.messages_to_down += 1;
-            if !msg.is_background() {
-                self.foreground_in_flight -= 1;
+        for carried in self.network.node_down(node) {
+            if let Carried::Msg(msg) = carried {
+                self.fault_report.messages_to_down += 1;
+                if !msg.is_background() {
+                    self.foreground_in_flight -= 1;
+                }
             }
         }
     }
@@ -659,8 +674,11 @@ impl<P: Protocol> Simulation<P> {
             let l = self.network.link(id);
             (l.from, l.to)
         };
-        while let Some(msg) = self.network.pop_ready(id, self.now) {
-            self.deliver(from, to, msg);
+        while let Some(carried) = self.network.pop_ready(id, self.now) {
+            match carried {
+                Carried::Msg(msg) => self.deliver(from, to, msg),
+                Carried::Lost => self.peer_lost(from, to),
+            }
             if self.network.is_held(id) {
                 // The step crashed nothing, but a link may be held now.
                 break;
@@ -684,6 +702,8 @@ impl<P: Protocol> Simulation<P> {
         }
         let from_addr = self.node_addr[from as usize];
         let local = self.clock_of(to);
+        let reach = causeway_protocol::contract::newest_timestamp(&msg).physical();
+        self.max_reach_ahead_us = self.max_reach_ahead_us.max(reach.saturating_sub(local));
         if (to as usize) < self.replicas.len() {
             debug_assert!(!self.lives[to as usize].down, "a message delivered to a replica that is down");
             let tag = msg.read_request();
@@ -752,9 +772,84 @@ impl<P: Protocol> Simulation<P> {
             self.foreground_in_flight += 1;
         }
         let (a, b) = (self.node_dc[from as usize], self.node_dc[to as usize]);
-        for (link, at) in self.network.send(&mut self.rng, self.now, from, to, a, b, msg) {
+        for (link, at) in self.network.send(&mut self.rng, self.now, from, to, a, b, Carried::Msg(msg)) {
             self.schedule(at, Event::Link(link));
         }
+    }
+
+    /// Link `id` (between two replicas) drops what is on its way and marks
+    /// the gap for its receiver, as a node that sheds its backlog to a peer.
+    fn shed(&mut self, id: u32) {
+        let (from, to, a, b) = {
+            let l = self.network.link(id);
+            (l.from, l.to, l.from_dc, l.to_dc)
+        };
+        let dropped = self.network.drain(id);
+        let mut messages = 0;
+        for carried in dropped {
+            if let Carried::Msg(msg) = carried {
+                messages += 1;
+                if !msg.is_background() {
+                    self.foreground_in_flight -= 1;
+                }
+            }
+        }
+        self.fault_report.backlogs_shed += 1;
+        self.fault_report.messages_shed += messages;
+        if self.network.is_down(to) {
+            return;
+        }
+        for (link, at) in self.network.send(&mut self.fault_rng, self.now, from, to, a, b, Carried::Lost) {
+            self.schedule(at, Event::Link(link));
+        }
+    }
+
+    /// As a cut of `dc` heals: each link between replicas across it that
+    /// holds messages sheds them with the configured chance.
+    fn shed_at_heal(&mut self, dc: u16) {
+        let Some(shedding) = self.cfg.faults.shedding else { return };
+        let replicas = self.replicas.len() as NodeIx;
+        let held: Vec<u32> = self
+            .network
+            .busy_links()
+            .filter(|(_, l)| l.from < replicas && l.to < replicas && l.crosses_dcs())
+            .filter(|(_, l)| l.from_dc == dc || l.to_dc == dc)
+            .map(|(id, _)| id)
+            .collect();
+        for id in held {
+            if self.fault_rng.random_bool(shedding.at_heal) {
+                self.shed(id);
+            }
+        }
+    }
+
+    /// A random busy link between replicas sheds its backlog; the next
+    /// such moment is drawn.
+    fn shed_some_link(&mut self) {
+        let Some(shedding) = self.cfg.faults.shedding else { return };
+        let replicas = self.replicas.len() as NodeIx;
+        let busy: Vec<u32> =
+            self.network.busy_links().filter(|(_, l)| l.from < replicas && l.to < replicas).map(|(id, _)| id).collect();
+        if !busy.is_empty() {
+            let id = busy[self.fault_rng.random_range(0..busy.len())];
+            self.shed(id);
+        }
+        if !self.stopping {
+            let next = self.fault_rng.random_range(1..=2 * shedding.mean_interval_us.max(1));
+            self.schedule(self.now + next, Event::Shed);
+        }
+    }
+
+    /// The link from `from` to `to` shed what it carried: the receiver
+    /// learns of it before anything sent after.
+    fn peer_lost(&mut self, from: NodeIx, to: NodeIx) {
+        if (to as usize) >= self.replicas.len() || self.lives[to as usize].down {
+            return;
+        }
+        let local = self.clock_of(to);
+        let from_addr = self.node_addr[from as usize];
+        self.replicas[to as usize].on_peer_lost(local, from_addr, &mut self.outbox);
+        self.flush_outbox(to);
     }
 
     /// A replica's message leaves: the read probe sees whether it answers a
@@ -822,10 +917,22 @@ impl<P: Protocol> Simulation<P> {
             .collect()
     }
 
+    /// The widest gap between two nodes' clocks over the run (offsets are
+    /// fixed and drift grows steadily, so it is widest at the start or the
+    /// end).
+    fn clock_spread_us(&self) -> u64 {
+        let spread = |t: u64| {
+            let readings = self.clocks.iter().map(|c| c.read(t));
+            readings.clone().max().unwrap_or(0) - readings.min().unwrap_or(0)
+        };
+        spread(EPOCH_US).max(spread(self.now))
+    }
+
     fn into_report(self, wall: std::time::Duration) -> SimReport {
         let finals = self.final_states();
         let counters = self.replicas.iter().fold(ReplicaCounters::default(), |sum, r| sum + r.counters());
         let end = self.workload_end.unwrap_or(self.now);
+        let clock_spread_us = self.clock_spread_us();
         SimReport {
             protocol: P::NAME,
             guarantee: P::GUARANTEE,
@@ -848,6 +955,8 @@ impl<P: Protocol> Simulation<P> {
             version_metadata_bytes: self.replicas.first().map_or(0, |r| r.version_metadata_bytes()),
             reads: self.reads,
             reads_waited: self.reads_waited,
+            max_reach_ahead_us: self.max_reach_ahead_us,
+            clock_spread_us,
             read_wait_us: Percentiles::of(self.read_wait_us),
             read_only_rounds: self.read_only_rounds,
             txn_latency_us: Percentiles::of(self.latencies_us),

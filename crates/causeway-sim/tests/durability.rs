@@ -97,6 +97,9 @@ impl Replica for LedgerReplica {
 
     fn on_timer(&mut self, _now: PhysicalMicros, _timer: (), _out: &mut ReplicaEffects<Self>) {}
 
+    /// Replicas of the ledger never talk to each other.
+    fn on_peer_lost(&mut self, _now: PhysicalMicros, _from: Addr, _out: &mut ReplicaEffects<Self>) {}
+
     /// The ledger's state is its history: nothing to compact.
     fn checkpoint(&self) -> Vec<(Key, Value)> {
         self.writes.clone()

@@ -12,10 +12,13 @@ use causeway_history::{check, Guarantee};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
 use causeway_protocol::eiger::Eiger;
+use causeway_protocol::paris::{Bpr, Paris};
 use causeway_protocol::promptcc::PrompTcc;
-use causeway_protocol::wren::Wren;
+use causeway_protocol::wren::{Fault as WrenFault, Wren, WrenConfig};
 use causeway_protocol::{Protocol, Topology};
-use causeway_sim::{random_crashes, DiskModel, Faults, SimConfig, SimReport, Simulation, TransportFaults};
+use causeway_sim::{
+    random_crashes, Cut, DiskModel, Faults, Shedding, SimConfig, SimReport, Simulation, TransportFaults,
+};
 use common::{par_seeds, problems, random_config, run, seeds};
 
 /// A random cluster of `seed` with `faults` on.
@@ -151,4 +154,55 @@ fn crashes_drawn_from_the_seed_are_injected_and_the_run_ends() {
         let verdict = check(&report.history);
         assert!(verdict.upholds(report.guarantee), "seed {seed}:\n{verdict}");
     }
+}
+
+/// Backlogs shed as the runtime sheds them past `max_backlog_mb`: half the
+/// links between replicas that a DC cut held back drop what they held when
+/// it heals, and a busy link between replicas sheds every 200 ms on average.
+fn shedding() -> Faults {
+    Faults { shedding: Some(Shedding::default()), ..Faults::default() }
+}
+
+#[test]
+fn backlogs_shed_between_replicas_change_no_verdict() {
+    let n = seeds(40);
+    fn shed(reports: &[SimReport]) -> u64 {
+        let shed: u64 = reports.iter().map(|r| r.faults.messages_shed).sum();
+        assert!(shed > 0, "no message was shed");
+        shed
+    }
+    shed(&keeps_its_guarantee::<Wren>(n, shedding));
+    shed(&keeps_its_guarantee::<Cure>(n, shedding));
+    shed(&keeps_its_guarantee::<HCure>(n, shedding));
+    shed(&keeps_its_guarantee::<Ec>(n, shedding));
+    shed(&keeps_its_guarantee_in::<Paris>(n, shedding, partial));
+    shed(&keeps_its_guarantee_in::<Bpr>(n, shedding, partial));
+    shed(&keeps_its_guarantee_in::<PrompTcc>(n, shedding, in_one_dc));
+    shed(&keeps_its_guarantee_in::<Eiger>(n, shedding, in_one_dc));
+}
+
+/// The same, under partial replication (PaRiS, BPR): each partition in two
+/// DCs, so cohorts and the UST's reports cross DCs too.
+fn partial(seed: u64, faults: Faults) -> SimConfig {
+    let c = with_faults(seed, faults);
+    let dcs = c.dcs.max(2);
+    SimConfig { dcs, partitions: c.partitions.max(u32::from(dcs)), replication: Some(2), ..c }
+}
+
+/// The planted fault: a replica that does not resume a stream whose
+/// messages were shed never installs what was lost, and the checker (or
+/// the settle check) sees it.
+#[test]
+fn a_replica_deaf_to_shed_backlogs_is_caught() {
+    let wren = WrenConfig { fault: WrenFault::IgnorePeerLost, ..WrenConfig::default() };
+    let caught = (0..seeds(40)).any(|seed| {
+        let config = SimConfig {
+            dcs: 3,
+            cuts: vec![Cut { dc: 1, start_us: 50_000, end_us: 250_000 }],
+            ..with_faults(seed, shedding())
+        };
+        let (report, verdict) = run::<Wren>(config, &wren);
+        !problems::<Wren>(&report, &verdict).is_empty()
+    });
+    assert!(caught, "no seed showed the replica that ignores lost messages");
 }

@@ -71,7 +71,7 @@ async fn sender(n: u64) {
 
     let done = Arc::new(Notify::new());
     let answer = Arc::new(Mutex::new(None));
-    let deliver = {
+    let deliver: causeway_transport::Deliver<Bench> = {
         let (done, answer) = (done.clone(), answer.clone());
         Arc::new(move |_, msg: Bench| {
             if let Bench::Done { in_order, nanos } = msg {
@@ -122,7 +122,7 @@ async fn receiver(sender_addr: SocketAddr, n: u64) {
     let (received, in_order) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let first = Arc::new(Mutex::new(None::<Instant>));
     let all_in = Arc::new(Notify::new());
-    let deliver = {
+    let deliver: causeway_transport::Deliver<Bench> = {
         let (received, in_order, first, all_in) = (received.clone(), in_order.clone(), first.clone(), all_in.clone());
         Arc::new(move |_, msg: Bench| {
             if let Bench::Data { seq, .. } = msg {

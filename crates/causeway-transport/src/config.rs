@@ -40,11 +40,22 @@ pub struct TransportConfig {
     /// Mutual TLS on every link; `None`: plain TCP, and anyone who can
     /// reach the port can claim to be a peer.
     pub tls: Option<PeerTls>,
+    /// The most bytes of messages held for one peer and not acknowledged
+    /// (queued, in a WAN delay line, written and unacknowledged). A send
+    /// that takes the backlog past it has the link drop the whole backlog
+    /// (shed it) and reconnect; the peer hears of the gap before anything
+    /// sent later ([`crate::Inlet::on_gap`]). So memory stays bounded while
+    /// a peer is unreachable or slow (the link's task sheds as soon as it
+    /// runs: sends made before then may take the backlog past the bound).
+    pub max_backlog_bytes: usize,
 }
+
+/// The default of [`TransportConfig::max_backlog_bytes`]: 256 MiB.
+pub const DEFAULT_MAX_BACKLOG_BYTES: usize = 256 << 20;
 
 impl TransportConfig {
     /// A configuration with the defaults: 16 MiB frames, backoff 10 ms to 1 s,
-    /// acks every 5 ms or 1024 messages.
+    /// acks every 5 ms or 1024 messages, backlogs of 256 MiB.
     pub fn new(node: NodeId, cluster: impl Into<String>, listen: SocketAddr, peers: Vec<Peer>) -> Self {
         TransportConfig {
             node,
@@ -58,6 +69,7 @@ impl TransportConfig {
             ack_interval: Duration::from_millis(5),
             ack_every: 1024,
             tls: None,
+            max_backlog_bytes: DEFAULT_MAX_BACKLOG_BYTES,
         }
     }
 
@@ -73,6 +85,12 @@ impl TransportConfig {
         }
         if self.max_frame_bytes < MIN_FRAME_BYTES || self.max_frame_bytes > u32::MAX as usize {
             return invalid(format!("max_frame_bytes {} is not in {MIN_FRAME_BYTES}..=u32::MAX", self.max_frame_bytes));
+        }
+        if self.max_backlog_bytes < self.max_frame_bytes {
+            return invalid(format!(
+                "max_backlog_bytes {} is below max_frame_bytes {}: one message could shed the backlog",
+                self.max_backlog_bytes, self.max_frame_bytes
+            ));
         }
         if self.reconnect_min.is_zero() || self.reconnect_min > self.reconnect_max {
             return invalid("reconnect_min must be > 0 and <= reconnect_max".into());

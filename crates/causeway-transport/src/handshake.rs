@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::NodeId;
 
 /// Bumped on any incompatible change of the handshake, batch or ack frames.
-pub const TRANSPORT_VERSION: u32 = 4;
+pub const TRANSPORT_VERSION: u32 = 5;
 
 pub const MAGIC: [u8; 4] = *b"CWTP";
 
@@ -36,6 +36,10 @@ pub struct Hello {
     pub incarnation: u64,
     /// The first sequence number the dialer has not seen acknowledged.
     pub base: u64,
+    /// The dialer dropped messages the acceptor had not acknowledged (it
+    /// shed its backlog): `base` may lie past what the acceptor expects,
+    /// and the acceptor tells its user of the gap.
+    pub skipped: bool,
 }
 
 /// The acceptor's answer.
@@ -139,7 +143,7 @@ mod tests {
     #[test]
     fn hello_round_trips_and_checks_head() {
         let terms = vec![("protocol".to_string(), "wren".to_string())];
-        let hello = Hello { cluster: "c".into(), terms, node: 3, incarnation: 77, base: 5 };
+        let hello = Hello { cluster: "c".into(), terms, node: 3, incarnation: 77, base: 5, skipped: false };
         let frame = encode_frame(TRANSPORT_VERSION, &hello);
         assert_eq!(u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize, frame.len() - 4);
         assert_eq!(decode::<Hello>(&frame[4..]).unwrap(), hello);

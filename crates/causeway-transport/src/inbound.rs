@@ -21,7 +21,7 @@ use crate::handshake::{
 };
 use crate::outbox::lock;
 use crate::peer::PeerShared;
-use crate::shared::{Deliver, Shared};
+use crate::shared::{Inlet, Shared};
 use crate::tls::PeerTls;
 use crate::WireMessage;
 
@@ -59,7 +59,7 @@ fn frame_error(e: io::Error) -> End {
 }
 
 /// Runs for the life of the transport; dropping it (abort) closes every inbound connection.
-pub(crate) async fn accept_loop<M: WireMessage>(listener: TcpListener, shared: Arc<Shared>, deliver: Deliver<M>) {
+pub(crate) async fn accept_loop<M: WireMessage>(listener: TcpListener, shared: Arc<Shared>, inlet: Arc<Inlet<M>>) {
     let mut conns = JoinSet::new();
     let handshaking = Arc::new(tokio::sync::Semaphore::new(MAX_HANDSHAKING));
     loop {
@@ -67,7 +67,7 @@ pub(crate) async fn accept_loop<M: WireMessage>(listener: TcpListener, shared: A
             r = listener.accept() => match r {
                 Ok((stream, from)) => match handshaking.clone().try_acquire_owned() {
                     Ok(permit) => {
-                        conns.spawn(serve(shared.clone(), deliver.clone(), stream, permit));
+                        conns.spawn(serve(shared.clone(), inlet.clone(), stream, permit));
                     }
                     Err(_) => {
                         shared.protocol_errors.fetch_add(1, Relaxed);
@@ -87,13 +87,13 @@ pub(crate) async fn accept_loop<M: WireMessage>(listener: TcpListener, shared: A
 
 async fn serve<M: WireMessage>(
     shared: Arc<Shared>,
-    deliver: Deliver<M>,
+    inlet: Arc<Inlet<M>>,
     stream: TcpStream,
     handshaking: tokio::sync::OwnedSemaphorePermit,
 ) {
     let from = stream.peer_addr().ok();
     let node = shared.cfg.node;
-    match serve_conn(&shared, &deliver, stream, handshaking).await {
+    match serve_conn(&shared, &inlet, stream, handshaking).await {
         End::Quiet(why) => debug!(node, ?from, "inbound connection closed: {why}"),
         End::Io(e) => debug!(node, ?from, "inbound connection failed: {e}"),
         End::Bad(why) => {
@@ -109,7 +109,7 @@ async fn serve<M: WireMessage>(
 
 async fn serve_conn<M: WireMessage>(
     shared: &Shared,
-    deliver: &Deliver<M>,
+    inlet: &Inlet<M>,
     stream: TcpStream,
     handshaking: tokio::sync::OwnedSemaphorePermit,
 ) -> End {
@@ -147,7 +147,7 @@ async fn serve_conn<M: WireMessage>(
         Ok(Some(Err(e))) => return frame_error(e),
         Ok(Some(Ok(body))) => body,
     };
-    let (peer, generation, next) = match accept(shared, &body, cert.as_ref()) {
+    let (peer, generation, next, gap) = match accept(shared, &body, cert.as_ref()) {
         Ok(accepted) => accepted,
         Err(Rejection::Silent(e)) => return End::Bad(e.to_string()),
         Err(Rejection::Refuse(why)) => {
@@ -167,8 +167,15 @@ async fn serve_conn<M: WireMessage>(
     }
     drop(handshaking);
     peer.counters.inbound_connections.fetch_add(1, Relaxed);
+    // Before anything this connection delivers: what the sender dropped
+    // came before all of it.
+    if gap {
+        if let Some(on_gap) = &inlet.on_gap {
+            on_gap(peer.node);
+        }
+    }
     frames.decoder_mut().set_max_frame_length(shared.cfg.max_frame_bytes);
-    match receive(shared, deliver, &peer, generation, next, frames, wr, &mut epoch).await {
+    match receive(shared, inlet, &peer, generation, next, frames, wr, &mut epoch).await {
         Ok(why) => End::Quiet(why),
         Err(end) => end,
     }
@@ -183,12 +190,13 @@ enum Rejection {
 /// Checks a hello (and, under TLS, that the certificate the caller showed
 /// names the node it claims to be) and registers the connection as the
 /// current one from its sender. Returns the peer, the connection's
-/// generation and the next sequence number expected.
+/// generation, the next sequence number expected, and whether the sender
+/// dropped messages not delivered here (a gap to tell of).
 fn accept(
     shared: &Shared,
     body: &[u8],
     cert: Option<&CertificateDer<'_>>,
-) -> Result<(Arc<PeerShared>, u64, u64), Rejection> {
+) -> Result<(Arc<PeerShared>, u64, u64, bool), Rejection> {
     let hello: Hello = handshake::decode(body).map_err(|e| match e {
         HandshakeError::Version { theirs } => Rejection::Refuse(Refusal::Version { ours: TRANSPORT_VERSION, theirs }),
         e => Rejection::Silent(e),
@@ -204,9 +212,16 @@ fn accept(
         return Err(Rejection::Refuse(Refusal::NotThatNode(hello.node)));
     }
     let mut st = lock(&peer.inbound);
+    let mut gap = false;
     match st.incarnation {
         Some(known) if hello.incarnation < known => {
             return Err(Rejection::Refuse(Refusal::Stale { node: hello.node, theirs: hello.incarnation }));
+        }
+        // It shed its backlog: what it dropped is lost, and the stream goes
+        // on past it.
+        Some(known) if hello.incarnation == known && hello.skipped && hello.base > st.next => {
+            st.next = hello.base;
+            gap = true;
         }
         Some(known) if hello.incarnation == known => {
             // It may have missed acks (base below next), never skipped past
@@ -227,14 +242,14 @@ fn accept(
     // Supersede any older connection from this sender before telling where to resume,
     // so nothing else can deliver on this link from now on.
     st.generation += 1;
-    Ok((peer.clone(), st.generation, st.next))
+    Ok((peer.clone(), st.generation, st.next, gap))
 }
 
 /// Delivers batches until the connection ends; `Ok` for a quiet end.
 #[allow(clippy::too_many_arguments)]
 async fn receive<M: WireMessage>(
     shared: &Shared,
-    deliver: &Deliver<M>,
+    inlet: &Inlet<M>,
     peer: &PeerShared,
     generation: u64,
     next: u64,
@@ -259,12 +274,35 @@ async fn receive<M: WireMessage>(
                     Some(Err(e)) => return Err(frame_error(e)),
                     Some(Ok(body)) => body,
                 };
-                let first = decode_batch(&body, &mut batch).map_err(End::Bad)?;
-                match deliver_batch(deliver, peer, generation, first, &mut batch)? {
-                    Some(n) => delivered = n,
-                    None => return Ok("superseded by a newer connection"),
-                }
+                let mut first = decode_batch(&body, &mut batch).map_err(End::Bad)?;
                 peer.counters.frames_received.fetch_add(1, Relaxed);
+                loop {
+                    match deliver_batch(inlet, peer, generation, first, &mut batch)? {
+                        Delivered::Upto(n) => {
+                            delivered = n;
+                            break;
+                        }
+                        Delivered::Superseded => return Ok("superseded by a newer connection"),
+                        // The rest of the batch waits here, and the socket
+                        // is not read meanwhile: the link holds still.
+                        Delivered::Held { next, wait } => {
+                            delivered = next;
+                            first = next;
+                            if delivered > acked {
+                                ack.clear();
+                                frame::put_ack(&mut ack, delivered);
+                                conn::write(&mut wr, &ack).await?;
+                                acked = delivered;
+                                armed = false;
+                            }
+                            tokio::select! {
+                                biased;
+                                _ = epoch.changed() => return Ok("dropped on request"),
+                                () = sleep(wait) => {}
+                            }
+                        }
+                    }
+                }
                 if delivered - acked < shared.cfg.ack_every {
                     if !armed && delivered > acked {
                         ack_timer.as_mut().reset(Instant::now() + shared.cfg.ack_interval);
@@ -301,20 +339,31 @@ fn decode_batch<M: WireMessage>(body: &[u8], batch: &mut Vec<(M, usize)>) -> Res
     Ok(first)
 }
 
-/// Delivers the messages not delivered yet, in order. `Ok(None)` if this
-/// connection has been superseded; otherwise the next sequence number expected.
+/// What became of a batch.
+enum Delivered {
+    /// All of it: the next sequence number expected.
+    Upto(u64),
+    /// The messages before `next` (the batch keeps `next` and what follows):
+    /// the one at `next` is held, to be offered again after `wait`.
+    Held { next: u64, wait: Duration },
+    /// This connection was superseded: nothing delivered.
+    Superseded,
+}
+
+/// Delivers the messages of `batch` (numbered from `first`) not delivered
+/// yet, in order, up to the first the inlet holds.
 fn deliver_batch<M: WireMessage>(
-    deliver: &Deliver<M>,
+    inlet: &Inlet<M>,
     peer: &PeerShared,
     generation: u64,
     first: u64,
     batch: &mut Vec<(M, usize)>,
-) -> Result<Option<u64>, End> {
+) -> Result<Delivered, End> {
     let len = batch.len() as u64;
     let (mut msgs, mut bytes) = (0, 0);
     let mut st = lock(&peer.inbound);
     if st.generation != generation {
-        return Ok(None);
+        return Ok(Delivered::Superseded);
     }
     // A sender that dropped what it held for our predecessor (we are a new
     // process) starts its stream to us past it.
@@ -322,19 +371,34 @@ fn deliver_batch<M: WireMessage>(
         return Err(End::Bad(format!("gap: batch starts at {first}, expected {}", st.next)));
     }
     st.fresh = false;
-    let skip = (st.next - first).min(len);
-    for (msg, size) in batch.drain(..).skip(skip as usize) {
+    let skip = (st.next - first).min(len) as usize;
+    let (mut end, mut held) = (batch.len(), None);
+    if let Some(admit) = &inlet.admit {
+        if let Some((i, wait)) =
+            batch.iter().enumerate().skip(skip).find_map(|(i, (m, _))| admit(peer.node, m).map(|w| (i, w)))
+        {
+            (end, held) = (i, Some(wait));
+        }
+    }
+    for (msg, size) in batch.drain(..end).skip(skip) {
         msgs += 1;
         bytes += size as u64;
-        deliver(peer.node, msg);
+        (inlet.deliver)(peer.node, msg);
     }
-    st.next = st.next.max(first + len);
+    let delivered_to = first + end as u64;
+    st.next = st.next.max(delivered_to);
     let next = st.next;
     drop(st);
 
     let c = &peer.counters;
-    c.duplicates_dropped.fetch_add(skip, Relaxed);
+    c.duplicates_dropped.fetch_add(skip.min(end) as u64, Relaxed);
     c.msgs_received.fetch_add(msgs, Relaxed);
     c.bytes_received.fetch_add(bytes, Relaxed);
-    Ok(Some(next))
+    Ok(match held {
+        Some(wait) => {
+            c.held.fetch_add(1, Relaxed);
+            Delivered::Held { next, wait }
+        }
+        None => Delivered::Upto(next),
+    })
 }

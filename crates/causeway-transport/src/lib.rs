@@ -14,8 +14,9 @@
 //! * **Handshake** ([`handshake`]). The dialer's first frame is `"CWTP"`, the
 //!   wire version ([`TRANSPORT_VERSION`], u32 big-endian) and a postcard
 //!   [`handshake::Hello`]: cluster name, sender node id, sender incarnation
-//!   (its start time in nanoseconds) and `base`, the first sequence number it
-//!   has not seen acknowledged. Magic and version have a fixed layout so any
+//!   (its start time in nanoseconds), `base`, the first sequence number it
+//!   has not seen acknowledged, and `skipped`, whether it dropped messages
+//!   the acceptor had not acknowledged (a shed backlog). Magic and version have a fixed layout so any
 //!   version can read them. The acceptor answers with the same head and a
 //!   [`handshake::Reply`]: `Accept { next, incarnation }`, the next sequence
 //!   number it expects from that sender and its own incarnation, or `Refuse(reason)` — another wire version, an
@@ -59,8 +60,14 @@
 //!   Crash recovery belongs to the layers above. An incarnation older than
 //!   the one already seen is refused as stale (a zombie or impostor must not
 //!   rewind the link).
-//! * **Bounded memory.** Send queues are unbounded: a peer that is down keeps
-//!   everything sent to it in memory until it comes back.
+//! * **Every message, when a backlog is shed.** What is held for one peer
+//!   is bounded ([`TransportConfig::max_backlog_bytes`]); past it the link
+//!   drops it all and reconnects, its hello saying so (`skipped`), and the
+//!   acceptor tells its user of the gap ([`Inlet::on_gap`]) before anything
+//!   sent later. FIFO holds for what is delivered.
+//! * **Delivery of what the receiver holds back.** An [`Inlet::admit`] may
+//!   hold a message (the runtime's guard against far-future timestamps):
+//!   it stays unacknowledged, and the link waits behind it.
 //!
 //! # WAN emulation
 //!
@@ -86,11 +93,11 @@ mod transport;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use config::{HostAddr, Peer, TransportConfig, DEFAULT_MAX_FRAME_BYTES};
+pub use config::{HostAddr, Peer, TransportConfig, DEFAULT_MAX_BACKLOG_BYTES, DEFAULT_MAX_FRAME_BYTES};
 pub use delay::{DelayLine, DelaySpec};
 pub use handshake::TRANSPORT_VERSION;
 pub use peer::LinkState;
-pub use shared::Deliver;
+pub use shared::{Admit, Deliver, Inlet, OnGap};
 pub use stats::{PeerStats, TransportStats};
 pub use transport::{SendError, Transport};
 

@@ -18,7 +18,7 @@ use crate::config::HostAddr;
 use crate::conn::{self, Reader, Writer};
 use crate::frame::{self, MAX_VARINT_BYTES};
 use crate::handshake::{self, Hello, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
-use crate::outbox::Retained;
+use crate::outbox::{uncount, Retained};
 use crate::peer::PeerShared;
 use crate::shared::Shared;
 
@@ -54,10 +54,17 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
     // The last refusal told to an operator, and when: a peer that refuses
     // us keeps refusing, and once a minute is enough to hear it.
     let mut refused: Option<(String, std::time::Instant)> = None;
+    // The backlog was shed since the last accepted handshake: the next one
+    // says so, for the peer to hear of the gap.
+    let mut skipped = false;
     loop {
         // Connection drops requested before this attempt do not concern it.
         epoch.borrow_and_update();
-        match connect(&shared, &peer, &retained).await {
+        if peer.shed.load(Relaxed) {
+            shed(&shared, &peer, &mut retained);
+            skipped = true;
+        }
+        match connect(&shared, &peer, &retained, skipped).await {
             Ok((acks, wr, next, incarnation)) => {
                 if let Some((since, _)) = down.take() {
                     tracing::info!(
@@ -73,6 +80,7 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                 }
                 established = true;
                 refused = None;
+                skipped = false;
                 backoff = shared.cfg.reconnect_min;
                 let restarted = peer_incarnation.is_some_and(|known| known != incarnation);
                 peer_incarnation = Some(incarnation);
@@ -89,10 +97,12 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                     let skip_to = peer.counters.enqueued.load(Relaxed).max(next);
                     peer.counters.acked.store(skip_to, Relaxed);
                     peer.counters.dropped_for_restart.fetch_add(skip_to - next, Relaxed);
-                    retained.trim(skip_to);
+                    let freed = retained.trim(skip_to);
+                    uncount(&peer.counters.backlog_bytes, freed);
                     skip_to
                 } else {
-                    retained.trim(next);
+                    let freed = retained.trim(next);
+                    uncount(&peer.counters.backlog_bytes, freed);
                     next
                 };
                 peer.set_link(true);
@@ -135,14 +145,50 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                 }
             }
         }
-        sleep(backoff).await;
+        // A backlog past its bound is shed at once, not after the backoff.
+        tokio::select! {
+            () = sleep(backoff) => {}
+            () = peer.shed_now.notified() => {}
+        }
         backoff = (backoff * 2).min(shared.cfg.reconnect_max);
     }
 }
 
+/// The backlog for `peer` passed [`crate::TransportConfig::max_backlog_bytes`]:
+/// every message handed out so far — retained, still in the outbox or in
+/// a WAN delay line — is dropped, as for a peer that restarted, and the
+/// next handshake says so. Told to the operator.
+fn shed(shared: &Shared, peer: &PeerShared, retained: &mut Retained) {
+    let c = &peer.counters;
+    let backlog = c.backlog_bytes.load(Relaxed);
+    let acked = c.acked.load(Relaxed);
+    let skip_to = c.enqueued.load(Relaxed).max(acked);
+    c.acked.store(skip_to, Relaxed);
+    let freed = retained.trim(skip_to);
+    uncount(&c.backlog_bytes, freed);
+    c.backlogs_shed.fetch_add(1, Relaxed);
+    c.msgs_shed.fetch_add(skip_to - acked, Relaxed);
+    peer.shed.store(false, Relaxed);
+    warn!(
+        node = shared.cfg.node,
+        peer = peer.node,
+        "the backlog for peer {} passed {} MiB ({} messages, {:.1} MiB): dropped; the link reconnects, and the \
+         peer is told that messages were lost",
+        peer.addr,
+        shared.cfg.max_backlog_bytes >> 20,
+        skip_to - acked,
+        backlog as f64 / (1 << 20) as f64
+    );
+}
+
 /// Dials and shakes hands; returns the sequence number to send from and
 /// the peer's incarnation.
-async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io::Result<(Acks, Writer, u64, u64)> {
+async fn connect(
+    shared: &Shared,
+    peer: &PeerShared,
+    retained: &Retained,
+    skipped: bool,
+) -> io::Result<(Acks, Writer, u64, u64)> {
     // A name is resolved anew at every attempt.
     let dial = async {
         match &peer.addr {
@@ -178,6 +224,7 @@ async fn connect(shared: &Shared, peer: &PeerShared, retained: &Retained) -> io:
         node: shared.cfg.node,
         incarnation: shared.incarnation,
         base,
+        skipped,
     };
     conn::write(&mut wr, &handshake::encode_frame(TRANSPORT_VERSION, &hello)).await?;
     // Under TLS 1.3 the acceptor judges our certificate after our side of
@@ -234,6 +281,9 @@ async fn stream(
                 return Err(io::Error::new(io::ErrorKind::InvalidData, format!("ack {n} outside {acked}..")));
             }
             counters.acked.store(n, Relaxed);
+            // The writer trims what is acknowledged (and the backlog's
+            // bytes with it) when it wakes: an idle one wakes for this.
+            peer.outbox.ready.notify_one();
         }
         Ok(())
     };
@@ -243,7 +293,8 @@ async fn stream(
         let mut out = Vec::with_capacity(WRITE_TARGET + frame_target + 2 * MAX_VARINT_BYTES);
         let mut from = next;
         loop {
-            retained.trim(counters.acked.load(Relaxed));
+            let freed = retained.trim(counters.acked.load(Relaxed));
+            uncount(&counters.backlog_bytes, freed);
             if let Some(chunk) = peer.outbox.take() {
                 retained.push(chunk);
             }
@@ -277,6 +328,7 @@ async fn stream(
         },
         e = write => format!("writing: {e}"),
         _ = epoch.changed() => "dropped on request".into(),
+        () = peer.shed_now.notified() => "shedding its backlog".into(),
     }
 }
 

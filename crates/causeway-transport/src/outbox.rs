@@ -6,6 +6,7 @@
 //! writer everything queued since its last write in one piece to coalesce.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
@@ -48,13 +49,17 @@ pub(crate) enum PushError {
 }
 
 impl Outbox {
-    /// Appends one message, encoded by `encode` onto the buffer. Refuses it,
-    /// leaving the buffer as it was, if encoding fails or yields more than `max` bytes.
+    /// Appends one message, encoded by `encode` onto the buffer, and
+    /// returns its length, added to `counted` (if given) before any taker
+    /// can see the message — so that a count taken off when it is
+    /// acknowledged never runs ahead. Refuses it, leaving the buffer as it
+    /// was, if encoding fails or yields more than `max` bytes.
     pub fn push_with(
         &self,
         max: usize,
+        counted: Option<&AtomicU64>,
         encode: impl FnOnce(&mut Vec<u8>) -> Result<(), postcard::Error>,
-    ) -> Result<(), PushError> {
+    ) -> Result<usize, PushError> {
         let mut p = lock(&self.pending);
         let start = p.bytes.len();
         encode(&mut p.bytes).map_err(PushError::Encode)?;
@@ -66,11 +71,14 @@ impl Outbox {
         let was_empty = p.ends.is_empty();
         let end = p.bytes.len();
         p.ends.push(end);
+        if let Some(c) = counted {
+            c.fetch_add(len as u64, Ordering::Relaxed);
+        }
         drop(p);
         if was_empty {
             self.ready.notify_one();
         }
-        Ok(())
+        Ok(len)
     }
 
     /// Everything queued since the last take, if anything.
@@ -103,11 +111,14 @@ impl Retained {
         self.chunks.push_back(chunk);
     }
 
-    /// Forgets whole chunks below `acked`; a partly acknowledged chunk stays.
-    pub fn trim(&mut self, acked: u64) {
+    /// Forgets whole chunks below `acked`; a partly acknowledged chunk
+    /// stays. Returns the bytes freed.
+    pub fn trim(&mut self, acked: u64) -> usize {
+        let mut freed = 0;
         while self.chunks.front().is_some_and(|c| c.end() <= acked) {
-            self.chunks.pop_front();
+            freed += self.chunks.pop_front().map_or(0, |c| c.bytes.len());
         }
+        freed
     }
 
     /// The chunks holding `from..`, the first one possibly partly before `from`.
@@ -115,6 +126,11 @@ impl Retained {
         let skip = self.chunks.partition_point(|c| c.end() <= from);
         self.chunks.range(skip..)
     }
+}
+
+/// Takes `n` off a count, never below zero.
+pub(crate) fn uncount(c: &AtomicU64, n: usize) {
+    let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(n as u64)));
 }
 
 /// A panic in a user callback must not wedge the transport: the data under
@@ -128,7 +144,7 @@ mod tests {
     use super::*;
 
     fn push(o: &Outbox, v: u64) {
-        assert!(o.push_with(100, |b| crate::frame::encode_into(b, &v)).is_ok());
+        assert!(o.push_with(100, None, |b| crate::frame::encode_into(b, &v)).is_ok());
     }
 
     #[test]
@@ -140,7 +156,10 @@ mod tests {
         let a = o.take().unwrap();
         assert_eq!((a.first, a.end(), a.offset(1)), (0, 2, 1));
         push(&o, 5);
-        assert!(matches!(o.push_with(2, |b| crate::frame::encode_into(b, &u64::MAX)), Err(PushError::TooLarge(10))));
+        assert!(matches!(
+            o.push_with(2, None, |b| crate::frame::encode_into(b, &u64::MAX)),
+            Err(PushError::TooLarge(10))
+        ));
         let b = o.take().unwrap();
         assert_eq!((b.first, b.end(), b.bytes.as_slice()), (2, 3, &[5u8][..]));
 

@@ -19,6 +19,9 @@ pub(crate) struct PeerShared {
     pub inbound: Mutex<InboundState>,
     /// Whether the outbound link is up, and since when.
     pub link: Mutex<LinkState>,
+    /// `send` found the backlog past its bound: the outbound task drops it.
+    pub shed: std::sync::atomic::AtomicBool,
+    pub shed_now: tokio::sync::Notify,
 }
 
 impl PeerShared {
@@ -31,6 +34,8 @@ impl PeerShared {
             counters: PeerCounters::default(),
             inbound: Mutex::new(InboundState::default()),
             link: Mutex::new(LinkState { connected: false, since: Instant::now(), ever_connected: false }),
+            shed: std::sync::atomic::AtomicBool::new(false),
+            shed_now: tokio::sync::Notify::new(),
         }
     }
 

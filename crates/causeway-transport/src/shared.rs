@@ -6,11 +6,40 @@ use crate::peer::PeerShared;
 use crate::{NodeId, TransportConfig};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// Called for every message received, with its sender, in per-link FIFO
 /// order, from the connection's task: it must not block.
 pub type Deliver<M> = Arc<dyn Fn(NodeId, M) + Send + Sync>;
+
+/// Asked of every message before it is delivered: `None` delivers it;
+/// `Some(wait)` holds it — and, the link being FIFO, everything behind it
+/// from that sender — unacknowledged, and asks again after `wait`. (The
+/// runtime holds a message whose timestamps run further ahead of the
+/// node's clock than the cluster allows.) It must not block.
+pub type Admit<M> = Arc<dyn Fn(NodeId, &M) -> Option<Duration> + Send + Sync>;
+
+/// Told that a peer dropped messages it had sent us and we had not
+/// received (it shed its backlog, [`crate::TransportConfig::max_backlog_bytes`]),
+/// before anything it sent after them is delivered. It must not block.
+pub type OnGap = Arc<dyn Fn(NodeId) + Send + Sync>;
+
+/// Where received messages go.
+pub struct Inlet<M> {
+    pub deliver: Deliver<M>,
+    /// `None`: every message is delivered as it comes.
+    pub admit: Option<Admit<M>>,
+    /// `None`: gaps go untold (a user that cannot lose a message must
+    /// give one).
+    pub on_gap: Option<OnGap>,
+}
+
+impl<M> From<Deliver<M>> for Inlet<M> {
+    fn from(deliver: Deliver<M>) -> Self {
+        Inlet { deliver, admit: None, on_gap: None }
+    }
+}
 
 /// What the tasks share.
 pub(crate) struct Shared {

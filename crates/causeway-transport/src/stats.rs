@@ -27,6 +27,9 @@ pub struct PeerStats {
     pub frames_received: u64,
     /// Received messages dropped because they had been delivered already.
     pub duplicates_dropped: u64,
+    /// Times a message from it was held back by the receiver's admission
+    /// check (its link waiting behind it), counting each time it was asked.
+    pub held: u64,
     /// Outbound connections established after the first one.
     pub reconnects: u64,
     /// Failed outbound attempts: connect errors, refused or broken handshakes.
@@ -35,6 +38,11 @@ pub struct PeerStats {
     pub inbound_connections: u64,
     /// Messages sent to it and not yet acknowledged (queued, delayed or in flight).
     pub unacked: u64,
+    /// Bytes of those messages held for it ([`crate::TransportConfig::max_backlog_bytes`]).
+    pub backlog_bytes: u64,
+    /// Times its backlog passed the bound and was dropped, and the messages dropped.
+    pub backlogs_shed: u64,
+    pub msgs_shed: u64,
 }
 
 /// A snapshot of a transport's counters.
@@ -84,6 +92,10 @@ pub(crate) struct PeerCounters {
     pub bytes_received: AtomicU64,
     pub frames_received: AtomicU64,
     pub duplicates_dropped: AtomicU64,
+    pub held: AtomicU64,
+    pub backlog_bytes: AtomicU64,
+    pub backlogs_shed: AtomicU64,
+    pub msgs_shed: AtomicU64,
     pub reconnects: AtomicU64,
     pub connect_failures: AtomicU64,
     pub inbound_connections: AtomicU64,
@@ -106,10 +118,14 @@ impl PeerCounters {
             bytes_received: load(&self.bytes_received),
             frames_received: load(&self.frames_received),
             duplicates_dropped: load(&self.duplicates_dropped),
+            held: load(&self.held),
             reconnects: load(&self.reconnects),
             connect_failures: load(&self.connect_failures),
             inbound_connections: load(&self.inbound_connections),
             unacked: load(&self.enqueued).saturating_sub(acked),
+            backlog_bytes: load(&self.backlog_bytes),
+            backlogs_shed: load(&self.backlogs_shed),
+            msgs_shed: load(&self.msgs_shed),
         }
     }
 }

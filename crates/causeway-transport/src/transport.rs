@@ -16,7 +16,7 @@ use crate::delay::DelayLine;
 use crate::frame::{self, MAX_VARINT_BYTES};
 use crate::outbox::{lock, PushError};
 use crate::peer::{LinkState, PeerShared};
-use crate::shared::{Deliver, Shared};
+use crate::shared::{Deliver, Inlet, Shared};
 use crate::stats::TransportStats;
 use crate::{inbound, outbound, NodeId, TransportConfig, WireMessage};
 
@@ -71,24 +71,31 @@ impl Drop for Inner {
 impl<M: WireMessage> Transport<M> {
     /// Binds `cfg.listen`, starts accept and dial tasks on the current tokio runtime.
     pub async fn start(cfg: TransportConfig, deliver: Deliver<M>) -> io::Result<Self> {
+        Self::start_inlet(cfg, deliver.into()).await
+    }
+
+    /// Like [`Transport::start`], with messages admitted before delivery
+    /// ([`Inlet::admit`]).
+    pub async fn start_inlet(cfg: TransportConfig, inlet: Inlet<M>) -> io::Result<Self> {
         cfg.validate()?;
         let listener = TcpListener::bind(cfg.listen).await?;
-        Self::run(cfg, listener, deliver)
+        Self::run(cfg, listener, inlet)
     }
 
     /// Like [`Transport::start`] on a listener bound already (`cfg.listen` is
     /// ignored): lets a cluster learn every node's address before any starts.
+    /// Takes a [`Deliver`] or an [`Inlet`].
     pub async fn start_with_listener(
         cfg: TransportConfig,
         listener: std::net::TcpListener,
-        deliver: Deliver<M>,
+        inlet: impl Into<Inlet<M>>,
     ) -> io::Result<Self> {
         cfg.validate()?;
         listener.set_nonblocking(true)?;
-        Self::run(cfg, TcpListener::from_std(listener)?, deliver)
+        Self::run(cfg, TcpListener::from_std(listener)?, inlet.into())
     }
 
-    fn run(cfg: TransportConfig, listener: TcpListener, deliver: Deliver<M>) -> io::Result<Self> {
+    fn run(cfg: TransportConfig, listener: TcpListener, inlet: Inlet<M>) -> io::Result<Self> {
         let local_addr = listener.local_addr()?;
         let mut peer_cfgs = cfg.peers.clone();
         peer_cfgs.sort_by_key(|p| p.node);
@@ -103,7 +110,8 @@ impl<M: WireMessage> Transport<M> {
                 p.delay.map(|spec| {
                     DelayLine::new(spec, move |bytes: Vec<u8>| {
                         // Size was checked by `send`.
-                        let _ = peer.outbox.push_with(usize::MAX, |b| {
+                        // Counted when it entered the delay line.
+                        let _ = peer.outbox.push_with(usize::MAX, None, |b| {
                             b.extend_from_slice(&bytes);
                             Ok(())
                         });
@@ -119,7 +127,7 @@ impl<M: WireMessage> Transport<M> {
             epoch: watch::Sender::new(0),
             protocol_errors: AtomicU64::new(0),
         });
-        let mut tasks = vec![tokio::spawn(inbound::accept_loop(listener, shared.clone(), deliver))];
+        let mut tasks = vec![tokio::spawn(inbound::accept_loop(listener, shared.clone(), Arc::new(inlet)))];
         tasks.extend(shared.peers.iter().map(|p| tokio::spawn(outbound::run(shared.clone(), p.clone()))));
         let inner = Inner {
             shared,
@@ -133,7 +141,9 @@ impl<M: WireMessage> Transport<M> {
         Ok(Transport { inner: Arc::new(inner), _msg: PhantomData })
     }
 
-    /// Queues `msg` for `to`. Never blocks; the queue is unbounded.
+    /// Queues `msg` for `to`. Never blocks. The queue is bounded by
+    /// [`TransportConfig::max_backlog_bytes`]: past it, the link drops its
+    /// backlog, and the peer hears of the gap ([`crate::Inlet::on_gap`]).
     pub fn send(&self, to: NodeId, msg: M) -> Result<(), SendError> {
         let inner = &*self.inner;
         if inner.closed.load(Relaxed) {
@@ -142,21 +152,30 @@ impl<M: WireMessage> Transport<M> {
         let i = inner.shared.index(to).ok_or(SendError::UnknownPeer(to))?;
         let peer = &inner.shared.peers[i];
         let max = inner.max_msg;
+        // The backlog's bytes count the message before anything can take
+        // it (and take its bytes off once acknowledged).
+        let backlog = &peer.counters.backlog_bytes;
         match &inner.delays[i] {
-            None => peer.outbox.push_with(max, |b| frame::encode_into(b, &msg)).map_err(|e| match e {
-                PushError::Encode(e) => SendError::Encode(e.to_string()),
-                PushError::TooLarge(bytes) => SendError::TooLarge { bytes, max },
-            })?,
+            None => {
+                peer.outbox.push_with(max, Some(backlog), |b| frame::encode_into(b, &msg)).map_err(|e| match e {
+                    PushError::Encode(e) => SendError::Encode(e.to_string()),
+                    PushError::TooLarge(bytes) => SendError::TooLarge { bytes, max },
+                })?;
+            }
             Some(line) => {
                 let mut bytes = Vec::new();
                 frame::encode_into(&mut bytes, &msg).map_err(|e| SendError::Encode(e.to_string()))?;
                 if bytes.len() > max {
                     return Err(SendError::TooLarge { bytes: bytes.len(), max });
                 }
+                backlog.fetch_add(bytes.len() as u64, Relaxed);
                 line.push(bytes);
             }
         }
         peer.counters.enqueued.fetch_add(1, Relaxed);
+        if backlog.load(Relaxed) > inner.shared.cfg.max_backlog_bytes as u64 && !peer.shed.swap(true, Relaxed) {
+            peer.shed_now.notify_one();
+        }
         Ok(())
     }
 }

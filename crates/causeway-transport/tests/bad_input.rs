@@ -59,7 +59,10 @@ impl Setup {
 }
 
 fn hello(version: u32, cluster: &str, node: u32, incarnation: u64, base: u64) -> Vec<u8> {
-    handshake::encode_frame(version, &Hello { cluster: cluster.into(), terms: Vec::new(), node, incarnation, base })
+    handshake::encode_frame(
+        version,
+        &Hello { cluster: cluster.into(), terms: Vec::new(), node, incarnation, base, skipped: false },
+    )
 }
 
 /// Reads one frame body; `None` if the connection ends first.
@@ -145,7 +148,7 @@ async fn a_peer_that_disagrees_on_the_terms_is_refused_with_both_sides_named() {
     let terms = vec![("protocol".to_string(), "cure".to_string())];
     let body = handshake::encode_frame(
         TRANSPORT_VERSION,
-        &Hello { cluster: CLUSTER.into(), terms, node: RAW, incarnation: 1, base: 0 },
+        &Hello { cluster: CLUSTER.into(), terms, node: RAW, incarnation: 1, base: 0, skipped: false },
     );
     let (reply, raw) = shake(s.addr(), &body).await;
     let expected = Refusal::Terms { what: "protocol".into(), ours: None, theirs: Some("cure".into()) };

@@ -34,6 +34,10 @@ async fn two_hundred_thousand_messages_arrive_once_in_order() {
     assert!(sa.wire_bytes_sent > sa.bytes_sent);
     assert!(sa.connected && sa.reconnects == 0);
     assert_eq!(a.stats().protocol_errors + b.stats().protocol_errors, 0);
+    // The backlog's count of bytes neither ran below zero nor shed a
+    // healthy link (acks racing the sends that count them).
+    assert_eq!(sa.backlogs_shed, 0, "{sa:?}");
+    eventually("the backlog emptied", Duration::from_secs(5), || a.stats().peer(2).unwrap().backlog_bytes == 0).await;
 
     a.shutdown().await;
     b.shutdown().await;
@@ -136,4 +140,111 @@ async fn a_peer_named_by_host_name_is_dialed_by_its_name() {
     ib.assert_exactly(1, 100);
     let unknown = causeway_transport::HostAddr::Name("no-such-host.invalid:7000".into());
     assert!(unknown.resolve().is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_message_holds_its_link_until_admitted_and_nothing_is_lost() {
+    use causeway_transport::Inlet;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    const N: u64 = 1_000;
+    const HELD: u64 = 500;
+    let ((la, aa), (lb, ab)) = (listener(), listener());
+    let (ia, ib) = (Inbox::default(), Inbox::default());
+    let open = Arc::new(AtomicBool::new(false));
+    let gate = open.clone();
+    let inlet = Inlet {
+        deliver: ib.deliver(),
+        admit: Some(Arc::new(move |_, m: &Msg| {
+            (m.seq == HELD && !gate.load(Ordering::SeqCst)).then_some(Duration::from_millis(20))
+        })),
+        on_gap: None,
+    };
+    let a = Transport::start_with_listener(config(1, vec![Peer::new(2, ab)]), la, ia.deliver()).await.unwrap();
+    let b = Transport::start_with_listener(config(2, vec![Peer::new(1, aa)]), lb, inlet).await.unwrap();
+    for seq in 0..N {
+        a.send(2, Msg::new(seq)).unwrap();
+    }
+    ib.wait_for(1, HELD as usize, Duration::from_secs(10)).await;
+    eventually("held more than once", Duration::from_secs(5), || b.stats().peer(1).unwrap().held >= 3).await;
+    assert_eq!(ib.count(1), HELD as usize, "nothing behind the held message is delivered");
+    // What came before it is acknowledged; it and what follows are not.
+    eventually("acked up to it", Duration::from_secs(5), || a.stats().peer(2).unwrap().unacked == N - HELD).await;
+    // A broken connection changes nothing: the link resumes at the held message.
+    a.drop_connections();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(ib.count(1), HELD as usize);
+
+    open.store(true, Ordering::SeqCst);
+    ib.wait_for(1, N as usize, Duration::from_secs(10)).await;
+    ib.assert_exactly(1, N);
+    assert_eq!(a.stats().protocol_errors + b.stats().protocol_errors, 0);
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// A peer that takes nothing (its link held): the sender's backlog grows
+/// to its bound, is shed, and the link goes on past the gap — which the
+/// receiver hears of before anything sent after it; nothing is delivered
+/// twice and memory stays bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_past_its_bound_is_shed_and_the_receiver_told_of_the_gap() {
+    use causeway_transport::Inlet;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    const MAX: usize = 256 << 10;
+    let ((la, aa), (lb, ab)) = (listener(), listener());
+    // What b saw, in order: a message's number, or a gap (u64::MAX).
+    let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let stuck = Arc::new(AtomicBool::new(true));
+    let (on_msg, on_gap, gate) = (seen.clone(), seen.clone(), stuck.clone());
+    let inlet = Inlet {
+        deliver: Arc::new(move |_, m: Msg| on_msg.lock().unwrap().push(m.seq)),
+        // Message 100 and all behind it wait while `stuck`.
+        admit: Some(Arc::new(move |_, m: &Msg| {
+            (m.seq == 100 && gate.load(Ordering::SeqCst)).then_some(Duration::from_millis(10))
+        })),
+        on_gap: Some(Arc::new(move |_| on_gap.lock().unwrap().push(u64::MAX))),
+    };
+    let mut ca = config(1, vec![Peer::new(2, ab)]);
+    ca.max_frame_bytes = 64 << 10;
+    ca.max_backlog_bytes = MAX;
+    let a = Transport::start_with_listener(ca, la, Inbox::default().deliver()).await.unwrap();
+    let b = Transport::start_with_listener(config(2, vec![Peer::new(1, aa)]), lb, inlet).await.unwrap();
+    let msg = |seq| Msg { seq, sent: 0, pad: vec![7; 1000] };
+    for seq in 0..100 {
+        a.send(2, msg(seq)).unwrap();
+    }
+    eventually("the first hundred", Duration::from_secs(10), || seen.lock().unwrap().len() == 100).await;
+    // Some 2 MB more, held behind message 100: shed on the way, several times.
+    let mut peak = 0;
+    for seq in 100..2_100 {
+        a.send(2, msg(seq)).unwrap();
+        peak = peak.max(a.stats().peer(2).unwrap().backlog_bytes);
+        if seq % 200 == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    eventually("a shed", Duration::from_secs(10), || a.stats().peer(2).unwrap().backlogs_shed > 0).await;
+    // The link's task sheds as soon as it runs: the sends of that moment (a
+    // burst of 200 here, without a yield) may take the backlog past the bound.
+    assert!(peak < (MAX + 200 * 1024) as u64, "the backlog reached {peak} bytes");
+    stuck.store(false, Ordering::SeqCst);
+    // Then the link is well again.
+    for seq in 2_100..2_200 {
+        a.send(2, msg(seq)).unwrap();
+    }
+    eventually("the last message", Duration::from_secs(10), || seen.lock().unwrap().last() == Some(&2_199)).await;
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(&seen[..100], &(0..100).collect::<Vec<_>>()[..], "what came before the gap, in order");
+    let gap = seen.iter().position(|&s| s == u64::MAX).expect("the receiver was told of the gap");
+    assert_eq!(gap, 100, "told before anything sent after it");
+    let after: Vec<u64> = seen[gap + 1..].iter().copied().filter(|&s| s != u64::MAX).collect();
+    assert!(after.windows(2).all(|w| w[0] < w[1]), "in order, once each: {after:?}");
+    assert!(after.first().is_some_and(|&s| s > 100), "the held message went with the backlog");
+    let s = a.stats().peer(2).unwrap().clone();
+    assert_eq!(100 + after.len() as u64 + s.msgs_shed, 2_200, "every message was delivered or shed: {s:?}");
+    eventually("the backlog emptied", Duration::from_secs(5), || a.stats().peer(2).unwrap().backlog_bytes == 0).await;
+    a.shutdown().await;
+    b.shutdown().await;
 }

@@ -84,7 +84,7 @@ async fn read_to_end(mut s: impl AsyncRead + Unpin) -> Vec<u8> {
 fn hello(node: u32, incarnation: u64) -> Vec<u8> {
     handshake::encode_frame(
         TRANSPORT_VERSION,
-        &Hello { cluster: CLUSTER.into(), terms: Vec::new(), node, incarnation, base: 0 },
+        &Hello { cluster: CLUSTER.into(), terms: Vec::new(), node, incarnation, base: 0, skipped: false },
     )
 }
 

@@ -22,6 +22,8 @@
 //! * [`durability`] — how drivers carry the durability effect out: the
 //!   in-memory log and the send gate.
 //! * [`limits`] — the sizes a cluster accepts, and their one check.
+//! * [`reach`] — [`newest_timestamp`]: how far ahead of a clock a message
+//!   reaches, which a node checks before a peer's message moves its clock.
 //! * [`probe`] — [`ReadWaitProbe`]: how drivers tell a read that waited;
 //!   [`round_trip_summary`] of read-only transactions' round trips.
 
@@ -33,6 +35,7 @@ pub mod limits;
 pub mod message;
 pub mod probe;
 pub mod protocol;
+pub mod reach;
 pub mod replica;
 pub mod session;
 
@@ -44,5 +47,6 @@ pub use limits::Limits;
 pub use message::{classes_are_indexed, Message, MsgClass, ReadTag};
 pub use probe::{round_trip_summary, ReadWaitProbe};
 pub use protocol::{Protocol, SessionSetup, Tuning};
+pub use reach::newest_timestamp;
 pub use replica::{Replica, ReplicaCounters};
 pub use session::{AbortReason, Session, SessionError, SessionEvent};

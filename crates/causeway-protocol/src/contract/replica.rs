@@ -62,6 +62,17 @@ pub trait Replica {
 
     fn on_timer(&mut self, now: PhysicalMicros, timer: Self::Timer, out: &mut ReplicaEffects<Self>);
 
+    /// Messages `from` sent to this replica may have been lost: the
+    /// driver's link from it dropped what it could not deliver (the
+    /// runtime's bound on what waits for an unreachable node), while both
+    /// lived on. Called before any message `from` sent afterwards, which
+    /// arrive as ever: the link is FIFO again from here. The protocol asks
+    /// again for what it cannot do without — a replication stream resumes
+    /// from what this replica holds — and leaves the rest to the timeouts
+    /// that cover a crashed peer (a commit given up, a prepared
+    /// transaction resolved, the next round of gossip).
+    fn on_peer_lost(&mut self, now: PhysicalMicros, from: Addr, out: &mut ReplicaEffects<Self>);
+
     /// A checkpoint: records whose replay by [`Protocol::recover`] rebuilds
     /// what replaying every record this replica persisted so far would —
     /// less what is no longer needed (versions the collector dropped,

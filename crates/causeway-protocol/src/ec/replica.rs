@@ -307,6 +307,14 @@ impl Replica for EcReplica {
         self.reserve(out);
     }
 
+    /// A peer in another DC resumes its stream; a partition of this DC
+    /// that lost an `Apply` gets it again, and a lost `Applied` is asked
+    /// for again, by the commit's retries.
+    fn on_peer_lost(&mut self, _now: PhysicalMicros, from: Addr, out: &mut Out) {
+        self.streams.on_peer_lost(from, out);
+        self.reserve(out);
+    }
+
     fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: EcMsg, out: &mut Out) {
         let own_dc = matches!(from, Addr::Replica(r) if r.dc == self.id.dc);
         match msg {

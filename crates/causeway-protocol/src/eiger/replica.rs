@@ -363,6 +363,11 @@ impl Replica for EigerReplica {
         self.reserved.after_step(&self.hlc, 0, out);
     }
 
+    /// Nothing to ask again, as for PrompTCC: one DC, no stream; a lost
+    /// prepare or decision is resolved through the coordinator, and a
+    /// client whose read got no answer times out.
+    fn on_peer_lost(&mut self, _now: PhysicalMicros, _from: Addr, _out: &mut Out) {}
+
     fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: EigerMsg, out: &mut Out) {
         let horizon = horizon(now);
         self.hlc.observe(now, Timestamp::ZERO);

@@ -401,6 +401,12 @@ impl Replica for PtccReplica {
         self.reserved.after_step(&self.hlc, 0, out);
     }
 
+    /// Nothing to ask again: inside one DC there is no stream, a lost
+    /// prepare or decision is resolved through the coordinator after
+    /// `resolve_after_us`, a lost `S_i` report is replaced by the next
+    /// round's, and a client whose read or commit got no answer times out.
+    fn on_peer_lost(&mut self, _now: PhysicalMicros, _from: Addr, _out: &mut Out) {}
+
     fn on_message(&mut self, now: PhysicalMicros, from: Addr, msg: PtccMsg, out: &mut Out) {
         self.hlc.observe(now, Timestamp::ZERO);
         let peer = match from {

@@ -15,6 +15,6 @@ pub mod reservations;
 pub mod seed;
 pub mod stream;
 
-pub use reservations::{Reservations, Reserved, Reserving};
+pub use reservations::{Reservations, Reserved, Reserving, CLOCK_WINDOW_US};
 pub use seed::{Seed, SeedFacts, SeedGroup, SeedMsg, Seeding};
 pub use stream::{Control, Incoming, PeerStreams, StreamMsg};

@@ -33,8 +33,9 @@ use std::ops::Bound;
 pub enum Control<K> {
     /// "I hold your stream up to `have`: send me what follows" — sent by a
     /// replica that (re)started, which ignores the peer's stream until the
-    /// answer's `ResumeFrom`. `restarted`: the sender lost what was on its
-    /// links too, so the peer asks it the same in return.
+    /// answer's `ResumeFrom`. `restarted`: what was on the links between
+    /// the two may be lost — the sender restarted, or the peer's link to it
+    /// shed its backlog — so the peer asks it the same in return.
     Resume { have: K, restarted: bool },
     /// The stream starts again: the groups above `from` follow, in order,
     /// then the live stream.
@@ -282,6 +283,21 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
             out.send_after_durable(from, M::group(at, txs.clone()));
         }
         self.forget_acknowledged();
+        true
+    }
+
+    /// What `from` sent may have been lost on the way (its link dropped a
+    /// backlog, and both sides live on): its groups, and its
+    /// acknowledgements of ours. Its stream is ignored until it resumes it
+    /// from what is held here, as after a restart, and it is asked to
+    /// resume ours in return — its answer says how far it holds ours, the
+    /// acknowledgement that was lost (sent once, an `Ack` is not sent
+    /// again for the same position). False if `from` is not a peer.
+    pub fn on_peer_lost<M: StreamMsg<K, W>, T, R>(&mut self, from: Addr, out: &mut Effects<M, T, R>) -> bool {
+        let Some(dc) = self.source_of(from) else { return false };
+        let i = usize::from(dc.0);
+        self.awaiting[i] = true;
+        out.send_after_durable(from, M::control(Control::Resume { have: self.received[i], restarted: true }));
         true
     }
 

@@ -164,6 +164,14 @@ pub trait FamilyReplica: Send + 'static {
     /// LST, Cure's local entry of the GSV).
     fn dc_stable(&self) -> Timestamp;
 
+    /// A planted fault, for the checker's tests: what a peer lost on the way
+    /// is not asked for again ([`Replica::on_peer_lost`] does nothing).
+    ///
+    /// [`Replica::on_peer_lost`]: crate::contract::Replica::on_peer_lost
+    fn deaf_to_lost_messages(&self) -> bool {
+        false
+    }
+
     /// A stable snapshot from a [`FamilyRecord::Stable`] record, taken again
     /// after a crash.
     fn restore_stable(&mut self, at: Timestamp) {

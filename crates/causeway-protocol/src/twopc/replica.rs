@@ -497,6 +497,17 @@ impl<R: FamilyReplica> Replica for R {
         reserve(self, out);
     }
 
+    /// A peer in another DC resumes its stream from what is held here;
+    /// what else was lost (a prepare, a decision, a stabilization report)
+    /// times out or comes again as after a crash. A replica still
+    /// re-seeding asks again by its own timer.
+    fn on_peer_lost(&mut self, _now: PhysicalMicros, from: Addr, out: &mut ReplicaEffects<Self>) {
+        if self.core().seeding.is_none() && !self.deaf_to_lost_messages() {
+            self.core_mut().replication.streams.on_peer_lost(from, out);
+        }
+        reserve(self, out);
+    }
+
     fn checkpoint(&self) -> Vec<Self::Record> {
         checkpoint(self)
     }

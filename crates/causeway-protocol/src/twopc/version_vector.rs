@@ -37,8 +37,12 @@ impl VersionVector {
     }
 
     /// The smallest remote entry; a single DC has no remote items.
+    /// With no remote DC, the local entry: nothing from elsewhere is
+    /// missing below it. (Not `Timestamp::MAX`: the value travels in
+    /// stabilization messages, where a timestamp that far ahead of every
+    /// clock would be held back as a poisoned one.)
     pub fn remote_min(&self) -> Timestamp {
-        self.remote.iter().map(|&dc| self.get(dc)).min().unwrap_or(Timestamp::MAX)
+        self.remote.iter().map(|&dc| self.get(dc)).min().unwrap_or_else(|| self.local())
     }
 
     /// A time up to which this replica has every write of every DC: no

@@ -81,6 +81,9 @@ pub enum Fault {
     /// Deletes replicated from other DCs are dropped: the key keeps its
     /// value there.
     DropRemoteDeletes,
+    /// A replication stream whose messages were lost on the way (a shed
+    /// backlog) is not resumed: the groups lost are never installed.
+    IgnorePeerLost,
 }
 
 /// The Wren protocol.

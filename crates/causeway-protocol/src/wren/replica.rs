@@ -270,4 +270,8 @@ impl FamilyReplica for WrenReplica {
     fn metadata_bytes(&self) -> u64 {
         16
     }
+
+    fn deaf_to_lost_messages(&self) -> bool {
+        self.fault == Fault::IgnorePeerLost
+    }
 }

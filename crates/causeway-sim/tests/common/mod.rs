@@ -115,6 +115,18 @@ pub fn problems<P: Protocol>(report: &SimReport, verdict: &Report) -> Vec<String
     if report.counters.inputs_refused > 0 {
         problems.push(format!("{} inputs refused in an honest run", report.counters.inputs_refused));
     }
+    // No honest message runs further ahead of its receiver's clock than the
+    // clocks are apart — or, after restarts, than the clock reservations a
+    // replica resumes at, a window each — so a node's guard against
+    // poisoned clocks (`max_clock_offset_ms`) holds none back when it
+    // exceeds the spread (and, for a while after a restart, the window).
+    let window = report.faults.restarts * causeway_protocol::recovery::CLOCK_WINDOW_US;
+    if report.max_reach_ahead_us > report.clock_spread_us + window + 1_000 {
+        problems.push(format!(
+            "a message reached {} µs ahead of its receiver's clock; the clocks were at most {} µs apart",
+            report.max_reach_ahead_us, report.clock_spread_us
+        ));
+    }
     if report.committed < 10 {
         problems.push(format!("only {} transactions committed", report.committed));
     }
