@@ -4,7 +4,7 @@
 
 use crate::spec::{BenchSpec, Deployment};
 use anyhow::{bail, Context, Result};
-use causeway_client::ClientTls;
+use causeway_client::{ClientOptions, ClientTls, Credentials};
 use causeway_protocol::{DcId, PartitionId, ProtocolKind, ReplicaId, Topology};
 use causeway_runtime::plan::{ConnectionLimits, TlsPlan};
 use causeway_runtime::{config, start, ClusterPlan, NodeHandle};
@@ -26,8 +26,9 @@ pub struct Target {
     pub nodes: Vec<SocketAddr>,
     /// Whose CPU time the run measures as the servers'.
     pub servers: Servers,
-    /// TLS to the servers' client ports; `None`: plain TCP.
-    pub tls: Option<ClientTls>,
+    /// How clients connect to the servers: TLS to their client ports
+    /// (`None`: plain TCP), credentials.
+    pub connect: ClientOptions,
     /// Keeps the cluster alive; dropping it stops what was started.
     _running: Running,
 }
@@ -68,7 +69,7 @@ pub async fn bring_up(spec: &BenchSpec) -> Result<Target> {
     match &spec.deployment {
         Deployment::Embedded => embedded(spec).await,
         Deployment::Processes { exe } => processes(spec, exe).await,
-        Deployment::Config(path) => running(path),
+        Deployment::Config(path) => running(path, spec.credentials.clone()),
     }
 }
 
@@ -94,7 +95,7 @@ async fn embedded(spec: &BenchSpec) -> Result<Target> {
         endpoints,
         nodes,
         servers: Servers::ThisProcess,
-        tls: None,
+        connect: ClientOptions::default(),
         _running: Running::Embedded(node),
     })
 }
@@ -142,6 +143,9 @@ pub fn processes_config(spec: &BenchSpec, topology: &Topology, ports: &[u16]) ->
     } else {
         let _ = writeln!(s, "tls = \"off\"");
     }
+    // The run's own clients, probes and dumps: anonymous, as admin (its
+    // probes read the nodes' counters).
+    let _ = writeln!(s, "[auth]\nanonymous = \"admin\"");
     let _ = writeln!(
         s,
         "[tuning]\napply_interval_ms = {}\nstabilization_interval_ms = {}",
@@ -204,7 +208,7 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
             .with_context(|| format!("cannot start {}", exe.display()))?;
         anyhow::ensure!(out.status.success(), "causeway certs failed: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let tls = client_tls(&plan)?;
+    let connect = ClientOptions { tls: client_tls(&plan)?, ..ClientOptions::default() };
     let mut guard = ChildGuard(Vec::new(), dir.clone());
     for node in &plan.nodes {
         let log = std::fs::File::create(dir.join(format!("{}.log", node.name)))?;
@@ -248,7 +252,7 @@ async fn processes(spec: &BenchSpec, exe: &std::path::Path) -> Result<Target> {
         nodes: endpoints.iter().map(|e| e.1).collect(),
         endpoints,
         servers: Servers::Processes(pids),
-        tls,
+        connect,
         _running: Running::Processes(guard),
     })
 }
@@ -283,7 +287,7 @@ fn client_endpoints(plan: &ClusterPlan) -> Result<Vec<(DcId, SocketAddr)>> {
         .collect()
 }
 
-fn running(path: &std::path::Path) -> Result<Target> {
+fn running(path: &std::path::Path, credentials: Option<Credentials>) -> Result<Target> {
     let plan = config::load(path)?;
     let endpoints = client_endpoints(&plan)?;
     Ok(Target {
@@ -292,7 +296,7 @@ fn running(path: &std::path::Path) -> Result<Target> {
         nodes: endpoints.iter().map(|e| e.1).collect(),
         endpoints,
         servers: Servers::Elsewhere,
-        tls: client_tls(&plan)?,
+        connect: ClientOptions { tls: client_tls(&plan)?, credentials, ..ClientOptions::default() },
         _running: Running::Nothing,
     })
 }

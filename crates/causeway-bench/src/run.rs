@@ -83,26 +83,18 @@ pub async fn run(spec: &BenchSpec, progress: impl FnMut(Progress) + Send) -> Res
 }
 
 async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress) + Send) -> Result<Outcome> {
-    let Target { protocol, topology, endpoints, nodes, servers, tls, .. } = &target;
+    let Target { protocol, topology, endpoints, nodes, servers, connect, .. } = &target;
     let dcs = topology.dc_count();
     let partitions = topology.partition_count();
     if spec.preload {
         let (_, endpoint) = endpoints.first().context("the cluster has no client endpoint")?;
         let keys = spec.workload.keys_per_partition;
-        causeway_load::preload::preload(
-            *endpoint,
-            topology,
-            &spec.key_prefix(),
-            keys,
-            spec.value_size,
-            8,
-            tls.as_ref(),
-        )
-        .await
-        .context("preloading the keys failed")?;
+        causeway_load::preload::preload(*endpoint, topology, &spec.key_prefix(), keys, spec.value_size, 8, connect)
+            .await
+            .context("preloading the keys failed")?;
     }
-    let mut probes = Probe::connect_all(nodes, tls.as_ref()).await.context("cannot connect to the cluster")?;
-    let tracker_probes = Probe::connect_all(nodes, tls.as_ref()).await.context("cannot connect to the cluster")?;
+    let mut probes = Probe::connect_all(nodes, connect).await.context("cannot connect to the cluster")?;
+    let tracker_probes = Probe::connect_all(nodes, connect).await.context("cannot connect to the cluster")?;
     let (commit_tx, commit_rx) = tokio::sync::mpsc::unbounded_channel();
     let (phase_tx, mut phase_rx) = tokio::sync::mpsc::unbounded_channel();
     let tracker = tokio::spawn(visibility::track(
@@ -130,7 +122,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
         record: spec.record,
         value_size: Some(spec.value_size),
         phases: Some(phase_tx),
-        tls: tls.clone(),
+        connect: connect.clone(),
     };
     let load = causeway_load::run(config, topology.clone(), Some(commit_tx), progress);
     // The counters at the end of the warm-up and at the end of the measured
@@ -177,7 +169,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     let out = BenchReport {
         protocol: protocol.to_string(),
         deployment: spec.deployment.name().into(),
-        tls: tls.is_some(),
+        tls: connect.tls.is_some(),
         dcs,
         partitions,
         replication: spec.replication,
@@ -244,8 +236,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     let history = if spec.record {
         let endpoints: Vec<_> = endpoints.iter().map(|(dc, a)| (dc.0, *a)).collect();
         // The run's own keys: a running cluster may hold others.
-        let finals =
-            settle::final_states(&endpoints, &spec.key_prefix(), Duration::from_secs(10), tls.as_ref()).await?;
+        let finals = settle::final_states(&endpoints, &spec.key_prefix(), Duration::from_secs(10), connect).await?;
         Some(History { txns: report.records, finals })
     } else {
         None

@@ -84,6 +84,9 @@ pub struct BenchSpec {
     /// Server processes link by mutual TLS and serve the clients over TLS
     /// (with certificates made for the run).
     pub tls: bool,
+    /// Log in as this user of a running cluster (`--config`); clusters the
+    /// run starts admit its clients anonymously.
+    pub credentials: Option<causeway_client::Credentials>,
 }
 
 impl Default for BenchSpec {
@@ -118,6 +121,7 @@ impl Default for BenchSpec {
             data_dir: None,
             fsync: causeway_runtime::disk::Fsync::default(),
             tls: false,
+            credentials: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::tls::host_of;
 use crate::wire::{
-    Dump, NodeStats, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, WireError,
+    Credentials, Dump, NodeStats, Request, RequestFrame, Response, ResponseFrame, Role, Stamp, Welcome, WireError,
     DEFAULT_MAX_FRAME_BYTES, WIRE_VERSION,
 };
 use crate::{ClientTls, Error, SessionToken};
@@ -34,6 +34,10 @@ pub struct ClientOptions {
     /// Speak TLS to the server (a cluster whose config has `[tls]` serves
     /// its clients over TLS). Default: none, plain TCP.
     pub tls: Option<ClientTls>,
+    /// Log in as this user of the cluster (its users file). Default: none,
+    /// anonymously, which only a cluster that says so admits. Over plain
+    /// TCP the password crosses in the clear: give `tls` too.
+    pub credentials: Option<Credentials>,
 }
 
 impl Default for ClientOptions {
@@ -43,6 +47,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
             tls: None,
+            credentials: None,
         }
     }
 }
@@ -165,6 +170,7 @@ impl Client {
                 dc: 0,
                 node: String::new(),
                 limits: Default::default(),
+                role: Role::Read,
             },
             options,
             next_id: 0,
@@ -175,7 +181,11 @@ impl Client {
             txn_keys: HashSet::new(),
             refused: None,
         };
-        let hello = Request::Hello { version: WIRE_VERSION, client: client.options.name.clone() };
+        let hello = Request::Hello {
+            version: WIRE_VERSION,
+            client: client.options.name.clone(),
+            credentials: client.options.credentials.clone(),
+        };
         let not_causeway = |detail: String| Error::NotCauseway { addr: name.clone(), detail };
         // A silent peer stays a timeout: it may be a Causeway server too busy
         // to answer. One that closes or answers gibberish is not one.
@@ -204,7 +214,8 @@ impl Client {
     }
 
     /// What the server said when the connection opened: its node name, its
-    /// DC, the protocol the cluster runs, and its size [limits](crate::wire::Limits).
+    /// DC, the protocol the cluster runs, its size [limits](crate::wire::Limits),
+    /// and this connection's [role](crate::wire::Role).
     pub fn server(&self) -> &Welcome {
         &self.welcome
     }

@@ -1,6 +1,6 @@
 //! What can go wrong in a client call.
 
-use crate::wire::{AbortReason, SessionError, WireError};
+use crate::wire::{AbortReason, Role, SessionError, WireError};
 use std::fmt;
 use std::io;
 use std::time::Duration;
@@ -149,6 +149,23 @@ pub enum Error {
         /// This client's [`WIRE_VERSION`](crate::wire::WIRE_VERSION).
         client: u32,
     },
+    /// The server refused the login: unknown user or wrong password (said
+    /// alike), no credentials where the cluster admits no anonymous client,
+    /// or too many failed logins from this address lately. The connection
+    /// is closed.
+    Unauthenticated(String),
+    /// The connection's role may not make this request (a write under
+    /// `read`, an operator hook under `write`). Nothing of it took effect;
+    /// a refused write leaves its transaction unable to commit. The
+    /// connection stays usable.
+    Forbidden {
+        /// The request refused (`Write`, `Dump`, …).
+        request: String,
+        /// The least role that may make it.
+        need: Role,
+        /// This connection's role.
+        have: Role,
+    },
     /// The store aborted the transaction (a conflict under a serializable
     /// protocol); it is over, and another attempt may commit.
     Aborted(AbortReason),
@@ -192,6 +209,10 @@ impl fmt::Display for Error {
             Error::VersionMismatch { server, client } => {
                 write!(f, "wire version mismatch: server speaks {server}, client {client}")
             }
+            Error::Unauthenticated(why) => write!(f, "login refused: {why}"),
+            Error::Forbidden { request, need, have } => {
+                write!(f, "{request} needs the role {need}; this connection has {have}")
+            }
             Error::Aborted(reason) => write!(f, "{reason}"),
             Error::Server(e) => write!(f, "server error: {e}"),
             Error::Protocol(s) => write!(f, "protocol error: {s}"),
@@ -212,6 +233,7 @@ impl Error {
                 | Error::Timeout { .. }
                 | Error::Disconnected
                 | Error::VersionMismatch { .. }
+                | Error::Unauthenticated(_)
                 | Error::Protocol(_)
                 | Error::OutcomeUnknown { connection_lost: true, .. }
                 | Error::Server(WireError::Malformed(_) | WireError::HelloExpected)
@@ -248,6 +270,8 @@ impl From<WireError> for Error {
                 Error::PartitionUnavailable { dc, partition, node }
             }
             WireError::AnswerTooLarge { size, limit } => Error::AnswerTooLarge { size, limit },
+            WireError::Unauthenticated(why) => Error::Unauthenticated(why),
+            WireError::Forbidden { request, need, have } => Error::Forbidden { request, need, have },
             e @ (WireError::HelloExpected | WireError::Malformed(_)) => Error::Server(e),
         }
     }

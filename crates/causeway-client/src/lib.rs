@@ -77,6 +77,30 @@
 //! or a lost connection the client is unusable ([`Error::is_fatal`]):
 //! connect again.
 //!
+//! # Logging in
+//!
+//! A cluster admits clients without credentials only when its config says
+//! so (`[auth] anonymous = "…"`); otherwise log in as one of its users, over
+//! TLS so that the password is not sent in the clear:
+//!
+//! ```no_run
+//! use causeway_client::{Client, ClientOptions, ClientTls, Credentials};
+//!
+//! # async fn login() -> Result<(), Box<dyn std::error::Error>> {
+//! let options = ClientOptions {
+//!     tls: Some(ClientTls::from_ca_file("certs/ca.pem")?),
+//!     credentials: Some(Credentials { user: "alice".into(), password: std::env::var("CAUSEWAY_PASSWORD")? }),
+//!     ..ClientOptions::default()
+//! };
+//! let client = Client::connect_with("db-1.example:7100", options).await?;
+//! println!("logged in as {}", client.server().role);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A refused login is [`Error::Unauthenticated`]; a request beyond the
+//! connection's [`Role`] is [`Error::Forbidden`].
+//!
 //! Two errors come from failures of the cluster rather than of the call:
 //! [`Error::PartitionUnavailable`] — the request needs a partition whose
 //! replica in this DC is down; it was refused at once, nothing of it took
@@ -99,7 +123,7 @@ pub mod testing;
 pub use bytes::Bytes;
 /// The wire protocol itself, for servers and other clients.
 pub use causeway_wire as wire;
-pub use causeway_wire::{Dump, Limits, Stamp, Welcome};
+pub use causeway_wire::{Credentials, Dump, Limits, Role, Stamp, Welcome};
 pub use client::{Client, ClientOptions};
 pub use error::Error;
 pub use tls::ClientTls;

@@ -236,6 +236,7 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
             dc: config.dc,
             node: "mock".into(),
             limits,
+            role: causeway_wire::Role::Admin,
         }));
     }
     if !session.hello {

@@ -367,6 +367,7 @@ async fn answers_that_make_no_sense_are_protocol_errors() {
                         dc: 0,
                         node: "raw".into(),
                         limits: Limits::default(),
+                        role: causeway_client::Role::Admin,
                     }),
                 }
             } else {

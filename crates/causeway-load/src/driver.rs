@@ -13,7 +13,7 @@
 
 use crate::visibility::{self, Commit};
 use bytes::Bytes;
-use causeway_client::{Client, ClientOptions, ClientTls, Error};
+use causeway_client::{Client, ClientOptions, Error};
 use causeway_history::{CommitTs, Op, StampElem, Status, TxnRecord};
 use causeway_protocol::{DcId, Topology};
 use causeway_workload::{Generator, TxnPlan, WorkloadKind};
@@ -52,8 +52,9 @@ pub struct LoadConfig {
     /// Told when the warm-up ends and when the measured time ends (before
     /// the clients finish their last transactions).
     pub phases: Option<mpsc::UnboundedSender<Phase>>,
-    /// TLS to the servers (a cluster with `[tls]`); `None`: plain TCP.
-    pub tls: Option<ClientTls>,
+    /// How the clients connect: TLS (a cluster with `[tls]`), credentials,
+    /// timeouts. Each client gets its own name.
+    pub connect: ClientOptions,
 }
 
 /// Moments of a run, for a caller that measures the cluster alongside.
@@ -131,11 +132,7 @@ pub async fn run(
         }
         for i in 0..config.clients_per_dc {
             let addr = endpoints[i as usize % endpoints.len()];
-            let options = ClientOptions {
-                name: format!("load-{run}dc{}-{i}", dc.0),
-                tls: config.tls.clone(),
-                ..ClientOptions::default()
-            };
+            let options = ClientOptions { name: format!("load-{run}dc{}-{i}", dc.0), ..config.connect.clone() };
             let client = Client::connect_with(addr, options.clone()).await?;
             clients.push((dc, i, addr, options, client));
         }

@@ -3,7 +3,7 @@
 //! instead of answering "no such key" from an empty chain.
 
 use bytes::Bytes;
-use causeway_client::{Client, ClientOptions, ClientTls, Error};
+use causeway_client::{Client, ClientOptions, Error};
 use causeway_protocol::Topology;
 use causeway_workload::KeySpace;
 use std::net::SocketAddr;
@@ -20,9 +20,9 @@ pub async fn preload(
     keys_per_partition: u32,
     value_size: usize,
     clients: usize,
-    tls: Option<&ClientTls>,
+    connect: &ClientOptions,
 ) -> Result<u64, Error> {
-    let options = ClientOptions { name: "preload".into(), tls: tls.cloned(), ..ClientOptions::default() };
+    let options = ClientOptions { name: "preload".into(), ..connect.clone() };
     let space = KeySpace::with_prefix(topology, keys_per_partition, prefix);
     let all: Vec<Bytes> = (0..space.partitions()).flat_map(|p| space.partition(p).iter().cloned()).collect();
     let value = Bytes::from(vec![b'v'; value_size]);

@@ -5,7 +5,7 @@
 //! reached reads as nothing, so a run goes on while it is down.
 
 use causeway_client::wire::NodeStats;
-use causeway_client::{Client, ClientOptions, ClientTls, Error};
+use causeway_client::{Client, ClientOptions, Error};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -24,17 +24,17 @@ pub struct Probe {
 impl Probe {
     /// Connects to the node at `addr`; connecting first keeps errors out of
     /// the run.
-    pub async fn connect(addr: SocketAddr, tls: Option<&ClientTls>) -> Result<Probe, Error> {
-        let options = ClientOptions { name: "probe".into(), tls: tls.cloned(), ..ClientOptions::default() };
+    pub async fn connect(addr: SocketAddr, connect: &ClientOptions) -> Result<Probe, Error> {
+        let options = ClientOptions { name: "probe".into(), ..connect.clone() };
         let client = Client::connect_with(addr, options.clone()).await?;
         Ok(Probe { addr, options, client: Some(client), retry_at: None })
     }
 
     /// One probe per node (one client address per node).
-    pub async fn connect_all(nodes: &[SocketAddr], tls: Option<&ClientTls>) -> Result<Vec<Probe>, Error> {
+    pub async fn connect_all(nodes: &[SocketAddr], connect: &ClientOptions) -> Result<Vec<Probe>, Error> {
         let mut probes = Vec::with_capacity(nodes.len());
         for &addr in nodes {
-            probes.push(Probe::connect(addr, tls).await?);
+            probes.push(Probe::connect(addr, connect).await?);
         }
         Ok(probes)
     }

@@ -1,7 +1,7 @@
 //! Waiting for a quiet cluster to converge, and reading what it holds: the
 //! `final` lines of a history.
 
-use causeway_client::{Client, ClientOptions, ClientTls, Error};
+use causeway_client::{Client, ClientOptions, Error};
 use causeway_history::FinalState;
 use causeway_protocol::topology::fnv1a64;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,9 +25,9 @@ pub async fn final_states(
     endpoints: &[(u16, SocketAddr)],
     prefix: &str,
     limit: Duration,
-    tls: Option<&ClientTls>,
+    connect: &ClientOptions,
 ) -> Result<Vec<FinalState>, Error> {
-    let options = ClientOptions { tls: tls.cloned(), ..ClientOptions::default() };
+    let options = connect.clone();
     // An endpoint that cannot be reached (its node is down) is left out:
     // its DC's line is partial, or missing if no node of the DC answers.
     let mut clients = Vec::new();

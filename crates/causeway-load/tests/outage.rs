@@ -36,7 +36,7 @@ async fn a_server_killed_and_restarted_mid_run_leaves_the_driver_running_and_the
         record: true,
         value_size: None,
         phases: None,
-        tls: None,
+        connect: Default::default(),
     };
     let topology = Arc::new(Topology::full(1, 1).unwrap());
     let run = tokio::spawn(causeway_load::run(load, topology, None, |_| {}));

@@ -12,6 +12,10 @@
 //! fsync = "always"          # when a commit counts as durable: "always" (on
 //!                           # disk before it is acknowledged), "batch" (synced
 //!                           # every 5 ms), "never" (benchmarks only)
+//! max_clock_offset_ms = 500 # a peer's message with a timestamp further
+//!                           # ahead of this node's clock is held back (not
+//!                           # taken, its link waiting) until the clock is
+//!                           # within this of it: no poisoned clock moves ours
 //! checkpoint_min_mb = 64    # a replica's log is replaced by a checkpoint
 //!                           # once this much, or its last checkpoint's size,
 //!                           # was appended since the last one
@@ -32,6 +36,19 @@
 //! max_keys_per_read = 128
 //! max_writes_per_txn = 128
 //! max_cached_writes = 100000   # a session's own writes not yet stable (Wren, PaRiS)
+//!
+//! [auth]                    # required: who may connect as a client
+//! users = "users.toml"      # users, roles and password hashes (relative to
+//!                           # this file), as `causeway user add` writes them
+//! anonymous = "write"       # the role of a client without credentials
+//!                           # (read, write, admin); left out: refused
+//! max_failed_logins = 5     # failed logins from one source per window,
+//! failed_login_window_s = 60  # past which its logins are refused unchecked
+//!
+//! [peers]                   # optional; the default is shown
+//! max_backlog_mb = 256      # messages held for one unreachable or slow peer
+//!                           # node; past it they are dropped, the peer is
+//!                           # told, and its replicas resume what they lost
 //!
 //! [connections]             # optional; these are the defaults
 //! max_clients = 1024        # client connections per node; the next one is
@@ -67,6 +84,7 @@
 //! # … one or more nodes per DC, together holding every partition
 //! ```
 
+use crate::auth::AuthPlan;
 use crate::disk::Fsync;
 use crate::plan::{ClusterPlan, ConnectionLimits, NodePlan, TlsPlan, WanDelays};
 use causeway_protocol::{DcId, Limits, PartitionId, ProtocolKind, ReplicaId, Topology, Tuning};
@@ -113,6 +131,60 @@ struct File {
     tls: Option<toml::Value>,
     #[serde(default)]
     connections: ConnectionsFile,
+    auth: Option<AuthFile>,
+    max_clock_offset_ms: Option<u64>,
+    #[serde(default)]
+    peers: PeersFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeersFile {
+    max_backlog_mb: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthFile {
+    anonymous: Option<String>,
+    users: Option<PathBuf>,
+    max_failed_logins: Option<u32>,
+    failed_login_window_s: Option<u64>,
+}
+
+const AUTH_WHO: &str = "say who may connect as a client — users = \"users.toml\" \
+    (made with `causeway user add`), and/or anonymous = \"read\", \"write\" or \"admin\" for clients \
+    without credentials";
+
+/// The `[auth]` table: required, so that admitting anonymous clients is a
+/// choice.
+fn auth_plan(file: Option<AuthFile>, path: &Path) -> Result<AuthPlan, String> {
+    let file = file.ok_or_else(|| format!("no [auth] table: {AUTH_WHO}"))?;
+    let anonymous = match file.anonymous.as_deref() {
+        None => None,
+        Some(name) => Some(causeway_wire::Role::parse(name).ok_or_else(|| {
+            format!("[auth] anonymous = {name:?}: a role, \"read\", \"write\" or \"admin\" (leave it out to refuse clients without credentials)")
+        })?),
+    };
+    let users_file = match file.users {
+        Some(p) if p.as_os_str().is_empty() => return Err("[auth] users is empty".into()),
+        Some(p) => Some(relative_to(path, &p)),
+        None => None,
+    };
+    if anonymous.is_none() && users_file.is_none() {
+        return Err(format!("[auth] admits nobody: {AUTH_WHO}"));
+    }
+    let max_failed_logins = match file.max_failed_logins {
+        Some(0) => return Err("[auth] max_failed_logins = 0: every login would be refused; give 1 or more".into()),
+        Some(n) => n,
+        None => AuthPlan::MAX_FAILED_LOGINS,
+    };
+    let failed_login_window = match file.failed_login_window_s {
+        Some(s) if (1..=86_400).contains(&s) => std::time::Duration::from_secs(s),
+        Some(s) => return Err(format!("[auth] failed_login_window_s = {s}: from 1 to 86400")),
+        None => AuthPlan::FAILED_LOGIN_WINDOW,
+    };
+    Ok(AuthPlan { anonymous, users_file, max_failed_logins, failed_login_window })
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -493,9 +565,24 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         }
     }
     let connections = connection_limits(&file.connections)?;
+    let auth = auth_plan(file.auth, path)?;
+    let max_clock_offset = match file.max_clock_offset_ms {
+        Some(ms) if (1..=3_600_000).contains(&ms) => std::time::Duration::from_millis(ms),
+        Some(ms) => return Err(format!("max_clock_offset_ms = {ms}: from 1 to 3600000")),
+        None => crate::plan::MAX_CLOCK_OFFSET,
+    };
+    // At least the largest frame between servers (64 MiB), at most 64 GiB.
+    let max_peer_backlog_bytes = match file.peers.max_backlog_mb {
+        Some(mb) if (64..=65_536).contains(&mb) => (mb << 20) as usize,
+        Some(mb) => return Err(format!("[peers] max_backlog_mb = {mb}: from 64 (a frame between servers) to 65536")),
+        None => causeway_transport::DEFAULT_MAX_BACKLOG_BYTES,
+    };
     Ok(ClusterPlan {
         tls,
         connections,
+        auth,
+        max_clock_offset,
+        max_peer_backlog_bytes,
         fsync,
         checkpoint_min_bytes,
         name: file.name,
@@ -508,7 +595,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
         nodes,
         clock_offsets_us,
     })
-    .and_then(|plan| match plan.clock_spread_error() {
+    .and_then(|plan| match plan.clock_spread_error().or_else(|| plan.clock_offset_error()) {
         Some(why) => Err(why),
         None => Ok(plan),
     })

@@ -14,6 +14,7 @@
 //! counters benchmarks read over the client wire.
 
 pub mod alarm;
+pub mod auth;
 pub mod clients;
 pub mod clock;
 pub mod config;

@@ -46,11 +46,24 @@ pub struct Metrics {
     /// Client connections closed by a limit, by why (`max_clients`,
     /// `idle_timeout`, `frame_timeout`).
     pub client_connections_refused: Family<Labels, Counter>,
+    /// Client logins, by outcome (`user`, `anonymous`, `anonymous_refused`,
+    /// `bad_credentials`, `rate_limited`).
+    pub client_logins: Family<Labels, Counter>,
     pub peer_connected: Family<Labels, Gauge>,
     /// Set from the transport's own count (which only grows) at each scrape.
     pub peer_reconnects: Family<Labels, Counter>,
     /// Envelopes a peer node sent in the name of an address it does not host.
     pub peer_envelopes_refused: Counter,
+    /// Times a peer's message was held back for a timestamp too far ahead
+    /// of this node's clock, per peer.
+    pub peer_messages_held: Family<Labels, Counter>,
+    /// Times a peer node told this one it had shed its backlog to it.
+    pub peer_gaps: Counter,
+    /// Per peer: bytes held for it, and the backlogs shed (set from the
+    /// transport's counts at each scrape).
+    pub peer_backlog_bytes: Family<Labels, Gauge>,
+    pub peer_backlogs_shed: Family<Labels, Counter>,
+    pub peer_messages_shed: Family<Labels, Counter>,
     /// The per-class series of `bytes_sent` and `messages_sent`, by class
     /// index, looked up once: counting a message is on every send's path.
     sent_by_class: Vec<(MsgClass, Counter, Counter)>,
@@ -120,9 +133,15 @@ impl Metrics {
             metadata_per_version: Family::default(),
             client_connections: Gauge::default(),
             client_connections_refused: Family::default(),
+            client_logins: Family::default(),
             peer_connected: Family::default(),
             peer_reconnects: Family::default(),
             peer_envelopes_refused: Counter::default(),
+            peer_messages_held: Family::default(),
+            peer_gaps: Counter::default(),
+            peer_backlog_bytes: Family::default(),
+            peer_backlogs_shed: Family::default(),
+            peer_messages_shed: Family::default(),
             sent_by_class,
             read_slices: Counter::default(),
             read_wait_us: Counter::default(),
@@ -169,10 +188,23 @@ impl Metrics {
                 "client_connections": "Open client connections" => m.client_connections,
                 "client_connections_closed_by_limit": "Client connections refused or closed by a limit of \
                     [connections] (max_clients, idle_timeout, frame_timeout)" => m.client_connections_refused,
+                "client_logins": "Client logins by outcome: user, anonymous, anonymous_refused, bad_credentials \
+                    (an unknown user or a wrong password), rate_limited (too many failures from the source)"
+                    => m.client_logins,
                 "peer_connected": "Whether the link to a peer node is connected (1) or not (0)" => m.peer_connected,
                 "peer_reconnects": "Times the link to a peer node reconnected" => m.peer_reconnects,
                 "peer_envelopes_refused": "Envelopes a peer node sent in the name of an address it does not \
                     host, dropped" => m.peer_envelopes_refused,
+                "peer_messages_held": "Times a peer's message was held back (its link waiting behind it) because \
+                    a timestamp in it ran further ahead of this node's clock than max_clock_offset_ms"
+                    => m.peer_messages_held,
+                "peer_gaps": "Times a peer node said it had dropped messages for this one (its backlog passed \
+                    max_backlog_mb); the replicas resumed what they lost" => m.peer_gaps,
+                "peer_backlog" in Bytes: "Bytes of messages held for a peer node, not yet acknowledged"
+                    => m.peer_backlog_bytes,
+                "peer_backlogs_shed": "Times the backlog for a peer node passed [peers] max_backlog_mb and was \
+                    dropped (the peer is told, and resumes what it lost)" => m.peer_backlogs_shed,
+                "peer_messages_shed": "Messages dropped with shed backlogs, per peer node" => m.peer_messages_shed,
             }
         }
         m
@@ -202,6 +234,11 @@ impl Metrics {
     /// of `[connections]` (`max_clients`, `frame_timeout`, `idle_timeout`).
     pub fn closed_by_limit(&self, why: &'static str) {
         self.client_connections_refused.get_or_create(&vec![("why", why.into())]).inc();
+    }
+
+    /// Counts a login by its outcome.
+    pub fn count_login(&self, outcome: &'static str) {
+        self.client_logins.get_or_create(&vec![("outcome", outcome.into())]).inc();
     }
 
     /// Records a read-only transaction that took `rounds` round trips.

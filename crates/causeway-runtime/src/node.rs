@@ -1,12 +1,13 @@
 //! Starting a node: its replica tasks, its client endpoints, its links to the
 //! other nodes and its metrics endpoint, all from a [`ClusterPlan`].
 
+use crate::auth::Authenticator;
 use crate::clients::host::{ClientHost, HostSetup};
 use crate::clients::listener;
 use crate::disk::{self, NodeDisk, ReplicaLog};
 use crate::error::StartError;
 use crate::metrics::{self, Metrics};
-use crate::peers::{PeerControl, Peers, Sink};
+use crate::peers::{Arrival, PeerControl, Peers, Sink};
 use crate::plan::{ClusterPlan, NodePlan};
 use crate::replica_task::{self, ReplicaGauges};
 use crate::router::Router;
@@ -128,9 +129,10 @@ async fn start_typed<P: Protocol>(
     let mut tasks = Vec::new();
     let mut replicas_ended = Vec::new();
 
-    // Certificates first, then bind everything, so a missing file or a
-    // taken port fails the start cleanly.
+    // Certificates and users first, then bind everything, so a missing
+    // file or a taken port fails the start cleanly.
     let tls = crate::tls::NodeTls::load(&plan.tls, me)?;
+    let auth = Arc::new(Authenticator::new(plan.auth.clone(), metrics.clone()).map_err(StartError::Invalid)?);
     let mut client_listeners = Vec::new();
     for (dc, at) in &me.clients {
         client_listeners.push((*dc, bind(me, "clients", at).await?));
@@ -169,16 +171,19 @@ async fn start_typed<P: Protocol>(
         receivers.push((r, rx));
     }
     let links = if plan.nodes.len() > 1 {
-        Some(Peers::<P::Message>::start(&plan, node, tls.peers.clone()).await?)
+        Some(Peers::<P::Message>::start(&plan, node, tls.peers.clone(), metrics.clone()).await?)
     } else {
         None
     };
     let router = Router::new(&plan, node, inboxes, links.clone(), metrics.clone());
     if let Some(links) = &links {
         let router = Arc::downgrade(&router);
-        let sink: Sink<P::Message> = Arc::new(move |sender, envelope| {
+        let sink: Sink<P::Message> = Arc::new(move |sender, arrival| {
             if let Some(router) = router.upgrade() {
-                router.deliver_from_peer(sender, envelope);
+                match arrival {
+                    Arrival::Envelope(envelope) => router.deliver_from_peer(sender, envelope),
+                    Arrival::Gap => router.peer_lost(sender),
+                }
             }
         });
         links.attach(sink);
@@ -211,6 +216,7 @@ async fn start_typed<P: Protocol>(
         config,
         limits: plan.limits,
         connections: plan.connections,
+        auth,
         token_key: plan.token_key.clone().unwrap_or_else(crate::token::random_key),
         router: router.clone(),
         metrics: metrics.clone(),

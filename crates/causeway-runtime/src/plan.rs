@@ -3,6 +3,7 @@
 //! embedded cluster ([`ClusterPlan::embedded`]) produces one; a node starts
 //! from it.
 
+use crate::auth::AuthPlan;
 use crate::disk::Fsync;
 use crate::error::StartError;
 use causeway_protocol::twopc::Rhythm;
@@ -43,7 +44,21 @@ pub struct ClusterPlan {
     pub tls: TlsPlan,
     /// What one node's client connections may hold.
     pub connections: ConnectionLimits,
+    /// Who may connect as a client, and as what.
+    pub auth: AuthPlan,
+    /// How far ahead of a node's clock a timestamp in a peer's message may
+    /// be: a message that reaches further is held back — unacknowledged,
+    /// its link waiting behind it — until the node's clock comes within
+    /// this of it, so that a poisoned or broken clock moves no other.
+    pub max_clock_offset: Duration,
+    /// The most bytes of messages a node holds for one peer node it cannot
+    /// deliver them to; past it the backlog is dropped and the peer told
+    /// (its replicas resume what they lost from the senders'). Per peer.
+    pub max_peer_backlog_bytes: usize,
 }
+
+/// The default of [`ClusterPlan::max_clock_offset`] (CockroachDB's too).
+pub const MAX_CLOCK_OFFSET: Duration = Duration::from_millis(500);
 
 /// Bounds on a node's client connections, so that no client, authenticated
 /// or not, makes a server hold memory or sockets without end.
@@ -241,6 +256,23 @@ impl ClusterPlan {
         })
     }
 
+    /// Why the emulated clock offsets would make nodes hold each other's
+    /// messages back, if they would: they must spread less than
+    /// `max_clock_offset` over the whole cluster.
+    pub fn clock_offset_error(&self) -> Option<String> {
+        let offsets = self.nodes.iter().flat_map(|n| n.replicas.iter()).map(|&r| self.clock_offset_us(r));
+        let (lo, hi) = offsets.fold((0, 0), |(lo, hi), o| (lo.min(o), hi.max(o)));
+        let max = self.max_clock_offset.as_micros() as i64;
+        (hi - lo >= max).then(|| {
+            format!(
+                "the clock offsets spread over {} ms, not less than max_clock_offset_ms = {}: nodes would hold \
+                 each other's messages back",
+                (hi - lo) / 1000,
+                max / 1000
+            )
+        })
+    }
+
     /// What every node of the cluster must agree on, compared when two
     /// nodes connect: the protocol (its messages mean nothing to another),
     /// the shape of the cluster and the placement of its replicas on nodes.
@@ -313,6 +345,10 @@ impl ClusterPlan {
             checkpoint_min_bytes: crate::disk::CHECKPOINT_MIN_BYTES,
             tls: TlsPlan::Off,
             connections: ConnectionLimits::default(),
+            // One process on one machine: its user runs everything.
+            auth: AuthPlan::anonymous(causeway_wire::Role::Admin),
+            max_clock_offset: MAX_CLOCK_OFFSET,
+            max_peer_backlog_bytes: causeway_transport::DEFAULT_MAX_BACKLOG_BYTES,
         })
     }
 

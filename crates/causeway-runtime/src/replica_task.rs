@@ -141,6 +141,11 @@ pub async fn run<P: Protocol>(
                                 metrics.read_slices.inc();
                             }
                         }
+                        ReplicaInput::PeerLost(senders) => {
+                            for from in senders {
+                                replica.on_peer_lost(clock(), from, &mut out);
+                            }
+                        }
                         ReplicaInput::Dump { after, max_bytes, reply } => {
                             let page = crate::dump::page(replica.latest_values(), after, max_bytes);
                             let _ = reply.send(page);

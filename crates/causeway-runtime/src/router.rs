@@ -15,6 +15,9 @@ use tokio::sync::{mpsc, oneshot};
 /// Inputs of a replica task.
 pub enum ReplicaInput<M> {
     Message(Addr, M),
+    /// What these addresses (the replicas of one peer node) sent may have
+    /// been lost: that node shed its backlog to this one.
+    PeerLost(Vec<Addr>),
     /// A page of the newest values, for `Dump`: the keys after `after`, in
     /// order, up to `max_bytes`; and whether more follow.
     Dump {
@@ -181,6 +184,22 @@ impl<M: Message> Router<M> {
         self.deliver_here(e);
     }
 
+    /// Node `sender` dropped messages it had sent here (it shed its
+    /// backlog): every replica of this node hears that the replicas of
+    /// `sender` may have lost messages to it, before anything `sender` sent
+    /// after them. (A session waiting on such a message times out as for a
+    /// node that died.)
+    pub fn peer_lost(&self, sender: usize) {
+        let mut lost: Vec<Addr> =
+            self.replica_host.iter().filter(|&(_, &host)| host == sender).map(|(&r, _)| Addr::Replica(r)).collect();
+        lost.sort();
+        tracing::warn!(node = sender, "a peer node shed its backlog to this one: its replicas resume what they lost");
+        self.metrics.peer_gaps.inc();
+        for inbox in self.replicas.values() {
+            let _ = inbox.send(ReplicaInput::PeerLost(lost.clone()));
+        }
+    }
+
     /// Hands a message addressed to this node to its task. Messages for
     /// sessions that have gone are dropped: their client left.
     pub fn deliver_here(&self, e: Envelope<M>) {
@@ -198,5 +217,52 @@ impl<M: Message> Router<M> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{ClusterPlan, NodePlan};
+    use causeway_protocol::wren::WrenMsg;
+    use causeway_protocol::{Message, ProtocolKind};
+
+    /// A node told that a peer shed its backlog tells each of its replicas
+    /// which addresses may have lost messages to it: the peer's replicas,
+    /// and no others.
+    #[test]
+    fn a_gap_from_a_peer_reaches_every_local_replica_with_that_peers_replicas() {
+        let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 2, 2, None, None, 0).unwrap();
+        let node = |name: &str, replicas: Vec<ReplicaId>| NodePlan {
+            name: name.into(),
+            replicas,
+            clients: Vec::new(),
+            peer: None,
+            metrics: None,
+            data_dir: None,
+        };
+        plan.nodes = vec![
+            node("a", vec![ReplicaId::new(0, 0), ReplicaId::new(0, 1)]),
+            node("b", vec![ReplicaId::new(1, 0)]),
+            node("c", vec![ReplicaId::new(1, 1)]),
+        ];
+        let metrics = Arc::new(Metrics::new(<WrenMsg as Message>::CLASSES));
+        let mut inboxes = FxHashMap::default();
+        let mut receivers = Vec::new();
+        for r in [ReplicaId::new(0, 0), ReplicaId::new(0, 1)] {
+            let (tx, rx) = mpsc::unbounded_channel();
+            inboxes.insert(r, tx);
+            receivers.push(rx);
+        }
+        let router: Arc<Router<WrenMsg>> = Router::new(&plan, 0, inboxes, None, metrics.clone());
+        router.peer_lost(1);
+        for rx in &mut receivers {
+            match rx.try_recv() {
+                Ok(ReplicaInput::PeerLost(lost)) => assert_eq!(lost, vec![Addr::Replica(ReplicaId::new(1, 0))]),
+                _ => panic!("no PeerLost for a local replica"),
+            }
+            assert!(rx.try_recv().is_err(), "told once");
+        }
+        assert_eq!(metrics.peer_gaps.get(), 1);
     }
 }

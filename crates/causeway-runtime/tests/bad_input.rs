@@ -49,7 +49,8 @@ async fn another_wire_version_is_refused_and_the_connection_closed() {
     let node = cluster().await;
     let addr = node.client_addr(DcId(0)).unwrap();
     let mut c = Raw::connect(addr).await;
-    let e = error(c.call(Request::Hello { version: WIRE_VERSION + 1, client: "future".into() }).await);
+    let e =
+        error(c.call(Request::Hello { version: WIRE_VERSION + 1, client: "future".into(), credentials: None }).await);
     assert_eq!(e, WireError::VersionMismatch { server: WIRE_VERSION, client: WIRE_VERSION + 1 });
     assert!(c.recv().await.is_none(), "the server closes the connection");
     still_serves(addr).await;
@@ -63,7 +64,7 @@ async fn requests_before_hello_and_a_second_hello_are_refused() {
     assert_eq!(error(c.call(Request::Begin).await), WireError::HelloExpected);
     assert!(c.recv().await.is_none());
     let (mut c, _) = Raw::hello(addr).await;
-    let e = error(c.call(Request::Hello { version: WIRE_VERSION, client: "again".into() }).await);
+    let e = error(c.call(Request::Hello { version: WIRE_VERSION, client: "again".into(), credentials: None }).await);
     assert!(matches!(e, WireError::Session(SessionError::InvalidArgument(_))));
     assert_eq!(c.call(Request::Begin).await, Some(Response::Started), "the connection stays usable");
     still_serves(addr).await;

@@ -29,7 +29,10 @@ fn frame(body: &[u8]) -> Vec<u8> {
 }
 
 fn hello() -> Vec<u8> {
-    let request = RequestFrame { id: 1, request: Request::Hello { version: WIRE_VERSION, client: "raw".into() } };
+    let request = RequestFrame {
+        id: 1,
+        request: Request::Hello { version: WIRE_VERSION, client: "raw".into(), credentials: None },
+    };
     frame(&postcard::to_allocvec(&request).unwrap())
 }
 

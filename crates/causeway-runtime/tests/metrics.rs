@@ -67,7 +67,7 @@ fn types(text: &str) -> BTreeMap<String, String> {
 async fn metrics_are_typed_and_named_by_prometheus_conventions() {
     let p = free_ports(6);
     let text = format!(
-        "name = \"m\"\npartitions = 2\ntls = \"off\"\n[[dc]]\nname = \"a\"\n\
+        "name = \"m\"\npartitions = 2\ntls = \"off\"\n[auth]\nanonymous = \"admin\"\n[[dc]]\nname = \"a\"\n\
          [[node]]\nname = \"a0\"\ndc = \"a\"\npartitions = [0]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\nmetrics = \"127.0.0.1:{}\"\n\
          [[node]]\nname = \"a1\"\ndc = \"a\"\npartitions = [1]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n",
         p[0], p[1], p[2], p[3], p[4]

@@ -1,5 +1,6 @@
 //! What a server answers when a request fails.
 
+use crate::frames::Role;
 use causeway_protocol::SessionError;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -13,6 +14,16 @@ pub enum WireError {
     /// The connection is closed after this one.
     #[error("the first request must be Hello")]
     HelloExpected,
+    /// The hello's credentials were refused (unknown user or wrong
+    /// password, said alike), or it had none and the cluster admits no
+    /// anonymous client, or too many logins failed from this address
+    /// lately. The connection is closed after this one.
+    #[error("not authenticated: {0}")]
+    Unauthenticated(String),
+    /// The connection's role may not make this request; nothing of it took
+    /// effect (a refused write leaves its transaction unable to commit).
+    #[error("{request} needs the role {need}; this connection has {have}")]
+    Forbidden { request: String, need: Role, have: Role },
     /// What the session said of the request: no transaction, a key too
     /// large, an unknown transaction, …
     #[error(transparent)]

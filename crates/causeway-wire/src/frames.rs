@@ -21,8 +21,10 @@ pub struct ResponseFrame {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
-    /// Must come first. `client` is a free-form name for logs.
-    Hello { version: u32, client: String },
+    /// Must come first. `client` is a free-form name for logs;
+    /// `credentials` log in as a user of the cluster (`None`: anonymously,
+    /// which a cluster allows only when its config says so).
+    Hello { version: u32, client: String, credentials: Option<Credentials> },
     /// Starts a transaction. Answered with [`Response::Started`].
     Begin,
     /// Reads keys in the running transaction. Answered with
@@ -47,16 +49,16 @@ pub enum Request {
     /// Adopts a token exported by a session of the same DC (only between
     /// transactions). Answered with [`Response::Resumed`].
     ResumeSession { token: Bytes },
-    /// Operator and test hook: the server breaks all its connections to
-    /// peer servers (they reconnect on their own). Answered with
-    /// [`Response::Done`].
+    /// Operator and test hook (role `admin`): the server breaks all its
+    /// connections to peer servers (they reconnect on their own). Answered
+    /// with [`Response::Done`].
     DropPeerConnections,
-    /// Operator and test hook: the newest applied value of the keys the
+    /// Operator and test hook (role `admin`): the newest applied value of the keys the
     /// server's replicas hold, in key order, one page at a time: the keys
     /// after `after` (from the first with `None`). Answered with
     /// [`Response::Dump`], whose `next` asks for the following page.
     Dump { after: Option<Bytes> },
-    /// Measurement hook for benchmarks: the node's counters and each of its
+    /// Measurement hook for benchmarks (role `admin`): the node's counters and each of its
     /// replicas' stable times. Answered with [`Response::Stats`];
     /// `waited_txns` asks for the transactions whose reads waited since the
     /// last such request, too (the node forgets them as it answers).
@@ -95,6 +97,87 @@ pub struct Welcome {
     /// The server node's name.
     pub node: String,
     pub limits: Limits,
+    /// What this connection may do: the user's role, or the role the
+    /// cluster gives anonymous clients.
+    pub role: Role,
+}
+
+/// A user's name and password, sent in [`Request::Hello`]. Send them only
+/// over TLS (a cluster whose config has `[tls]`): in the clear, anyone on
+/// the path reads them. `Debug` does not show the password.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credentials {
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").field("user", &self.user).field("password", &"…").finish()
+    }
+}
+
+/// What a connection may do, each role all that the one before may:
+/// `Read` runs transactions that only read; `Write` writes and deletes too;
+/// `Admin` also calls the operator hooks (`Dump`, `DropPeerConnections`,
+/// `Stats`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Role {
+    Read,
+    Write,
+    Admin,
+}
+
+impl Role {
+    /// Its name in config files and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Read => "read",
+            Role::Write => "write",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// The role named `name` (as [`Role::name`] spells it).
+    pub fn parse(name: &str) -> Option<Role> {
+        [Role::Read, Role::Write, Role::Admin].into_iter().find(|r| r.name() == name)
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Request {
+    /// The least role that may make this request.
+    pub fn needs(&self) -> Role {
+        match self {
+            Request::Write { .. } | Request::Delete { .. } => Role::Write,
+            Request::DropPeerConnections | Request::Dump { .. } | Request::Stats { .. } => Role::Admin,
+            _ => Role::Read,
+        }
+    }
+
+    /// Its name in messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Hello { .. } => "Hello",
+            Request::Begin => "Begin",
+            Request::Read { .. } => "Read",
+            Request::Write { .. } => "Write",
+            Request::Delete { .. } => "Delete",
+            Request::Commit => "Commit",
+            Request::Abort => "Abort",
+            Request::ReadOnly { .. } => "ReadOnly",
+            Request::ExportSession => "ExportSession",
+            Request::ResumeSession { .. } => "ResumeSession",
+            Request::DropPeerConnections => "DropPeerConnections",
+            Request::Dump { .. } => "Dump",
+            Request::Stats { .. } => "Stats",
+        }
+    }
 }
 
 /// A commit timestamp, in last-writer-wins order: `ts`, then `dc`, then `txid`.

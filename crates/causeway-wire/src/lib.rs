@@ -6,8 +6,10 @@
 //! length, then the body); each body is one postcard-encoded
 //! [`RequestFrame`] (client → server) or [`ResponseFrame`] (server →
 //! client). The first request must be [`Request::Hello`]; a server answers a
-//! different [`WIRE_VERSION`] with [`WireError::VersionMismatch`] and closes
-//! the connection. Requests on one connection are answered in order, so a
+//! different [`WIRE_VERSION`] with [`WireError::VersionMismatch`], and
+//! credentials it refuses with [`WireError::Unauthenticated`], and closes
+//! the connection. The [`Welcome`] names the connection's [`Role`]; a
+//! request beyond it is answered [`WireError::Forbidden`]. Requests on one connection are answered in order, so a
 //! client may pipeline them (send several before reading the answers).
 //!
 //! One connection is one session: one transaction at a time, which the
@@ -29,13 +31,15 @@ pub mod stats;
 
 pub use causeway_protocol::{AbortReason, Limits, SessionError};
 pub use error::WireError;
-pub use frames::{Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, DUMP_PAGE_BYTES};
+pub use frames::{
+    Credentials, Dump, Request, RequestFrame, Response, ResponseFrame, Role, Stamp, Welcome, DUMP_PAGE_BYTES,
+};
 pub use stats::{ClassCount, NodeStats, ReplicaReading};
 
-/// Bumped on any incompatible change of the frames (7: an abort may say
-/// the transaction outlived its snapshot, and a node's stats count its
-/// read-only transactions by round trips).
-pub const WIRE_VERSION: u32 = 7;
+/// Bumped on any incompatible change of the frames (8: the hello carries
+/// credentials, the welcome the connection's role, and a request may be
+/// refused for its role).
+pub const WIRE_VERSION: u32 = 8;
 
 /// The largest frame either side accepts by default (16 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;

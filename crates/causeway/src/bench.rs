@@ -41,6 +41,11 @@ pub struct RunFlags {
     /// (its protocol, DCs and partitions; nothing is started).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// With --config: how the clients log in (a cluster that admits no
+    /// anonymous client). The user needs the role admin: the bench reads
+    /// the nodes' counters.
+    #[command(flatten)]
+    login: crate::login::LoginArgs,
     /// Partitions each transaction reads and writes, at most --partitions
     /// [default: 4, or --partitions if fewer; in a sweep, at most each run's
     /// partitions].
@@ -162,6 +167,10 @@ impl RunFlags {
             },
             (None, false) => Deployment::Embedded,
         };
+        anyhow::ensure!(
+            self.login.user.is_none() || self.config.is_some(),
+            "--user logs in to a running cluster (--config); the clusters a bench starts admit its clients"
+        );
         if let Some(dir) = &self.data_dir {
             // A benchmark measures a fresh store: logs of an earlier run
             // would be recovered (or refused as another cluster's).
@@ -200,6 +209,7 @@ impl RunFlags {
             data_dir: self.data_dir.clone(),
             fsync: self.fsync.unwrap_or_default(),
             tls: self.tls,
+            credentials: self.login.credentials()?,
             ..BenchSpec::default()
         })
     }

@@ -1,6 +1,7 @@
 //! `causeway certs`: the cluster's CA and a certificate for each node of a
 //! config file, in the directory its `[tls] dir` names.
 
+use crate::output::write_private;
 use anyhow::{bail, Context, Result};
 use causeway_runtime::config;
 use causeway_runtime::plan::{NodePlan, TlsPlan};
@@ -108,26 +109,4 @@ fn hosts(node: &NodePlan) -> Vec<String> {
 
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Written readable by its owner only (created so: never readable by others,
-/// not even for a moment).
-fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).with_context(|| format!("cannot write {}", path.display()))?;
-    #[cfg(unix)]
-    {
-        // An existing file keeps its mode through open: set it.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot restrict {}", path.display()))?;
-    }
-    file.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }

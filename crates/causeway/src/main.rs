@@ -5,10 +5,12 @@ mod bench;
 mod certs;
 mod check;
 mod demo;
+mod login;
 mod output;
 mod serve;
 mod shell;
 mod sim;
+mod user;
 mod verdict;
 
 use clap::{Parser, Subcommand};
@@ -45,6 +47,8 @@ enum Command {
     Server(serve::ServerArgs),
     /// Make the cluster's CA and a TLS certificate for each node of a config file.
     Certs(certs::CertsArgs),
+    /// Add, remove or list the users who may log in to a cluster, and their roles.
+    User(user::UserArgs),
     /// Run a whole multi-DC cluster in this process and serve clients until interrupted.
     Dev(serve::DevArgs),
     /// Open a shell on a server: begin, read, write and commit by hand (or from a script on stdin).
@@ -57,7 +61,7 @@ fn main() -> ExitCode {
     // Only for commands that hold no socket: with the default disposition,
     // a write to a socket its peer closed kills the process — a client that
     // hangs up would take a server (or a bench's embedded one) down with it.
-    if matches!(cli.command, Command::Sim(_) | Command::Check(_)) {
+    if matches!(cli.command, Command::Sim(_) | Command::Check(_) | Command::User(_)) {
         quiet_on_closed_pipe();
     }
     let result = match cli.command {
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Command::Plot(args) => bench::plot(args),
         Command::Server(args) => serve::server(args),
         Command::Certs(args) => certs::run(args),
+        Command::User(args) => user::run(args),
         Command::Dev(args) => serve::dev(args),
         Command::Shell(args) => shell::run(args),
     };

@@ -66,3 +66,24 @@ pub fn prepare_dir(dir: &Path, flag: &str) -> Result<()> {
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
+
+/// Written readable by its owner only (created so: never readable by others,
+/// not even for a moment).
+pub fn write_private(path: &Path, text: &str) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).with_context(|| format!("cannot write {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        // An existing file keeps its mode through open: set it.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot restrict {}", path.display()))?;
+    }
+    file.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+}

@@ -3,6 +3,8 @@
 
 use crate::args::{shape_of, ClusterArgs};
 use anyhow::{Context, Result};
+use causeway_client::Role;
+use causeway_runtime::auth::{AuthPlan, Users};
 use causeway_runtime::plan::{client_ports, TlsPlan};
 use causeway_runtime::{config, start, start_with, StartOptions};
 use clap::Args;
@@ -129,6 +131,22 @@ async fn until_interrupted() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// Who may connect, as `--check` tells it; the users file must load, as the
+/// nodes will load it.
+fn who_may_connect(auth: &AuthPlan) -> Result<String> {
+    let users = match &auth.users_file {
+        Some(path) => {
+            let users = Users::load(path).map_err(anyhow::Error::msg)?;
+            format!("{} in {}", crate::args::count(users.len() as u64, "user"), path.display())
+        }
+        None => "no users".to_string(),
+    };
+    Ok(match auth.anonymous {
+        Some(role) => format!("{users}, anonymous clients as {role}"),
+        None => format!("{users}, anonymous clients refused"),
+    })
+}
+
 pub fn server(args: ServerArgs) -> Result<ExitCode> {
     init_logging();
     let plan = config::load(&args.config)?;
@@ -157,17 +175,30 @@ pub fn server(args: ServerArgs) -> Result<ExitCode> {
             }
         };
         println!(
-            "{}: cluster {:?}, protocol {}, {}, {}: {}; {tls}",
+            "{}: cluster {:?}, protocol {}, {}, {}: {}; {tls}; {}",
             args.config.display(),
             plan.name,
             plan.protocol,
             shape_of(&plan.topology),
             crate::args::count(names.len() as u64, "node"),
-            names.join(", ")
+            names.join(", "),
+            who_may_connect(&plan.auth)?
         );
         return Ok(ExitCode::SUCCESS);
     }
     let node_name = args.node.expect("clap requires --node without --check");
+    if let Some(role) = plan.auth.anonymous {
+        eprintln!(
+            "warning: {} admits clients without credentials as {role} ([auth] anonymous): anyone who reaches \
+             a client port may {}",
+            args.config.display(),
+            match role {
+                Role::Read => "read every key",
+                Role::Write => "read and write every key",
+                Role::Admin => "read and write every key, dump the data and break the node's peer links",
+            }
+        );
+    }
     if plan.tls == TlsPlan::Off && plan.nodes.len() > 1 {
         eprintln!(
             "warning: {} says tls = \"off\": links between nodes and to clients are neither encrypted nor \

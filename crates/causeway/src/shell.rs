@@ -18,6 +18,8 @@ pub struct ShellArgs {
     /// config has a [tls] table.
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
+    #[command(flatten)]
+    login: crate::login::LoginArgs,
 }
 
 pub const HELP: &str = r#"Commands (one per line; keys and values are text, "quoted" if they hold spaces):
@@ -54,7 +56,8 @@ pub fn run(args: ShellArgs) -> Result<ExitCode> {
         Some(ca) => Some(ClientTls::from_ca_file(ca).map_err(|e| anyhow!("--ca: {e}"))?),
         None => None,
     };
-    let options = ClientOptions { name: "causeway-shell".into(), tls, ..ClientOptions::default() };
+    let credentials = args.login.credentials()?;
+    let options = ClientOptions { name: "causeway-shell".into(), tls, credentials, ..ClientOptions::default() };
     // The error's text already names its cause: no `{:#}` chain.
     let client = runtime
         .block_on(Client::connect_with(args.connect.as_str(), options.clone()))

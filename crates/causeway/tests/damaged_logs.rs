@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 fn single_node(dir: &Path) -> (PathBuf, u16) {
     let ports = free_ports(2);
     let text = format!(
-        "name = \"damaged\"\nprotocol = \"wren\"\npartitions = 1\ntls = \"off\"\n[[dc]]\nname = \"a\"\n\
+        "name = \"damaged\"\nprotocol = \"wren\"\npartitions = 1\ntls = \"off\"\n[auth]\nanonymous = \"admin\"\n[[dc]]\nname = \"a\"\n\
          [[node]]\nname = \"a0\"\ndc = \"a\"\npartitions = [0]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n\
          data_dir = \"data\"\n",
         ports[0], ports[1]

@@ -26,6 +26,7 @@ async fn a_server_outlives_clients_that_reset_mid_frame() {
         request: causeway_client::wire::Request::Hello {
             version: causeway_client::wire::WIRE_VERSION,
             client: "x".into(),
+            credentials: None,
         },
     })
     .unwrap();

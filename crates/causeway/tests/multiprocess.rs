@@ -62,7 +62,7 @@ async fn six_server_processes_serve_a_checked_history_through_broken_links() {
         record: true,
         value_size: None,
         phases: None,
-        tls: None,
+        connect: Default::default(),
     };
     // Mid-run, break every peer connection of one server, twice.
     let victim = nodes[2].client;

@@ -1,4 +1,4 @@
-//! One client connection: the handshake, then requests read ahead within a
+//! One client connection: the handshake and the login, then requests read ahead within a
 //! byte budget (the client may pipeline them), served one at a time by the
 //! session driver and answered in order — also after the client half-closes.
 //! Answers are buffered and leave in one write when the connection is about
@@ -10,10 +10,11 @@ use super::frame_codec::FrameCodec;
 use super::host::{ClientHost, Mailbox};
 use bytes::Bytes;
 use causeway_protocol::{DcId, Protocol};
-use causeway_wire::{Request, RequestFrame, Response, ResponseFrame, Welcome, WireError, WIRE_VERSION};
+use causeway_wire::{Credentials, Request, RequestFrame, Response, ResponseFrame, Welcome, WireError, WIRE_VERSION};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,17 +45,33 @@ type Wire = Framed<Box<dyn ClientStream>, FrameCodec>;
 pub async fn serve<P: Protocol>(
     host: Arc<ClientHost<P>>,
     stream: Box<dyn ClientStream>,
+    from: IpAddr,
     dc: DcId,
     deadline: Instant,
     received: Arc<AtomicU64>,
 ) {
     let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES, host.connections.frame_timeout));
-    let id = match handshake(&mut framed, deadline).await {
-        Ok(id) => id,
+    let (id, credentials) = match handshake(&mut framed, deadline).await {
+        Ok(hello) => hello,
         Err(timed_out) => {
             if timed_out {
                 host.metrics.closed_by_limit("frame_timeout");
             }
+            return;
+        }
+    };
+    // The login too must be over by the deadline (a verification may wait
+    // behind others).
+    let role = match tokio::time::timeout_at(deadline, host.auth.login(from, credentials)).await {
+        Ok(Ok(role)) => role,
+        Ok(Err(refused)) => {
+            let _ = send_now(&mut framed, id, Response::Error(refused)).await;
+            return;
+        }
+        Err(_) => {
+            host.metrics.closed_by_limit("frame_timeout");
+            let why = format!("node {} could not check the login in time; try again", host.node_name);
+            let _ = send_now(&mut framed, id, Response::Error(WireError::Unavailable(why))).await;
             return;
         }
     };
@@ -76,11 +93,12 @@ pub async fn serve<P: Protocol>(
         dc: dc.0,
         node: host.node_name.clone(),
         limits: host.limits,
+        role,
     };
     if send_now(&mut framed, id, Response::Welcome(welcome)).await.is_ok() {
         host.metrics.client_connections.inc();
         let coordinator = host.next_coordinator(&coordinators);
-        let mut driver = SessionDriver::new(&host, client, dc, coordinator);
+        let mut driver = SessionDriver::new(&host, client, dc, coordinator, role);
         run(&mut driver, framed, mailbox, &received).await;
         driver.close();
         host.metrics.client_connections.dec();
@@ -93,7 +111,7 @@ pub async fn serve<P: Protocol>(
 pub async fn refuse<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn ClientStream>, deadline: Instant) {
     host.metrics.closed_by_limit("max_clients");
     let mut framed = Framed::new(stream, FrameCodec::new(MAX_HELLO_BYTES, host.connections.frame_timeout));
-    if let Ok(id) = handshake(&mut framed, deadline).await {
+    if let Ok((id, _)) = handshake(&mut framed, deadline).await {
         let why = format!(
             "node {} serves at most {} client connections ([connections] max_clients), and has them",
             host.node_name, host.connections.max_clients
@@ -104,15 +122,17 @@ pub async fn refuse<P: Protocol>(host: Arc<ClientHost<P>>, stream: Box<dyn Clien
 
 /// Reads `Hello` (whole, by `deadline`); answers anything else (or another
 /// wire version) with an error. Returns the request id to answer with
-/// `Welcome`, or whether it failed for time.
-async fn handshake(framed: &mut Wire, deadline: Instant) -> Result<u64, bool> {
+/// `Welcome` and the credentials, or whether it failed for time.
+async fn handshake(framed: &mut Wire, deadline: Instant) -> Result<(u64, Option<Credentials>), bool> {
     let hello = match tokio::time::timeout_at(deadline, framed.next()).await {
         Ok(Some(Ok(frame))) => frame,
         Ok(_) => return Err(false),
         Err(_) => return Err(true),
     };
     let refusal = match postcard::from_bytes::<RequestFrame>(&hello) {
-        Ok(RequestFrame { id, request: Request::Hello { version, .. } }) if version == WIRE_VERSION => return Ok(id),
+        Ok(RequestFrame { id, request: Request::Hello { version, credentials, .. } }) if version == WIRE_VERSION => {
+            return Ok((id, credentials))
+        }
         Ok(RequestFrame { id, request: Request::Hello { version, .. } }) => {
             (id, WireError::VersionMismatch { server: WIRE_VERSION, client: version })
         }

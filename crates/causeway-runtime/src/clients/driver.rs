@@ -11,7 +11,7 @@ use causeway_protocol::{
     Addr, ClientId, CommitStamp, DcId, PartitionId, PhysicalMicros, Protocol, ReplicaId, Session, SessionError,
     SessionEvent, SessionSetup,
 };
-use causeway_wire::{Request, Response, Stamp, WireError};
+use causeway_wire::{Request, Response, Role, Stamp, WireError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -105,10 +105,12 @@ pub struct SessionDriver<'h, P: Protocol> {
     /// The partitions of this DC that another node hosts: a begin held by
     /// a restarted coordinator waits for every one of them.
     dc_elsewhere: Vec<PartitionId>,
+    /// What this connection may do.
+    role: Role,
 }
 
 impl<'h, P: Protocol> SessionDriver<'h, P> {
-    pub fn new(host: &'h ClientHost<P>, client: ClientId, dc: DcId, coordinator: ReplicaId) -> Self {
+    pub fn new(host: &'h ClientHost<P>, client: ClientId, dc: DcId, coordinator: ReplicaId, role: Role) -> Self {
         let setup = SessionSetup { id: client, coordinator, topology: host.topology.clone(), limits: host.limits };
         let session = P::session(setup, &host.config);
         SessionDriver {
@@ -124,6 +126,7 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
             refused: None,
             ended: None,
             dc_elsewhere: hosted_elsewhere(host, dc),
+            role,
         }
     }
 
@@ -198,6 +201,15 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     /// a refused read leaves its transaction unable to commit, and a
     /// refused commit aborts it.
     pub fn serve(&mut self, id: u64, request: Request, dumps: &mpsc::UnboundedSender<DumpParts>) -> Served {
+        if request.needs() > self.role {
+            let e = WireError::Forbidden { request: request.name().into(), need: request.needs(), have: self.role };
+            // A write refused leaves its transaction unable to commit, so
+            // that none commits without it.
+            if matches!(request, Request::Write { .. } | Request::Delete { .. }) {
+                self.refused.get_or_insert_with(|| e.clone());
+            }
+            return Served::Reply(Response::Error(e));
+        }
         let result = match request {
             Request::Hello { .. } => Err(WireError::invalid("Hello was already received")),
             Request::Begin => {

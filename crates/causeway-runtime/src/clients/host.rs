@@ -1,6 +1,7 @@
 //! What every client connection of a node shares: the allocation of client
 //! ids and coordinators.
 
+use crate::auth::Authenticator;
 use crate::metrics::Metrics;
 use crate::plan::ConnectionLimits;
 use crate::replica_task::ReplicaGauges;
@@ -23,6 +24,8 @@ pub struct ClientHost<P: Protocol> {
     pub limits: Limits,
     pub max_frame_bytes: usize,
     pub connections: ConnectionLimits,
+    /// Logins: who a client is, and what it may do.
+    pub auth: Arc<Authenticator>,
     /// One per open client connection, node-wide (`connections.max_clients`).
     pub slots: Arc<Semaphore>,
     /// One per connection being told there is no slot.
@@ -45,6 +48,7 @@ pub struct HostSetup<P: Protocol> {
     pub config: P::Config,
     pub limits: Limits,
     pub connections: ConnectionLimits,
+    pub auth: Arc<Authenticator>,
     pub token_key: Vec<u8>,
     pub router: Arc<Router<P::Message>>,
     pub metrics: Arc<Metrics>,
@@ -56,8 +60,19 @@ pub type Mailbox<P> = mpsc::UnboundedReceiver<(Addr, <P as Protocol>::Message)>;
 
 impl<P: Protocol> ClientHost<P> {
     pub fn new(setup: HostSetup<P>) -> Self {
-        let HostSetup { node, node_name, topology, config, limits, connections, token_key, router, metrics, replicas } =
-            setup;
+        let HostSetup {
+            node,
+            node_name,
+            topology,
+            config,
+            limits,
+            connections,
+            auth,
+            token_key,
+            router,
+            metrics,
+            replicas,
+        } = setup;
         ClientHost {
             node,
             node_name,
@@ -66,6 +81,7 @@ impl<P: Protocol> ClientHost<P> {
             limits,
             max_frame_bytes: causeway_wire::DEFAULT_MAX_FRAME_BYTES,
             connections,
+            auth,
             slots: Arc::new(Semaphore::new(connections.max_clients)),
             refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
             token_key,
@@ -114,6 +130,7 @@ impl<P: Protocol> ClientHost<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::AuthPlan;
     use crate::plan::ClusterPlan;
     use causeway_protocol::wren::{Wren, WrenConfig};
     use causeway_protocol::{Message, ProtocolKind};
@@ -130,6 +147,9 @@ mod tests {
             config: WrenConfig::default(),
             limits: plan.limits,
             connections: plan.connections,
+            auth: Arc::new(
+                Authenticator::new(AuthPlan::anonymous(causeway_wire::Role::Admin), metrics.clone()).unwrap(),
+            ),
             token_key: vec![1; 16],
             router: router.clone(),
             metrics,

@@ -68,7 +68,7 @@ pub async fn accept_loop<P: Protocol>(
                 },
             };
             match slot {
-                Ok(_slot) => serve(host, stream, dc, deadline, received).await,
+                Ok(_slot) => serve(host, stream, from.ip(), dc, deadline, received).await,
                 Err(_refusal) => refuse(host, stream, deadline).await,
             }
         });

@@ -6,6 +6,9 @@ protocol = "wren"
 partitions = 2
 tls = "off"
 
+[auth]
+anonymous = "write"
+
 [tuning]
 apply_interval_ms = 2.5
 
@@ -62,6 +65,26 @@ fn a_good_config_resolves_to_a_plan() {
     assert!(plan.nodes[2].replicas.contains(&ReplicaId::new(1, 1)));
     assert_eq!(plan.nodes[0].metrics, Some(HostAddr::Ip("127.0.0.1:9100".parse().unwrap())));
     assert!(plan.wan.is_none());
+    assert_eq!(plan.auth, crate::auth::AuthPlan::anonymous(causeway_wire::Role::Write));
+    assert_eq!(plan.max_clock_offset, crate::plan::MAX_CLOCK_OFFSET);
+    assert_eq!(plan.max_peer_backlog_bytes, 256 << 20);
+}
+
+#[test]
+fn auth_names_its_users_file_relative_to_the_config_and_its_limits() {
+    let text = GOOD.replacen(
+        "anonymous = \"write\"",
+        "users = \"users.toml\"\nmax_failed_logins = 3\nfailed_login_window_s = 30",
+        1,
+    );
+    let text = text.replacen("partitions = 2\n", "partitions = 2\nmax_clock_offset_ms = 250\n", 1);
+    let text = text.replacen("[limits]", "[peers]\nmax_backlog_mb = 64\n[limits]", 1);
+    let plan = parse(&text, Path::new("/etc/causeway/cluster.toml")).unwrap();
+    assert_eq!(plan.auth.users_file, Some(PathBuf::from("/etc/causeway/users.toml")));
+    assert_eq!(plan.auth.anonymous, None, "no anonymous role unless given");
+    assert_eq!((plan.auth.max_failed_logins, plan.auth.failed_login_window), (3, std::time::Duration::from_secs(30)));
+    assert_eq!(plan.max_clock_offset, std::time::Duration::from_millis(250));
+    assert_eq!(plan.max_peer_backlog_bytes, 64 << 20);
 }
 
 #[test]
@@ -135,10 +158,32 @@ fn mistakes_are_named_with_where_they_are() {
         ("tls = \"off\"", "tls = false", "tls: found boolean, where tls = \"off\""),
         ("tls = \"off\"", "[tls]\ndir = \"certs\"\nclient = true", "[tls] unknown field `client`"),
         ("tls = \"off\"", "[tls]\nclients = true", "[tls] missing field `dir`"),
+        ("[auth]\nanonymous = \"write\"\n", "", "no [auth] table: say who may connect as a client"),
+        ("anonymous = \"write\"", "anonymous = \"root\"", "[auth] anonymous = \"root\": a role"),
+        ("anonymous = \"write\"", "max_failed_logins = 3", "[auth] admits nobody: say who may connect"),
+        ("anonymous = \"write\"", "anonymous = \"read\"\nmax_failed_logins = 0", "max_failed_logins = 0"),
+        ("anonymous = \"write\"", "users = \"\"", "[auth] users is empty"),
+        ("anonymous = \"write\"", "anonymous = \"read\"\npassword = \"x\"", "unknown field `password`"),
+        (
+            "anonymous = \"write\"",
+            "anonymous = \"read\"\nfailed_login_window_s = 0",
+            "failed_login_window_s = 0: from 1 to 86400",
+        ),
+        ("partitions = 2\n", "partitions = 2\nmax_clock_offset_ms = 0\n", "max_clock_offset_ms = 0: from 1"),
+        (
+            "partitions = [1]\npeer",
+            "partitions = [1]\nclock_offset_ms = 400\npeer",
+            "the clock offsets spread over 400 ms, not less than max_clock_offset_ms = 300",
+        ),
+        ("[limits]", "[peers]\nmax_backlog_mb = 8\n[limits]", "[peers] max_backlog_mb = 8: from 64"),
     ];
     for (from, to, expected) in cases {
         assert!(GOOD.contains(from), "case {from:?} does not apply");
-        let message = error_of(&GOOD.replacen(from, to, 1));
+        let mut text = GOOD.replacen(from, to, 1);
+        if expected.contains("max_clock_offset_ms = 300") {
+            text = text.replacen("partitions = 2\n", "partitions = 2\nmax_clock_offset_ms = 300\n", 1);
+        }
+        let message = error_of(&text);
         assert!(message.contains(expected), "for {to:?}: expected {expected:?} in\n{message}");
     }
 }

@@ -25,7 +25,10 @@ impl Raw {
     /// Connects and says Hello; returns the Welcome's response.
     pub async fn hello(addr: SocketAddr) -> (Raw, Response) {
         let mut raw = Raw::connect(addr).await;
-        let r = raw.call(Request::Hello { version: WIRE_VERSION, client: "raw".into() }).await.expect("welcome");
+        let r = raw
+            .call(Request::Hello { version: WIRE_VERSION, client: "raw".into(), credentials: None })
+            .await
+            .expect("welcome");
         (raw, r)
     }
 

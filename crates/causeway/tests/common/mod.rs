@@ -51,7 +51,7 @@ pub fn cluster_config(ports: &[u16]) -> String {
 /// [`cluster_config`], each node keeping its data in `data/NODE` if given.
 pub fn cluster_config_keeping(ports: &[u16], data: Option<&Path>) -> String {
     let mut text =
-        "name = \"t\"\nprotocol = \"cure\"\npartitions = 2\ntls = \"off\"\n[[dc]]\nname = \"a\"\n".to_string();
+        "name = \"t\"\nprotocol = \"cure\"\npartitions = 2\ntls = \"off\"\n[auth]\nanonymous = \"admin\"\n[[dc]]\nname = \"a\"\n".to_string();
     for p in 0..2 {
         text += &format!(
             "[[node]]\nname = \"a{p}\"\ndc = \"a\"\npartitions = [{p}]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\n",

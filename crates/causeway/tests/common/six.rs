@@ -66,7 +66,7 @@ pub fn write_config_placed(
 ) -> (PathBuf, Vec<Node>) {
     let mut text = format!(
         "name = \"{name}\"\nprotocol = \"{protocol}\"\npartitions = 2\ntoken_key = \"a shared secret for tests\"\n\n\
-         {extra}\n[tls]\ndir = \"certs\"\nclients = false\n\n[wan]\nemulate = true\n\n"
+         {extra}\n[tls]\ndir = \"certs\"\nclients = false\n\n[auth]\nanonymous = \"admin\"\n\n[wan]\nemulate = true\n\n"
     );
     // A DC none of whose replicas are admitted is left out (PrompTCC runs
     // in one DC).
@@ -140,7 +140,7 @@ pub fn start_load_named(
         record: true,
         value_size: None,
         phases: None,
-        tls: None,
+        connect: Default::default(),
     };
     let dcs = nodes.iter().map(|n| n.dc + 1).max().unwrap_or(1);
     let topology = Arc::new(Topology::full(dcs as u16, 2).unwrap());
@@ -170,7 +170,7 @@ pub async fn history(txns: Vec<TxnRecord>, nodes: &[Node], prefix: &str, limit: 
 /// [`history`] of a cluster whose DCs may each hold some partitions only.
 pub async fn history_of_some(txns: Vec<TxnRecord>, nodes: &[Node], prefix: &str, limit: Duration) -> History {
     let finals_at: Vec<_> = nodes.iter().map(|n| (n.dc as u16, n.client)).collect();
-    let finals = settle::final_states(&finals_at, prefix, limit, None).await.expect("dumps");
+    let finals = settle::final_states(&finals_at, prefix, limit, &Default::default()).await.expect("dumps");
     let dcs = nodes.iter().map(|n| n.dc + 1).max().unwrap_or(1);
     assert_eq!(finals.len(), dcs, "one final line per DC");
     History { txns, finals }
