@@ -212,7 +212,7 @@ mod tests {
             ("[[user]]\nname = \"a\"\nrole = \"root\"\npassword_hash = \"x\"", "unknown role"),
             ("[[user]]\nname = \"a b\"\nrole = \"read\"\npassword_hash = \"$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaA\"", "user name"),
             ("[[user]]\nname = \"a\"\nrole = \"read\"\npassword_hash = \"plain\"", "PHC"),
-            ("[[user]]\nname = \"a\"\nrole = \"read\"\npassword_hash = \"$pbkdf2-sha256$i=1$c2FsdA$aGFzaA\"", "argon2id"),
+            ("[[user]]\nname = \"a\"\nrole = \"read\"\npassword_hash = \"$pbkdf2-sha256$i=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA\"", "argon2id"),
             ("[[user]]\nname = \"a\"\nrole = \"read\"\npassword = \"x\"", "unknown field"),
         ];
         for (text, want) in bad {
