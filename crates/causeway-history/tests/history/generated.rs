@@ -2,7 +2,7 @@
 //! as generated, rejected after one injected fault. A checker that accepts
 //! everything would pass the first half; the second half proves it looks.
 
-mod common;
+use crate::common;
 
 use causeway_history::synth::{generate, SynthConfig};
 use causeway_history::ViolationKind::{self, *};

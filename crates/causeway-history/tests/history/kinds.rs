@@ -2,7 +2,7 @@
 //! kind, and valid histories that must be accepted. Values are named
 //! `writer:key` so each read shows whom it read from.
 
-mod common;
+use crate::common;
 
 use causeway_history::ViolationKind::{self, *};
 use causeway_history::{check, CommitTs, FinalState, History, StampElem, Status};

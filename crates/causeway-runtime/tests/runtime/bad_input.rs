@@ -2,7 +2,7 @@
 //! a crash or a corrupted state: after each case, a well-behaved client is
 //! still served.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use causeway_client::wire::{Limits, Request, Response, SessionError, WireError, WIRE_VERSION};

@@ -1,6 +1,6 @@
 //! An embedded cluster serving real clients over TCP.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use causeway_client::wire::{Request, Response};

@@ -2,7 +2,7 @@
 //! right type, named by the conventions (a counter ends in `_total`, a
 //! value with a unit names its base unit), and listed in docs/OPERATIONS.md.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use causeway_client::wire::{Request, Response};
@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Every metric a node serves, with its type.
-const EXPECTED: [(&str, &str); 19] = [
+const EXPECTED: [(&str, &str); 25] = [
     ("transactions_started", "counter"),
     ("transactions_committed", "counter"),
     ("transactions_aborted", "counter"),
@@ -34,9 +34,15 @@ const EXPECTED: [(&str, &str); 19] = [
     ("version_metadata_bytes", "gauge"),
     ("client_connections", "gauge"),
     ("client_connections_closed_by_limit", "counter"),
+    ("client_logins", "counter"),
     ("peer_connected", "gauge"),
     ("peer_reconnects", "counter"),
     ("peer_envelopes_refused", "counter"),
+    ("peer_messages_held", "counter"),
+    ("peer_gaps", "counter"),
+    ("peer_backlog_bytes", "gauge"),
+    ("peer_backlogs_shed", "counter"),
+    ("peer_messages_shed", "counter"),
 ];
 
 fn free_ports(n: usize) -> Vec<u16> {

@@ -2,7 +2,7 @@
 //! answers nobody asked for. A replica answers with an error or ignores them;
 //! it neither crashes nor lets them corrupt what clients see.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use causeway_client::wire::{Request, Response};
@@ -67,7 +67,9 @@ async fn messages_about_unknown_transactions_are_refused_or_ignored() {
     send(WrenMsg::TxReadReq { tx: ghost, keys: vec![b("k")] });
     send(WrenMsg::CommitReq { tx: ghost, hwt: Timestamp(1), writes: vec![(b("k"), Some(b("forged")))] });
     send(WrenMsg::EndTx { tx: ghost });
-    send(WrenMsg::PrepareResp { tx: ghost, pt: Timestamp(u64::MAX >> 1) });
+    // (A plausible timestamp: one far ahead of the clock would be held by
+    // the clock guard, and the link behind it, as `clock_guard` shows.)
+    send(WrenMsg::PrepareResp { tx: ghost, pt: Timestamp(5) });
     send(WrenMsg::Commit { tx: ghost, ct: Timestamp(5) });
     send(WrenMsg::SliceResp { tx: ghost, round: 0, values: vec![(b("k"), Some(b("forged")))] });
 

@@ -4,7 +4,7 @@
 //! catch it within a few seeds, judged against the protocol's own guarantee:
 //! the proof that the property tests can see.
 
-mod common;
+use crate::common;
 
 use causeway_history::ViolationKind;
 use causeway_protocol::cure::{Cure, CureConfig, CureFault, HCure};

@@ -13,7 +13,7 @@
 //! has none: every replica is quiescent, every write held everywhere) —
 //! within the settle limit the test sets.
 
-mod common;
+use crate::common;
 
 use causeway_history::{check, Report};
 use causeway_protocol::cure::{Cure, HCure};
@@ -325,7 +325,7 @@ fn ec_refuses_a_run_that_re_seeds() {
 
 /// Replays one seed of the runs above with its report and every violation:
 /// `CAUSEWAY_SEED=24 CAUSEWAY_PROTOCOL=wren cargo test -p causeway-sim
-/// --test crashes replay_a_seed -- --ignored --nocapture`.
+/// --test sim crashes::replay_a_seed -- --ignored --nocapture`.
 #[test]
 #[ignore = "a tool: replays the seed CAUSEWAY_SEED names"]
 fn replay_a_seed() {

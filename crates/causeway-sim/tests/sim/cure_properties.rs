@@ -2,10 +2,10 @@
 //! drift, DC cuts, latency spikes (the same random configurations as Wren's
 //! property test). Every history goes through the checker.
 //!
-//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test cure_properties`
+//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test sim cure_properties::`
 //! runs a longer soak.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::{Protocol, Tuning};

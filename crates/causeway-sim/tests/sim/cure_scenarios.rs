@@ -3,7 +3,7 @@
 //! alone, which blocks Cure but not H-Cure; and read-your-writes without a
 //! client cache.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::cure::{Cure, CureConfig, CureMsg, CureReplica, CureTimer, HCure, WakeReads};
 use causeway_protocol::twopc::FamilyReplica;

@@ -5,7 +5,7 @@
 //! DC has it and no snapshot can read below it. Then the same under many
 //! seeds, the histories judged by the checker of each protocol's guarantee.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::cure::{Cure, CureTimer, HCure};
 use causeway_protocol::ec::{Ec, EcTimer};

@@ -7,8 +7,6 @@
 //! acknowledged write. Its session gives a commit up on a timer (a session
 //! timer, driven by the simulator).
 
-mod common;
-
 use causeway_history::Status;
 use causeway_protocol::contract::replica::ReplicaEffects;
 use causeway_protocol::session_core::{Awaiting, ClientRole, Reply, RoleEffects, SessionCore};

@@ -3,7 +3,7 @@
 //! their causal past. This is the proof that the checker can see what the
 //! TCC protocols are spared — and EC must still converge by last-writer-wins.
 
-mod common;
+use crate::common;
 
 use causeway_history::ViolationKind;
 use causeway_protocol::cure::{Cure, HCure};

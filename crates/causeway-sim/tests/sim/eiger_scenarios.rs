@@ -4,7 +4,7 @@
 //! (the reader asks the coordinator, and sees the write whole); a second
 //! without a third when that commit is decided but not yet durable there.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::eiger::{Eiger, EigerConfig, EigerMsg};
 use causeway_protocol::{Addr, ClientId, DcId, Message, ReplicaId, SessionEvent, Topology};

@@ -6,7 +6,7 @@
 //! Crashes are injected and replayed here; that every protocol survives
 //! them is `crashes.rs`.
 
-mod common;
+use crate::common;
 
 use causeway_history::{check, Guarantee};
 use causeway_protocol::cure::{Cure, HCure};

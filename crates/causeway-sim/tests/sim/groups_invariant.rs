@@ -4,7 +4,7 @@
 //! group holding values of different transactions, and concurrent writers
 //! must win in the same order on every key of a group, in every DC.
 
-mod common;
+use crate::common;
 
 use causeway_history::{OpKind, Status};
 use causeway_protocol::cure::{Cure, HCure};

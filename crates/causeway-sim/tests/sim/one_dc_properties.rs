@@ -7,10 +7,10 @@
 //! DC must end holding the acknowledged winner of every key; PrompTCC's
 //! reads never wait and never take a third round, Eiger's take one.
 //!
-//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test one_dc_properties`
+//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test sim one_dc_properties::`
 //! runs a longer soak.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::eiger::{Eiger, EigerConfig, EigerFault};
 use causeway_protocol::promptcc::{PrompTcc, PrompTccNaive, PtccConfig, PtccFault};

@@ -7,10 +7,10 @@
 //! acknowledged winner of each key it holds; no PaRiS read may wait, and
 //! BPR's reads must (its snapshots are clocks, ahead of what is installed).
 //!
-//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test paris_properties`
+//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test sim paris_properties::`
 //! runs a longer soak.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::paris::{Bpr, Paris};
 use causeway_protocol::{DcId, Protocol};

@@ -6,7 +6,7 @@
 //! others, which freezes the UST everywhere while every DC keeps
 //! committing, then converges after the heal.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::paris::{Paris, ParisConfig, ParisMsg, ParisReplica};
 use causeway_protocol::twopc::{FamilyTimer, TxnMsg};

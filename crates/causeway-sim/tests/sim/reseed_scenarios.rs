@@ -3,7 +3,7 @@
 //! family: what it gets back, from whom, and what it gives the peer that
 //! had not received all of its writes before the loss.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::twopc::{FamilyRecord, FamilyReplica, FamilyTimer, TxnMsg};

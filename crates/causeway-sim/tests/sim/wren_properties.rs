@@ -1,11 +1,11 @@
 //! Wren under many seeds: random topologies, clock skew and drift, DC cuts.
 //! Every history goes through the checker; every read is watched for waits.
 //!
-//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test wren_properties`
+//! `CAUSEWAY_SEEDS=5000 cargo test --release -p causeway-sim --test sim wren_properties::`
 //! runs a longer soak. A failing seed replays with
 //! `causeway sim` flags printed in the failure message.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::wren::{Wren, WrenConfig};
 use common::{par_seeds, problems, random_config, run_wren, seeds};

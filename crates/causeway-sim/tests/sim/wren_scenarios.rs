@@ -3,7 +3,7 @@
 //! visibility of a multi-partition write, a DC cut off and healed, and
 //! garbage collection.
 
-mod common;
+use crate::common;
 
 use causeway_protocol::twopc::FamilyReplica;
 use causeway_protocol::twopc::Rhythm;

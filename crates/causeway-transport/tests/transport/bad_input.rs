@@ -2,7 +2,7 @@
 //! state; the transport keeps serving its good peers. A raw TCP client plays
 //! the bad peer, claiming to be node 9.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

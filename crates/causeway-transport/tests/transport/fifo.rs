@@ -1,6 +1,6 @@
 //! FIFO and exactly-once on healthy links, byte statistics, send errors.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

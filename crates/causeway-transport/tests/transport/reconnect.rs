@@ -1,6 +1,6 @@
 //! Broken connections and late peers: nothing lost, nothing twice, order kept.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! node that tries to speak for another; a stranger has no certificate, or
 //! one of another CA.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! WAN emulation: delays are applied, jitter never reorders.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

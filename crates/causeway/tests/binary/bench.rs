@@ -2,7 +2,7 @@
 //! promise, server processes, a running cluster from a config file, read
 //! waits that only a clock-waiting protocol shows, and the figures.
 
-mod common;
+use crate::common;
 
 use common::{cluster_config, free_ports, running_cluster};
 use serde_json::Value;

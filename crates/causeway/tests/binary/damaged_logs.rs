@@ -4,7 +4,7 @@
 //! records); a last record cut short — a torn write — is cut off, said so,
 //! and everything before it is served again.
 
-mod common;
+use crate::common;
 
 use causeway_client::Client;
 use common::{free_ports, Servers};

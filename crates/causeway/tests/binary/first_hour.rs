@@ -4,7 +4,7 @@
 //! that read as sentences, a benchmark that keeps to keys of its own, and
 //! figures named as the docs name them.
 
-mod common;
+use crate::common;
 
 use common::{cluster_config, free_ports, running_cluster};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //!
 //! A refactor must leave every digest as it is. A deliberate change of
 //! behaviour re-records them with `CAUSEWAY_BLESS=1 cargo test -p causeway
-//! --test golden`, and its commit says why the histories changed.
+//! --test binary golden::`, and its commit says why the histories changed.
 
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 //! default, the failed write killed the whole process (found by holding
 //! partial frames open and closing them, issue 12).
 
-mod common;
+use crate::common;
 
 use common::{cluster_config, free_ports, Servers};
 use std::time::Duration;

@@ -20,7 +20,7 @@
 //! The protocol is Wren; `CAUSEWAY_PROTOCOL=cure` (or `h-cure`) runs another.
 //! A failing history is saved beside the servers' logs.
 
-mod common;
+use crate::common;
 
 use causeway_history::check;
 use causeway_protocol::{DcId, PartitionId, Topology};

@@ -4,7 +4,7 @@
 //! in `CAUSEWAY_PASSWORD` — refused without credentials or with a wrong
 //! password, and refused a write or an operator hook its role lacks.
 
-mod common;
+use crate::common;
 
 use common::{cluster_config, free_ports, running_cluster};
 use std::io::Write;

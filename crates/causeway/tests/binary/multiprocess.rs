@@ -4,7 +4,7 @@
 //! connections broken: the links reconnect and nothing is lost or applied
 //! twice (the checker's final-state check would see either).
 
-mod common;
+use crate::common;
 
 use causeway_client::Client;
 use causeway_history::check;

@@ -8,9 +8,9 @@
 //!
 //! It needs root and `ip` (iproute2) with network namespaces, veth and
 //! bridges, so it is ignored by `cargo test`; `.ci/run` runs it where the
-//! machine allows (`cargo test -p causeway --test network_cut -- --ignored`).
+//! machine allows (`cargo test -p causeway --test binary network_cut:: -- --ignored`).
 
-mod common;
+use crate::common;
 
 use causeway_client::Client;
 use causeway_history::check;

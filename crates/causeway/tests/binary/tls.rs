@@ -2,7 +2,7 @@
 //! `causeway server` processes linked by mutual TLS, and the shell with the
 //! cluster's CA (without it, the shell is told what to give).
 
-mod common;
+use crate::common;
 
 use common::{cluster_config, free_ports, running_cluster};
 use std::io::Write;
