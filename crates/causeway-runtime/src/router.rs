@@ -184,16 +184,19 @@ impl<M: Message> Router<M> {
         self.deliver_here(e);
     }
 
-    /// Node `sender` dropped messages it had sent here (it shed its
-    /// backlog): every replica of this node hears that the replicas of
-    /// `sender` may have lost messages to it, before anything `sender` sent
-    /// after them. (A session waiting on such a message times out as for a
-    /// node that died.)
+    /// Messages between this node and node `sender` were dropped: it shed
+    /// its backlog to us (told before anything it sent after them), or we
+    /// shed ours to it. Every replica of this node hears that messages to
+    /// or from the replicas of `sender` may be lost. (A session waiting on
+    /// such a message times out as for a node that died.)
     pub fn peer_lost(&self, sender: usize) {
         let mut lost: Vec<Addr> =
             self.replica_host.iter().filter(|&(_, &host)| host == sender).map(|(&r, _)| Addr::Replica(r)).collect();
         lost.sort();
-        tracing::warn!(node = sender, "a peer node shed its backlog to this one: its replicas resume what they lost");
+        tracing::warn!(
+            node = sender,
+            "messages between this node and a peer node were dropped (a backlog shed): replicas resume what they lost"
+        );
         self.metrics.peer_gaps.inc();
         for inbox in self.replicas.values() {
             let _ = inbox.send(ReplicaInput::PeerLost(lost.clone()));

@@ -796,6 +796,8 @@ impl<P: Protocol> Simulation<P> {
         }
         self.fault_report.backlogs_shed += 1;
         self.fault_report.messages_shed += messages;
+        // The sender knows what it dropped, as the runtime's transport does.
+        self.peer_lost(to, from);
         if self.network.is_down(to) {
             return;
         }
@@ -840,8 +842,9 @@ impl<P: Protocol> Simulation<P> {
         }
     }
 
-    /// The link from `from` to `to` shed what it carried: the receiver
-    /// learns of it before anything sent after.
+    /// Replica `to` hears that messages between it and `from` were lost:
+    /// the receiver of a shed link before anything sent after, the sender
+    /// as it sheds.
     fn peer_lost(&mut self, from: NodeIx, to: NodeIx) {
         if (to as usize) >= self.replicas.len() || self.lives[to as usize].down {
             return;

@@ -169,6 +169,11 @@ fn shed(shared: &Shared, peer: &PeerShared, retained: &mut Retained) {
     c.backlogs_shed.fetch_add(1, Relaxed);
     c.msgs_shed.fetch_add(skip_to - acked, Relaxed);
     peer.shed.store(false, Relaxed);
+    // Our side learns of the gap too: what we sent may have been a request
+    // the peer must answer, and we stop waiting for the answer.
+    if let Some(on_gap) = &shared.on_gap {
+        on_gap(peer.node);
+    }
     warn!(
         node = shared.cfg.node,
         peer = peer.node,

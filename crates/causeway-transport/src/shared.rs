@@ -20,9 +20,10 @@ pub type Deliver<M> = Arc<dyn Fn(NodeId, M) + Send + Sync>;
 /// node's clock than the cluster allows.) It must not block.
 pub type Admit<M> = Arc<dyn Fn(NodeId, &M) -> Option<Duration> + Send + Sync>;
 
-/// Told that a peer dropped messages it had sent us and we had not
-/// received (it shed its backlog, [`crate::TransportConfig::max_backlog_bytes`]),
-/// before anything it sent after them is delivered. It must not block.
+/// Told that messages between us and a peer were dropped: the peer shed
+/// its backlog to us ([`crate::TransportConfig::max_backlog_bytes`]) — told
+/// before anything it sent after them is delivered — or we shed ours to it
+/// (told as we drop them). It must not block.
 pub type OnGap = Arc<dyn Fn(NodeId) + Send + Sync>;
 
 /// Where received messages go.
@@ -50,6 +51,8 @@ pub(crate) struct Shared {
     /// Bumped by `drop_connections`; every connection watches it.
     pub epoch: watch::Sender<u64>,
     pub protocol_errors: AtomicU64,
+    /// The inlet's, for the gaps this side makes by shedding.
+    pub on_gap: Option<OnGap>,
 }
 
 impl Shared {

@@ -126,6 +126,7 @@ impl<M: WireMessage> Transport<M> {
             peers,
             epoch: watch::Sender::new(0),
             protocol_errors: AtomicU64::new(0),
+            on_gap: inlet.on_gap.clone(),
         });
         let mut tasks = vec![tokio::spawn(inbound::accept_loop(listener, shared.clone(), Arc::new(inlet)))];
         tasks.extend(shared.peers.iter().map(|p| tokio::spawn(outbound::run(shared.clone(), p.clone()))));

@@ -62,15 +62,17 @@ pub trait Replica {
 
     fn on_timer(&mut self, now: PhysicalMicros, timer: Self::Timer, out: &mut ReplicaEffects<Self>);
 
-    /// Messages `from` sent to this replica may have been lost: the
-    /// driver's link from it dropped what it could not deliver (the
-    /// runtime's bound on what waits for an unreachable node), while both
-    /// lived on. Called before any message `from` sent afterwards, which
-    /// arrive as ever: the link is FIFO again from here. The protocol asks
-    /// again for what it cannot do without — a replication stream resumes
-    /// from what this replica holds — and leaves the rest to the timeouts
-    /// that cover a crashed peer (a commit given up, a prepared
-    /// transaction resolved, the next round of gossip).
+    /// Messages between this replica and `from` may have been lost, in
+    /// either direction: a driver's link dropped what it could not deliver
+    /// (the runtime's bound on what waits for an unreachable node), while
+    /// both lived on. The receiving side is told before any message `from`
+    /// sent afterwards, which arrive as ever: the link is FIFO again from
+    /// here; the sending side as it drops them. The protocol asks again for
+    /// what it cannot do without — a replication stream resumes from what
+    /// this replica holds, a decision is asked for — and gives up at once
+    /// what waits on `from` (a commit whose cohort it is), rather than at
+    /// the timeouts that cover a crashed peer, during which stable time
+    /// would stand still.
     fn on_peer_lost(&mut self, now: PhysicalMicros, from: Addr, out: &mut ReplicaEffects<Self>);
 
     /// A checkpoint: records whose replay by [`Protocol::recover`] rebuilds

@@ -294,7 +294,29 @@ impl<S: Snapshot> Coordinator<S> {
         after_us: u64,
         out: &mut Out<S, Q, W, G, T, R>,
     ) {
-        for (tx, client, cohorts) in self.table.overdue_commits(now, after_us) {
+        let late = self.table.overdue_commits(now, after_us);
+        self.give_up_commits(late, out);
+    }
+
+    /// What `peer` was sent or was sending may be lost (its link shed a
+    /// backlog): the commits that wait on it as a cohort are given up now,
+    /// as [`Coordinator::abort_overdue`] would give them up at the timeout.
+    /// A cohort that had proposed forgets the transaction on the abort.
+    pub fn abort_waiting_on<Q, W, G, T, R>(&mut self, peer: Addr, out: &mut Out<S, Q, W, G, T, R>) {
+        let Addr::Replica(r) = peer else { return };
+        if peer != self.cohort(r.partition) {
+            return;
+        }
+        let waiting = self.table.commits_with(r.partition);
+        self.give_up_commits(waiting, out);
+    }
+
+    fn give_up_commits<Q, W, G, T, R>(
+        &mut self,
+        commits: Vec<(TxId, Addr, Vec<PartitionId>)>,
+        out: &mut Out<S, Q, W, G, T, R>,
+    ) {
+        for (tx, client, cohorts) in commits {
             if cohorts.len() == 1 {
                 // The one cohort commits by itself if it took the prepare
                 // in time: it may have, its answer lost to a crash. Past

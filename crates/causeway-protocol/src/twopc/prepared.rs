@@ -173,6 +173,19 @@ impl<P> PreparedSet<P> {
         late
     }
 
+    /// The transactions prepared here that `coordinator` decides, as
+    /// [`PreparedSet::overdue`] gives them (their clock restarts): its
+    /// decision may be in a backlog its link shed.
+    pub fn coordinated_by(&mut self, now: PhysicalMicros, coordinator: Addr) -> Vec<TxId> {
+        let mut theirs = Vec::new();
+        for (&tx, entry) in self.by_tx.iter_mut().filter(|(_, e)| !e.alone && e.coordinator == coordinator) {
+            entry.since = now;
+            theirs.push(tx);
+        }
+        theirs.sort_unstable();
+        theirs
+    }
+
     /// Alg. 3, lines 20–24: the coordinator decided `ct` for `tx`. The clock
     /// observes it only for a transaction prepared here: a commit time for
     /// an unknown transaction moves nothing.

@@ -222,6 +222,20 @@ pub fn reseeding<R: FamilyReplica>(mut replica: R) -> Option<(R, Vec<RecordOf<R>
     Some((replica, vec![FamilyRecord::Reseeding]))
 }
 
+/// Messages from `from` were lost (its link to us shed a backlog): the
+/// replication stream resumes from what it kept, a decision it may have
+/// sent about a transaction prepared here is asked for now, and the commits
+/// coordinated here that wait on it as a cohort are given up now — each
+/// instead of at its timeout, during which stable time would stand still.
+fn peer_lost<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, from: Addr, out: &mut FamilyEffects<R>) {
+    let core = r.core_mut();
+    core.replication.streams.on_peer_lost(from, out);
+    for tx in core.prepared.coordinated_by(now, from) {
+        out.send(from, TxnMsg::Resolve { tx });
+    }
+    core.coordinator.abort_waiting_on(from, out);
+}
+
 /// The heal round: give up commits a cohort never answered, ask about
 /// transactions prepared long ago, acknowledge and resume replication.
 fn heal<R: FamilyReplica>(r: &mut R, now: PhysicalMicros, out: &mut FamilyEffects<R>) {
@@ -501,9 +515,9 @@ impl<R: FamilyReplica> Replica for R {
     /// what else was lost (a prepare, a decision, a stabilization report)
     /// times out or comes again as after a crash. A replica still
     /// re-seeding asks again by its own timer.
-    fn on_peer_lost(&mut self, _now: PhysicalMicros, from: Addr, out: &mut ReplicaEffects<Self>) {
+    fn on_peer_lost(&mut self, now: PhysicalMicros, from: Addr, out: &mut ReplicaEffects<Self>) {
         if self.core().seeding.is_none() && !self.deaf_to_lost_messages() {
-            self.core_mut().replication.streams.on_peer_lost(from, out);
+            peer_lost(self, now, from, out);
         }
         reserve(self, out);
     }

@@ -174,16 +174,31 @@ impl<S> TxTable<S> {
     /// `after_us` (a cohort crashed with the prepare): each with its client
     /// and cohorts.
     pub fn overdue_commits(&mut self, now: PhysicalMicros, after_us: u64) -> Vec<(TxId, Addr, Vec<PartitionId>)> {
-        let mut late: Vec<TxId> = self
+        self.take_commits(|since, _| now.saturating_sub(since) >= after_us)
+    }
+
+    /// Takes the commits still waiting for proposals that have `cohort`
+    /// among their cohorts (its prepare or its answer may be lost), as
+    /// [`TxTable::overdue_commits`] does.
+    pub fn commits_with(&mut self, cohort: PartitionId) -> Vec<(TxId, Addr, Vec<PartitionId>)> {
+        self.take_commits(|_, cohorts| cohorts.contains(&cohort))
+    }
+
+    fn take_commits(
+        &mut self,
+        pick: impl Fn(PhysicalMicros, &[PartitionId]) -> bool,
+    ) -> Vec<(TxId, Addr, Vec<PartitionId>)> {
+        let mut picked: Vec<TxId> = self
             .map
             .iter()
-            .filter(|(_, ctx)| {
-                matches!(ctx.in_flight, InFlight::Commit { since, .. } if now.saturating_sub(since) >= after_us)
-            })
+            .filter(
+                |(_, ctx)| matches!(&ctx.in_flight, InFlight::Commit { since, cohorts, .. } if pick(*since, cohorts)),
+            )
             .map(|(&tx, _)| tx)
             .collect();
-        late.sort_unstable();
-        late.into_iter()
+        picked.sort_unstable();
+        picked
+            .into_iter()
             .filter_map(|tx| {
                 let ctx = self.map.remove(&tx)?;
                 let InFlight::Commit { cohorts, .. } = ctx.in_flight else { return None };

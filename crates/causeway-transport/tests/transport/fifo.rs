@@ -209,7 +209,18 @@ async fn a_backlog_past_its_bound_is_shed_and_the_receiver_told_of_the_gap() {
     let mut ca = config(1, vec![Peer::new(2, ab)]);
     ca.max_frame_bytes = 64 << 10;
     ca.max_backlog_bytes = MAX;
-    let a = Transport::start_with_listener(ca, la, Inbox::default().deliver()).await.unwrap();
+    // The sender is told of each gap it makes too.
+    let sender_gaps = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = sender_gaps.clone();
+    let a_inlet = Inlet {
+        deliver: Inbox::default().deliver(),
+        admit: None,
+        on_gap: Some(Arc::new(move |peer| {
+            assert_eq!(peer, 2, "the gap is to b");
+            counted.fetch_add(1, Ordering::SeqCst);
+        })),
+    };
+    let a = Transport::start_with_listener(ca, la, a_inlet).await.unwrap();
     let b = Transport::start_with_listener(config(2, vec![Peer::new(1, aa)]), lb, inlet).await.unwrap();
     let msg = |seq| Msg { seq, sent: 0, pad: vec![7; 1000] };
     for seq in 0..100 {
@@ -244,6 +255,7 @@ async fn a_backlog_past_its_bound_is_shed_and_the_receiver_told_of_the_gap() {
     assert!(after.first().is_some_and(|&s| s > 100), "the held message went with the backlog");
     let s = a.stats().peer(2).unwrap().clone();
     assert_eq!(100 + after.len() as u64 + s.msgs_shed, 2_200, "every message was delivered or shed: {s:?}");
+    assert_eq!(sender_gaps.load(Ordering::SeqCst), s.backlogs_shed, "the sender heard of every shed");
     eventually("the backlog emptied", Duration::from_secs(5), || a.stats().peer(2).unwrap().backlog_bytes == 0).await;
     a.shutdown().await;
     b.shutdown().await;
