@@ -1,6 +1,6 @@
 //! What a server answers when a request fails.
 
-use crate::frames::Role;
+use crate::role::Role;
 use causeway_protocol::SessionError;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

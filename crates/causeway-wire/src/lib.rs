@@ -17,6 +17,7 @@
 //!
 //! * [`frames`] — requests, responses, the handshake's [`Welcome`], commit
 //!   stamps and dumps.
+//! * [`role`] — [`Role`]: what a connection may do (read, write, admin).
 //! * [`stats`] — what a node answers to the benchmarks' `Stats` request.
 //! * [`error`] — [`WireError`]: a session's own errors, and the
 //!   connection's.
@@ -27,13 +28,13 @@
 
 pub mod error;
 pub mod frames;
+pub mod role;
 pub mod stats;
 
 pub use causeway_protocol::{AbortReason, Limits, SessionError};
 pub use error::WireError;
-pub use frames::{
-    Credentials, Dump, Request, RequestFrame, Response, ResponseFrame, Role, Stamp, Welcome, DUMP_PAGE_BYTES,
-};
+pub use frames::{Credentials, Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, DUMP_PAGE_BYTES};
+pub use role::Role;
 pub use stats::{ClassCount, NodeStats, ReplicaReading};
 
 /// Bumped on any incompatible change of the frames (8: the hello carries
