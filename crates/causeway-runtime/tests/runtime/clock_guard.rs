@@ -5,56 +5,26 @@
 //! With the guard opened wide, the same message does move the clock: the
 //! test sees what the guard prevents.
 
+use crate::common::fake_peer::two_nodes_and_a_fake;
 use causeway_client::{Client, Stamp};
 use causeway_protocol::wren::messages::StartFrom;
 use causeway_protocol::wren::WrenMsg;
-use causeway_protocol::{Addr, ClientId, DcId, ProtocolKind, ReplicaId, Timestamp, Topology, TxId};
+use causeway_protocol::{Addr, ClientId, DcId, ReplicaId, Timestamp, TxId};
 use causeway_runtime::clock::now_micros;
 use causeway_runtime::envelope::Envelope;
-use causeway_runtime::plan::{ClusterPlan, NodePlan};
-use causeway_runtime::{start, NodeHandle};
-use causeway_transport::{Peer, Transport, TransportConfig};
-use std::net::{SocketAddr, TcpListener};
+use causeway_runtime::plan::ClusterPlan;
+use causeway_runtime::NodeHandle;
+use causeway_transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
 
 const YEAR_US: u64 = 365 * 24 * 3600 * 1_000_000;
 
-fn local(port: u16) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], port))
-}
-
 /// One DC of two partitions on n0 and n1, and a third node — the test —
 /// speaking the transport as node 2; the guard allows `max_offset`.
 async fn cluster(max_offset: Duration) -> (NodeHandle, NodeHandle, Transport<Envelope<WrenMsg>>) {
-    let held: Vec<_> = (0..5).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    let ports: Vec<u16> = held.iter().map(|l| l.local_addr().unwrap().port()).collect();
-    drop(held);
-    let node = |name: &str, replicas: Vec<ReplicaId>, peer: u16, client: Option<u16>| NodePlan {
-        name: name.into(),
-        replicas,
-        clients: client.map(|c| (DcId(0), local(c).into())).into_iter().collect(),
-        peer: Some(local(peer).into()),
-        metrics: None,
-        data_dir: None,
-    };
-    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, None, 0).unwrap();
-    plan.name = "clocks".into();
-    plan.topology = Arc::new(Topology::full(1, 2).unwrap());
-    plan.max_clock_offset = max_offset;
-    plan.nodes = vec![
-        node("n0", vec![ReplicaId::new(0, 0)], ports[0], Some(ports[1])),
-        node("n1", vec![ReplicaId::new(0, 1)], ports[2], Some(ports[3])),
-        node("rogue", vec![], ports[4], None),
-    ];
-    let plan = Arc::new(plan);
-    let n0 = start(plan.clone(), "n0").await.unwrap();
-    let n1 = start(plan.clone(), "n1").await.unwrap();
-    let peers = vec![Peer::new(0, local(ports[0])), Peer::new(1, local(ports[2]))];
-    let mut config = TransportConfig::new(2, "clocks", local(ports[4]), peers);
-    config.terms = plan.peer_terms();
-    let rogue = Transport::start(config, Arc::new(|_, _| {})).await.unwrap();
-    (n0, n1, rogue)
+    let tune = |plan: &mut ClusterPlan| plan.max_clock_offset = max_offset;
+    two_nodes_and_a_fake("clocks", tune, Arc::new(|_, _| {})).await
 }
 
 /// The rogue node, as a client session it hosts, starts a transaction at
@@ -82,7 +52,7 @@ async fn commit(n0: &NodeHandle) -> Stamp {
 fn held(n0: &NodeHandle) -> u64 {
     let text = n0.metrics.encode();
     text.lines()
-        .filter_map(|l| l.strip_prefix("causeway_peer_messages_held_total{peer=\"rogue\"} "))
+        .filter_map(|l| l.strip_prefix("causeway_peer_messages_held_total{peer=\"fake\"} "))
         .map(|v| v.trim().parse::<u64>().unwrap())
         .sum()
 }

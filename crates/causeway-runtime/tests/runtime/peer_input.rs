@@ -7,11 +7,12 @@ use crate::common;
 use bytes::Bytes;
 use causeway_client::wire::{Request, Response};
 use causeway_protocol::wren::WrenMsg;
-use causeway_protocol::{Addr, ClientId, DcId, ProtocolKind, ReplicaId, SessionError, Timestamp, Topology, TxId};
+use causeway_protocol::{Addr, ClientId, DcId, ProtocolKind, ReplicaId, SessionError, Timestamp, TxId};
 use causeway_runtime::envelope::Envelope;
 use causeway_runtime::plan::{ClusterPlan, NodePlan};
 use causeway_runtime::start;
 use causeway_transport::{Peer, Transport, TransportConfig};
+use common::fake_peer::two_nodes_and_a_fake;
 use common::Raw;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
@@ -27,38 +28,12 @@ fn local(port: u16) -> SocketAddr {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_about_unknown_transactions_are_refused_or_ignored() {
-    // One DC, two partitions on two nodes, and a third node that is us.
-    let held: Vec<_> = (0..5).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    let ports: Vec<u16> = held.iter().map(|l| l.local_addr().unwrap().port()).collect();
-    drop(held);
-    let node = |name: &str, replicas: Vec<ReplicaId>, peer: u16, client: Option<u16>| NodePlan {
-        name: name.into(),
-        replicas,
-        clients: client.map(|c| (DcId(0), local(c).into())).into_iter().collect(),
-        peer: Some(local(peer).into()),
-        metrics: None,
-        data_dir: None,
-    };
-    let mut plan = ClusterPlan::embedded(ProtocolKind::Wren, 1, 2, None, None, 0).unwrap();
-    plan.name = "peers".into();
-    plan.topology = Arc::new(Topology::full(1, 2).unwrap());
-    plan.nodes = vec![
-        node("n0", vec![ReplicaId::new(0, 0)], ports[0], Some(ports[1])),
-        node("n1", vec![ReplicaId::new(0, 1)], ports[2], Some(ports[3])),
-        node("fake", vec![], ports[4], None),
-    ];
-    let plan = Arc::new(plan);
-    let n0 = start(plan.clone(), "n0").await.unwrap();
-    let _n1 = start(plan.clone(), "n1").await.unwrap();
-
-    // The fake peer speaks the transport correctly and says nonsense in it.
+    // One DC, two partitions on two nodes, and a third node that is us:
+    // the fake peer speaks the transport correctly and says nonsense in it.
     let got: Arc<Mutex<Vec<Envelope<WrenMsg>>>> = Arc::default();
     let sink = got.clone();
-    let peers = vec![Peer::new(0, local(ports[0])), Peer::new(1, local(ports[2]))];
-    let mut config = TransportConfig::new(2, "peers", local(ports[4]), peers);
-    config.terms = plan.peer_terms();
-    let fake: Transport<Envelope<WrenMsg>> =
-        Transport::start(config, Arc::new(move |_, e| sink.lock().unwrap().push(e))).await.unwrap();
+    let (n0, _n1, fake) =
+        two_nodes_and_a_fake("peers", |_| {}, Arc::new(move |_, e| sink.lock().unwrap().push(e))).await;
     // A client id whose top bits name node 2: replies come back to us.
     let me = Addr::Client(ClientId { dc: DcId(0), index: 2 << 24 });
     let coordinator = Addr::Replica(ReplicaId::new(0, 0));

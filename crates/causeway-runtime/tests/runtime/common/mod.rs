@@ -1,5 +1,8 @@
-//! A raw wire client: it can say things the client library never would.
+//! A raw wire client that can say things the client library never would,
+//! and a fake peer server ([`fake_peer`]).
 #![allow(dead_code)]
+
+pub mod fake_peer;
 
 use bytes::Bytes;
 use causeway_client::wire::{Request, RequestFrame, Response, ResponseFrame, WIRE_VERSION};
