@@ -109,6 +109,24 @@ impl<P: Protocol> Harness<P> {
         self.absorb(me, out);
     }
 
+    /// The link between replicas `a` and `b` sheds its backlog both ways:
+    /// what was in flight between them is lost and returned, and each hears
+    /// of it ([`causeway_protocol::Replica::on_peer_lost`]).
+    pub fn shed_between(&mut self, a: ReplicaId, b: ReplicaId) -> Vec<InFlight<P::Message>> {
+        let (aa, ab) = (Addr::Replica(a), Addr::Replica(b));
+        let (lost, kept) = std::mem::take(&mut self.in_flight)
+            .into_iter()
+            .partition(|m| (m.from == aa && m.to == ab) || (m.from == ab && m.to == aa));
+        self.in_flight = kept;
+        for (me, peer) in [(a, ab), (b, aa)] {
+            let mut out = ReplicaEffects::<P::Replica>::default();
+            let now = self.clocks[&me];
+            self.replicas.get_mut(&me).expect("known replica").on_peer_lost(now, peer, &mut out);
+            self.absorb(Addr::Replica(me), out);
+        }
+        lost
+    }
+
     pub fn session(&self, id: ClientId) -> &P::Session {
         &self.sessions[&id].0
     }

@@ -309,3 +309,51 @@ fn gc_keeps_what_running_transactions_can_read_and_expires_vanished_clients() {
     h.deliver_all();
     assert_eq!(h.take_event(ghost), Some(SessionEvent::Failed(SessionError::UnknownTransaction)));
 }
+
+/// A decision lost with a shed backlog: the cohort asks the coordinator at
+/// once (not after `resolve_after_us`) and installs the commit.
+#[test]
+fn a_commit_decision_lost_with_a_shed_backlog_is_asked_for_at_once() {
+    let topology = Topology::full(1, 2).unwrap();
+    let (x, y) = (key_in(&topology, 0, "x"), key_in(&topology, 1, "y"));
+    let (p0, p1) = (ReplicaId::new(0, 0), ReplicaId::new(0, 1));
+    let mut h = Harness::<Wren>::new(topology, WrenConfig::default(), START_US);
+    let c = client(0, 0);
+    h.add_session(c, p0);
+    let to_p1 = |m: &causeway_sim::harness::InFlight<WrenMsg>| {
+        !(m.to == Addr::Replica(p1) && matches!(m.msg, WrenMsg::Commit { .. }))
+    };
+    assert!(matches!(commit_where(&mut h, c, &[(&x, "X"), (&y, "Y")], to_p1), Some(SessionEvent::Committed(_))));
+    let lost = h.shed_between(p0, p1);
+    assert!(lost.iter().any(|m| matches!(m.msg, WrenMsg::Commit { .. })), "the decision to p1 was shed");
+    let asked = h.in_flight.iter().filter(|m| m.from == Addr::Replica(p1) && matches!(m.msg, WrenMsg::Resolve { .. }));
+    assert_eq!(asked.count(), 1, "p1 asks p0 about the transaction at once");
+    h.deliver_all();
+    tick(&mut h, 10_000, everything);
+    tick(&mut h, 10_000, everything);
+    let c2 = client(0, 1);
+    h.add_session(c2, p1);
+    assert_eq!(read_txn(&mut h, c2, &[&x, &y], everything), vec![s("X"), s("Y")]);
+}
+
+/// A prepare lost with a shed backlog: the coordinator gives the commit up
+/// at once (not after `commit_timeout_us`), and the client hears it
+/// aborted.
+#[test]
+fn a_prepare_lost_with_a_shed_backlog_aborts_the_commit_at_once() {
+    let topology = Topology::full(1, 2).unwrap();
+    let (x, y) = (key_in(&topology, 0, "x"), key_in(&topology, 1, "y"));
+    let (p0, p1) = (ReplicaId::new(0, 0), ReplicaId::new(0, 1));
+    let mut h = Harness::<Wren>::new(topology, WrenConfig::default(), START_US);
+    let c = client(0, 0);
+    h.add_session(c, p0);
+    let not_to_p1 = |m: &causeway_sim::harness::InFlight<WrenMsg>| m.to != Addr::Replica(p1);
+    assert_eq!(commit_where(&mut h, c, &[(&x, "X"), (&y, "Y")], not_to_p1), None, "the commit waits for p1");
+    let lost = h.shed_between(p0, p1);
+    assert!(!lost.is_empty(), "the prepare to p1 was shed");
+    h.deliver_all();
+    match h.take_event(c) {
+        Some(SessionEvent::Aborted(_)) => {}
+        other => panic!("the commit should be given up at once: {other:?}"),
+    }
+}
