@@ -310,16 +310,32 @@ fn gc_keeps_what_running_transactions_can_read_and_expires_vanished_clients() {
     assert_eq!(h.take_event(ghost), Some(SessionEvent::Failed(SessionError::UnknownTransaction)));
 }
 
-/// A decision lost with a shed backlog: the cohort asks the coordinator at
-/// once (not after `resolve_after_us`) and installs the commit.
-#[test]
-fn a_commit_decision_lost_with_a_shed_backlog_is_asked_for_at_once() {
+/// One DC of two partitions, p0 and p1, keys x on p0 and y on p1, and a
+/// client of p0.
+struct TwoPartitions {
+    h: Harness<Wren>,
+    x: String,
+    y: String,
+    p0: ReplicaId,
+    p1: ReplicaId,
+    c: ClientId,
+}
+
+fn two_partitions() -> TwoPartitions {
     let topology = Topology::full(1, 2).unwrap();
     let (x, y) = (key_in(&topology, 0, "x"), key_in(&topology, 1, "y"));
     let (p0, p1) = (ReplicaId::new(0, 0), ReplicaId::new(0, 1));
     let mut h = Harness::<Wren>::new(topology, WrenConfig::default(), START_US);
     let c = client(0, 0);
     h.add_session(c, p0);
+    TwoPartitions { h, x, y, p0, p1, c }
+}
+
+/// A decision lost with a shed backlog: the cohort asks the coordinator at
+/// once (not after `resolve_after_us`) and installs the commit.
+#[test]
+fn a_commit_decision_lost_with_a_shed_backlog_is_asked_for_at_once() {
+    let TwoPartitions { mut h, x, y, p0, p1, c } = two_partitions();
     let to_p1 = |m: &causeway_sim::harness::InFlight<WrenMsg>| {
         !(m.to == Addr::Replica(p1) && matches!(m.msg, WrenMsg::Commit { .. }))
     };
@@ -341,12 +357,7 @@ fn a_commit_decision_lost_with_a_shed_backlog_is_asked_for_at_once() {
 /// aborted.
 #[test]
 fn a_prepare_lost_with_a_shed_backlog_aborts_the_commit_at_once() {
-    let topology = Topology::full(1, 2).unwrap();
-    let (x, y) = (key_in(&topology, 0, "x"), key_in(&topology, 1, "y"));
-    let (p0, p1) = (ReplicaId::new(0, 0), ReplicaId::new(0, 1));
-    let mut h = Harness::<Wren>::new(topology, WrenConfig::default(), START_US);
-    let c = client(0, 0);
-    h.add_session(c, p0);
+    let TwoPartitions { mut h, x, y, p0, p1, c } = two_partitions();
     let not_to_p1 = |m: &causeway_sim::harness::InFlight<WrenMsg>| m.to != Addr::Replica(p1);
     assert_eq!(commit_where(&mut h, c, &[(&x, "X"), (&y, "Y")], not_to_p1), None, "the commit waits for p1");
     let lost = h.shed_between(p0, p1);
