@@ -99,7 +99,7 @@ fn every_crate_depends_only_on_the_layers_below_it() {
     let mut problems = Vec::new();
     for krate in workspace_crates() {
         let Some(allowed) = layers.get(krate.as_str()) else {
-            problems.push(format!("{krate} has no place in LAYERS (tests/tidy.rs): give it one"));
+            problems.push(format!("{krate} has no place in LAYERS (tests/binary/tidy.rs): give it one"));
             continue;
         };
         for dep in dependencies(&krate).into_iter().filter(|d| d.starts_with("causeway")) {
