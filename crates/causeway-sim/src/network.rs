@@ -87,6 +87,18 @@ impl<M> Link<M> {
         }
     }
 
+    /// Drops everything on its way into `lost`, as a connection that dies
+    /// or a backlog shed does; what is sent next starts a fresh sequence.
+    fn drop_all(&mut self, lost: &mut Vec<M>) {
+        lost.extend(self.queue.drain(..).map(|(_, m)| m));
+        if let Some(p) = self.packets.as_mut() {
+            lost.extend(std::mem::take(&mut p.in_flight).into_values());
+            p.early.clear();
+            p.arrivals.clear();
+            p.next_delivered = p.next_seq;
+        }
+    }
+
     pub fn crosses_dcs(&self) -> bool {
         self.from_dc != self.to_dc
     }
@@ -301,14 +313,8 @@ impl<M> Network<M> {
     /// sender that sheds its backlog to a peer drops it; the link stays
     /// FIFO for what is sent next.
     pub fn drain(&mut self, id: u32) -> Vec<M> {
-        let link = &mut self.links[id as usize];
-        let mut lost: Vec<M> = link.queue.drain(..).map(|(_, m)| m).collect();
-        if let Some(p) = link.packets.as_mut() {
-            lost.extend(std::mem::take(&mut p.in_flight).into_values());
-            p.early.clear();
-            p.arrivals.clear();
-            p.next_delivered = p.next_seq;
-        }
+        let mut lost = Vec::new();
+        self.links[id as usize].drop_all(&mut lost);
         lost
     }
 
@@ -324,13 +330,7 @@ impl<M> Network<M> {
         self.down.insert(node);
         let mut lost = Vec::new();
         for link in self.links.iter_mut().filter(|l| l.to == node) {
-            lost.extend(link.queue.drain(..).map(|(_, m)| m));
-            if let Some(p) = link.packets.as_mut() {
-                lost.extend(std::mem::take(&mut p.in_flight).into_values());
-                p.early.clear();
-                p.arrivals.clear();
-                p.next_delivered = p.next_seq;
-            }
+            link.drop_all(&mut lost);
         }
         lost
     }

@@ -18,7 +18,7 @@ use crate::config::HostAddr;
 use crate::conn::{self, Reader, Writer};
 use crate::frame::{self, MAX_VARINT_BYTES};
 use crate::handshake::{self, Hello, Reply, HANDSHAKE_TIMEOUT, MAX_HANDSHAKE_BYTES, TRANSPORT_VERSION};
-use crate::outbox::{uncount, Retained};
+use crate::outbox::Retained;
 use crate::peer::PeerShared;
 use crate::shared::Shared;
 
@@ -97,12 +97,10 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                     let skip_to = peer.counters.enqueued.load(Relaxed).max(next);
                     peer.counters.acked.store(skip_to, Relaxed);
                     peer.counters.dropped_for_restart.fetch_add(skip_to - next, Relaxed);
-                    let freed = retained.trim(skip_to);
-                    uncount(&peer.counters.backlog_bytes, freed);
+                    retained.trim(skip_to, &peer.counters.backlog_bytes);
                     skip_to
                 } else {
-                    let freed = retained.trim(next);
-                    uncount(&peer.counters.backlog_bytes, freed);
+                    retained.trim(next, &peer.counters.backlog_bytes);
                     next
                 };
                 peer.set_link(true);
@@ -164,8 +162,7 @@ fn shed(shared: &Shared, peer: &PeerShared, retained: &mut Retained) {
     let acked = c.acked.load(Relaxed);
     let skip_to = c.enqueued.load(Relaxed).max(acked);
     c.acked.store(skip_to, Relaxed);
-    let freed = retained.trim(skip_to);
-    uncount(&c.backlog_bytes, freed);
+    retained.trim(skip_to, &c.backlog_bytes);
     c.backlogs_shed.fetch_add(1, Relaxed);
     c.msgs_shed.fetch_add(skip_to - acked, Relaxed);
     peer.shed.store(false, Relaxed);
@@ -298,8 +295,7 @@ async fn stream(
         let mut out = Vec::with_capacity(WRITE_TARGET + frame_target + 2 * MAX_VARINT_BYTES);
         let mut from = next;
         loop {
-            let freed = retained.trim(counters.acked.load(Relaxed));
-            uncount(&counters.backlog_bytes, freed);
+            retained.trim(counters.acked.load(Relaxed), &counters.backlog_bytes);
             if let Some(chunk) = peer.outbox.take() {
                 retained.push(chunk);
             }

@@ -112,13 +112,14 @@ impl Retained {
     }
 
     /// Forgets whole chunks below `acked`; a partly acknowledged chunk
-    /// stays. Returns the bytes freed.
-    pub fn trim(&mut self, acked: u64) -> usize {
+    /// stays. The bytes freed come off the backlog's count, `counted`:
+    /// every way a message leaves the backlog goes through here.
+    pub fn trim(&mut self, acked: u64, counted: &AtomicU64) {
         let mut freed = 0;
         while self.chunks.front().is_some_and(|c| c.end() <= acked) {
             freed += self.chunks.pop_front().map_or(0, |c| c.bytes.len());
         }
-        freed
+        uncount(counted, freed);
     }
 
     /// The chunks holding `from..`, the first one possibly partly before `from`.
@@ -129,7 +130,7 @@ impl Retained {
 }
 
 /// Takes `n` off a count, never below zero.
-pub(crate) fn uncount(c: &AtomicU64, n: usize) {
+fn uncount(c: &AtomicU64, n: usize) {
     let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(n as u64)));
 }
 
@@ -163,15 +164,19 @@ mod tests {
         let b = o.take().unwrap();
         assert_eq!((b.first, b.end(), b.bytes.as_slice()), (2, 3, &[5u8][..]));
 
+        let (a_len, b_len) = (a.bytes.len() as u64, b.bytes.len() as u64);
+        let counted = AtomicU64::new(a_len + b_len);
         let mut r = Retained::default();
         r.push(a);
         r.push(b);
         assert_eq!(r.from(1).next().unwrap().first, 0);
         assert_eq!(r.from(2).next().unwrap().first, 2);
-        r.trim(1);
+        r.trim(1, &counted);
         assert_eq!(r.from(0).count(), 2, "partly acked chunk stays");
-        r.trim(2);
+        assert_eq!(counted.load(Ordering::Relaxed), a_len + b_len, "nothing freed, nothing uncounted");
+        r.trim(2, &counted);
         assert_eq!(r.from(0).count(), 1);
+        assert_eq!(counted.load(Ordering::Relaxed), b_len, "the freed chunk's bytes come off the count");
         assert_eq!(r.end(), 3);
     }
 }
