@@ -49,6 +49,11 @@
 //! max_backlog_mb = 256      # messages held for one unreachable or slow peer
 //!                           # node; past it they are dropped, the peer is
 //!                           # told, and its replicas resume what they lost
+//! max_kept_mb = 64          # per replica: groups kept in memory for peers
+//!                           # in other DCs until they acknowledge them; past
+//!                           # it the oldest are spilled to disk under the
+//!                           # data directory (`dc0-p1/spill/`) and read back
+//!                           # when a peer that was cut off returns
 //!
 //! [connections]             # optional; these are the defaults
 //! max_clients = 1024        # client connections per node; the next one is
@@ -141,6 +146,7 @@ struct File {
 #[serde(deny_unknown_fields)]
 struct PeersFile {
     max_backlog_mb: Option<u64>,
+    max_kept_mb: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -370,6 +376,11 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             "stabilization_interval_ms",
             defaults.stabilization_interval_us,
         )?,
+        max_kept_bytes: match file.peers.max_kept_mb {
+            Some(mb) if (1..=65_536).contains(&mb) => mb << 20,
+            Some(mb) => return Err(format!("[peers] max_kept_mb = {mb}: from 1 to 65536")),
+            None => defaults.max_kept_bytes,
+        },
     };
     let d = Limits::default();
     let limits = Limits {

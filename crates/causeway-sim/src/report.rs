@@ -56,6 +56,12 @@ pub struct FaultReport {
     /// Backlogs shed between replicas, and the messages they held.
     pub backlogs_shed: u64,
     pub messages_shed: u64,
+    /// Groups of replication streams spilled to disk past the bound on
+    /// what a replica keeps in memory for its peers, their bytes, and the
+    /// batches read back for peers that were behind.
+    pub spills: u64,
+    pub spilled_bytes: u64,
+    pub unspilled_batches: u64,
     /// Commits their clients gave up waiting for (no answer after a
     /// crash), recorded `unknown`.
     pub transactions_abandoned: u64,
@@ -257,6 +263,13 @@ impl fmt::Display for SimReport {
                 f,
                 "\n  transport      {} packets: {} duplicates dropped, {} arrived early and waited, {} resent",
                 t.packets, t.duplicates_dropped, t.arrived_early, t.resent
+            )?;
+        }
+        if x.spills > 0 {
+            write!(
+                f,
+                "\n  spilled        {} times ({} bytes) past the bound on groups kept for peers; {} batches read back",
+                x.spills, x.spilled_bytes, x.unspilled_batches
             )?;
         }
         if x.fault_points_fired > 0 {

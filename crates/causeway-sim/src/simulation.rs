@@ -12,7 +12,7 @@ use causeway_history::{FinalState, History, TxnRecord};
 use causeway_protocol::contract::protocol::RecordOf;
 use causeway_protocol::contract::replica::ReplicaEffects;
 use causeway_protocol::contract::session::SessionEffects;
-use causeway_protocol::contract::{MemoryLog, SendGate};
+use causeway_protocol::contract::{MemoryLog, MemorySpill, SendGate, Spill};
 use causeway_protocol::{
     Addr, ClientId, DcId, FaultPoints, Message, MsgClass, Protocol, ReadWaitProbe, Replica, ReplicaCounters, ReplicaId,
     Session, SessionSetup, Timestamp, Topology,
@@ -41,6 +41,9 @@ enum Event<T, S> {
     ClientTimeout(NodeIx, u64),
     /// A replica's disk has made its first `upto` records durable.
     Sync(NodeIx, u32, usize),
+    /// A replica's disk has read back what its incarnation asked for
+    /// (`Spill::Get { after }`).
+    Unspilled(NodeIx, u32, u64),
     Crash(NodeIx, ComesBack),
     Restart(NodeIx),
     CutStart(u16),
@@ -147,6 +150,8 @@ struct Life<P: Protocol> {
     incarnation: u32,
     down: bool,
     log: MemoryLog<RecordOf<P>>,
+    /// What it spilled: on its disk, so a crash keeps it.
+    spill: MemorySpill<RecordOf<P>>,
     gate: SendGate<P::Message>,
     /// How it comes back from its crash.
     comes_back: ComesBack,
@@ -239,6 +244,7 @@ impl<P: Protocol> Simulation<P> {
                 incarnation: 0,
                 down: false,
                 log: MemoryLog::default(),
+                spill: MemorySpill::default(),
                 gate: SendGate::default(),
                 comes_back: ComesBack::FromItsDisk,
                 syncing: false,
@@ -363,6 +369,16 @@ impl<P: Protocol> Simulation<P> {
                         self.on_sync(node, upto);
                     }
                 }
+                Event::Unspilled(node, incarnation, after) => {
+                    if self.alive(node, incarnation) {
+                        let entries = self.lives[node as usize].spill.get(after);
+                        self.fault_report.unspilled_batches += 1;
+                        let local = self.clock_of(node);
+                        self.arm_faults();
+                        self.replicas[node as usize].on_unspilled(local, after, entries, &mut self.outbox);
+                        self.flush_outbox(node);
+                    }
+                }
                 Event::Crash(node, comes_back) => {
                     self.crash_events_due -= 1;
                     self.crash(node, comes_back)
@@ -423,6 +439,7 @@ impl<P: Protocol> Simulation<P> {
         if comes_back != ComesBack::FromItsDisk {
             self.fault_report.disks_lost += 1;
             life.log = MemoryLog::default();
+            life.spill = MemorySpill::default();
             life.comes_back = comes_back;
         }
         if life.down {
@@ -869,6 +886,22 @@ impl<P: Protocol> Simulation<P> {
         self.fault_report.fault_points_fired += u64::from(outbox.faults_fired());
         outbox.set_faults(FaultPoints::OFF);
         let life = &mut self.lives[node as usize];
+        // Spilled at once and durably, as the runtime does before its next
+        // checkpoint; read back a little later, as from a disk.
+        let mut reads = Vec::new();
+        for op in outbox.spill.drain(..) {
+            if let Spill::Put(batch) = &op {
+                self.fault_report.spills += 1;
+                self.fault_report.spilled_bytes += batch.iter().map(|(_, r)| record_bytes(r)).sum::<u64>();
+            }
+            reads.extend(life.spill.apply(op, record_bytes));
+        }
+        let incarnation = life.incarnation;
+        for after in reads {
+            let read = self.fault_rng.random_range(50..500);
+            self.schedule(self.now + read, Event::Unspilled(node, incarnation, after));
+        }
+        let life = &mut self.lives[node as usize];
         let mut released = std::mem::take(&mut self.released);
         life.gate.take(&mut outbox, &mut life.log, |to, msg| released.push((to, msg)));
         for (to, msg) in released.drain(..) {
@@ -968,4 +1001,9 @@ impl<P: Protocol> Simulation<P> {
             history: History { txns: self.history, finals },
         }
     }
+}
+
+/// A record's size on disk, for the spill counters.
+fn record_bytes<R: serde::Serialize>(record: &R) -> u64 {
+    postcard::experimental::serialized_size(record).map_or(0, |n| n as u64)
 }

@@ -134,6 +134,12 @@ pub struct SimArgs {
     /// The longest latency spike, in milliseconds.
     #[arg(long, default_value_t = 20.0)]
     spike_max_ms: f64,
+    /// Bytes of replication groups a replica keeps in memory for its peers
+    /// in other DCs, in KiB, before it spills the oldest to its disk
+    /// ([peers] max_kept_mb of a server); small values exercise the spill
+    /// and its read-back when a cut heals.
+    #[arg(long, default_value_t = 65_536, value_name = "KIB")]
+    max_kept_kb: u64,
     /// Write the history (JSON Lines) to this file.
     #[arg(long, value_name = "FILE")]
     history: Option<PathBuf>,
@@ -317,6 +323,10 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     let tuning = Tuning {
         apply_interval_us: micros(delta_r_ms, "--delta-r-ms")?.max(1),
         stabilization_interval_us: micros(delta_g_ms, "--delta-g-ms")?.max(1),
+        max_kept_bytes: match args.max_kept_kb {
+            0 => anyhow::bail!("--max-kept-kb must be at least 1"),
+            kb => kb.saturating_mul(1024),
+        },
     };
     config.validate()?;
     // Checked before the run: a path that cannot be written fails now.

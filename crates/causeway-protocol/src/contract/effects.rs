@@ -11,6 +11,7 @@
 //! what was appended but not synced is lost, and so are the messages held
 //! for it.
 
+use super::spill::Spill;
 use crate::ids::Addr;
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,9 @@ pub struct Effects<M, T, R = NoRecord> {
     /// Messages that may leave only once every record appended so far
     /// (this step's and earlier ones') is durable; they follow `messages`.
     pub after_durable: Vec<(Addr, M)>,
+    /// Records to keep on disk rather than in memory, and to read back
+    /// ([`super::spill`]).
+    pub spill: Vec<Spill<R>>,
     faults: FaultPoints,
 }
 
@@ -41,6 +45,7 @@ impl<M, T, R> Default for Effects<M, T, R> {
             timers: Vec::new(),
             records: Vec::new(),
             after_durable: Vec::new(),
+            spill: Vec::new(),
             faults: FaultPoints::OFF,
         }
     }
@@ -88,7 +93,11 @@ impl<M, T, R> Effects<M, T, R> {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.timers.is_empty() && self.records.is_empty() && self.after_durable.is_empty()
+        self.messages.is_empty()
+            && self.timers.is_empty()
+            && self.records.is_empty()
+            && self.after_durable.is_empty()
+            && self.spill.is_empty()
     }
 
     /// Whether fault point `site` fires in this step (see [`FaultPoints`]).

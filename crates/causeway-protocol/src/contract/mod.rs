@@ -21,6 +21,8 @@
 //!   configuration, construction and recovery from durable records.
 //! * [`durability`] — how drivers carry the durability effect out: the
 //!   in-memory log and the send gate.
+//! * [`spill`] — records a replica keeps on disk instead of in memory
+//!   (a cut-off peer's backlog) and reads back when it needs them.
 //! * [`limits`] — the sizes a cluster accepts, and their one check.
 //! * [`reach`] — [`newest_timestamp`]: how far ahead of a clock a message
 //!   reaches, which a node checks before a peer's message moves its clock.
@@ -38,6 +40,7 @@ pub mod protocol;
 pub mod reach;
 pub mod replica;
 pub mod session;
+pub mod spill;
 
 pub use data::{CommitStamp, Key, Value};
 pub use durability::{MemoryLog, RecordLog, SendGate};
@@ -50,3 +53,4 @@ pub use protocol::{Protocol, SessionSetup, Tuning};
 pub use reach::newest_timestamp;
 pub use replica::{Replica, ReplicaCounters};
 pub use session::{AbortReason, Session, SessionError, SessionEvent};
+pub use spill::{MemorySpill, Spill};

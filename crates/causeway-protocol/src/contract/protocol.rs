@@ -19,11 +19,19 @@ pub struct Tuning {
     pub apply_interval_us: u64,
     /// Δ_G: how often stable times are gossiped inside a DC, in microseconds.
     pub stabilization_interval_us: u64,
+    /// Of the groups a replica keeps for its peers in the other DCs until
+    /// they acknowledge them, how many bytes stay in memory before the
+    /// oldest are spilled to disk ([`crate::recovery::stream`]).
+    pub max_kept_bytes: u64,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { apply_interval_us: 5_000, stabilization_interval_us: 5_000 }
+        Tuning {
+            apply_interval_us: 5_000,
+            stabilization_interval_us: 5_000,
+            max_kept_bytes: crate::recovery::DEFAULT_MAX_KEPT_BYTES,
+        }
     }
 }
 

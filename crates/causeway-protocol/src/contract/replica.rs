@@ -75,6 +75,20 @@ pub trait Replica {
     /// would stand still.
     fn on_peer_lost(&mut self, now: PhysicalMicros, from: Addr, out: &mut ReplicaEffects<Self>);
 
+    /// The driver's answer to this replica's `Spill::Get { after }`: the
+    /// entries of one spilled batch above `after`, in order, or none when
+    /// nothing spilled lies above it ([`super::spill`]). A replica that
+    /// never spills ignores it.
+    fn on_unspilled(
+        &mut self,
+        now: PhysicalMicros,
+        after: u64,
+        entries: Vec<(u64, Self::Record)>,
+        out: &mut ReplicaEffects<Self>,
+    ) {
+        let _ = (now, after, entries, out);
+    }
+
     /// A checkpoint: records whose replay by [`Protocol::recover`] rebuilds
     /// what replaying every record this replica persisted so far would —
     /// less what is no longer needed (versions the collector dropped,

@@ -16,7 +16,8 @@
 //! A checkpoint ([`super::replica::checkpoint`]) is records too: the
 //! versions held (`Stored`), the writes of this DC not yet acknowledged by
 //! every peer (as the `Local` records they were), and where the streams
-//! and the newest writes stand (`Positions`), with the reservations.
+//! and the newest writes stand (`Positions`), with the reservations and
+//! how far the stream was spilled (`Spilled`).
 //!
 //! Which messages wait for the records before them to be durable, and why:
 //!
@@ -30,7 +31,7 @@
 use super::messages::EcWrites;
 use crate::hlc::Timestamp;
 use crate::ids::DcId;
-use crate::recovery::{Reserved, Reserving};
+use crate::recovery::{Reserved, Reserving, StreamRecord};
 use serde::{Deserialize, Serialize};
 
 /// One record of an EC replica.
@@ -51,6 +52,31 @@ pub enum EcRecord {
     /// stream to the peers, the newest commit time applied from each DC,
     /// and per peer's DC the position of the last group taken from it.
     Positions { seq: u64, newest_from: Vec<Timestamp>, taken: Vec<(DcId, u64)> },
+    /// A group of the stream to the peers, the writes at the positions up
+    /// to `upto`, as it is spilled ([`crate::contract::spill`]); never in
+    /// the log.
+    Kept { upto: u64, txs: Vec<EcWrites> },
+    /// The stream's groups up to `upto` were spilled: the driver's disk
+    /// holds those a peer may still lack. Kept in checkpoints while any
+    /// may be.
+    Spilled { upto: u64 },
+}
+
+impl StreamRecord<u64, EcWrites> for EcRecord {
+    fn kept(upto: u64, txs: Vec<EcWrites>) -> Self {
+        EcRecord::Kept { upto, txs }
+    }
+
+    fn into_kept(self) -> Option<(u64, Vec<EcWrites>)> {
+        match self {
+            EcRecord::Kept { upto, txs } => Some((upto, txs)),
+            _ => None,
+        }
+    }
+
+    fn spilled(upto: u64) -> Self {
+        EcRecord::Spilled { upto }
+    }
 }
 
 impl From<Reserved> for EcRecord {

@@ -50,6 +50,9 @@ pub struct EcConfig {
     /// How often the heal round runs: writes a partition has not answered
     /// are sent again, replication streams acknowledged and resumed.
     pub heal_interval_us: u64,
+    /// Writes kept in memory for the peers, in bytes, before the oldest
+    /// are spilled to disk ([`crate::recovery::stream`]).
+    pub max_kept_bytes: u64,
     /// Deliberate protocol bugs, for tests that prove the checker can see.
     /// Never set outside tests.
     #[doc(hidden)]
@@ -62,6 +65,7 @@ impl Default for EcConfig {
             apply_interval_us: 5_000,
             commit_timeout_us: 1_000_000,
             heal_interval_us: 100_000,
+            max_kept_bytes: crate::recovery::DEFAULT_MAX_KEPT_BYTES,
             fault: EcFault::None,
         }
     }
@@ -93,7 +97,11 @@ impl Protocol for Ec {
 
     /// Δ_R applies; EC has no stabilization, so Δ_G is unused.
     fn configure(tuning: &Tuning) -> EcConfig {
-        EcConfig { apply_interval_us: tuning.apply_interval_us, ..EcConfig::default() }
+        EcConfig {
+            apply_interval_us: tuning.apply_interval_us,
+            max_kept_bytes: tuning.max_kept_bytes,
+            ..EcConfig::default()
+        }
     }
 
     fn validate(topology: &Topology, config: &EcConfig) -> Result<(), String> {
@@ -105,6 +113,9 @@ impl Protocol for Ec {
         }
         if config.commit_timeout_us == 0 || config.heal_interval_us == 0 {
             return Err("the commit timeout and the heal interval must be positive".into());
+        }
+        if config.max_kept_bytes == 0 {
+            return Err("the bound on writes kept in memory for the peers must be positive".into());
         }
         Ok(())
     }

@@ -56,6 +56,7 @@ pub struct EcReplica {
 
 impl EcReplica {
     pub fn new(id: ReplicaId, topology: Arc<Topology>, config: EcConfig) -> Self {
+        let max_kept_bytes = config.max_kept_bytes;
         EcReplica {
             id,
             config,
@@ -66,7 +67,7 @@ impl EcReplica {
             newest_from: vec![Timestamp::ZERO; topology.dc_count() as usize],
             outgoing: Vec::new(),
             seq: 0,
-            streams: PeerStreams::new(id, &topology),
+            streams: PeerStreams::new(id, &topology, max_kept_bytes),
             commits: Commits::default(),
             reserved: Reservations::default(),
             next_tx: 0,
@@ -212,8 +213,11 @@ impl EcReplica {
     }
 
     /// After every step: keep the reservations ahead of what was handed out.
+    /// After every step, too: the writes kept for the peers stay within
+    /// their bound in memory.
     fn reserve(&mut self, out: &mut Out) {
         self.reserved.after_step(&self.hlc, self.next_tx, out);
+        self.streams.spill_over(out);
     }
 }
 
@@ -244,6 +248,9 @@ pub fn recover(mut replica: EcReplica, records: Vec<EcRecord>) -> EcReplica {
                     replica.apply(0, source, tx);
                 }
             }
+            EcRecord::Spilled { upto } => replica.streams.restore_spilled(upto),
+            // Only ever spilled, never in the log.
+            EcRecord::Kept { .. } => {}
             EcRecord::Positions { seq, newest_from, taken } => {
                 replica.seq = replica.seq.max(seq);
                 for (newest, t) in replica.newest_from.iter_mut().zip(newest_from) {
@@ -273,6 +280,7 @@ pub fn checkpoint(r: &EcReplica) -> Vec<EcRecord> {
         by_source.entry(source).or_default().push(EcWrites { txid, ct, writes });
     }
     records.extend(by_source.into_iter().map(|(source, txs)| EcRecord::Stored { source, txs }));
+    records.extend(r.streams.spilled_upto().map(|upto| EcRecord::Spilled { upto }));
     // A kept group holds the writes at the positions up to its own, one
     // each: the `Local` records that put them there.
     for (&upto, txs) in r.streams.kept() {
@@ -312,6 +320,12 @@ impl Replica for EcReplica {
     /// for again, by the commit's retries.
     fn on_peer_lost(&mut self, _now: PhysicalMicros, from: Addr, out: &mut Out) {
         self.streams.on_peer_lost(from, out);
+        self.reserve(out);
+    }
+
+    /// Spilled writes of the stream, read back for a peer that is behind.
+    fn on_unspilled(&mut self, _now: PhysicalMicros, after: u64, entries: Vec<(u64, EcRecord)>, out: &mut Out) {
+        self.streams.on_unspilled(after, entries, out);
         self.reserve(out);
     }
 

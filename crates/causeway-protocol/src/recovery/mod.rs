@@ -17,4 +17,4 @@ pub mod stream;
 
 pub use reservations::{Reservations, Reserved, Reserving, CLOCK_WINDOW_US};
 pub use seed::{Seed, SeedFacts, SeedGroup, SeedMsg, Seeding};
-pub use stream::{Control, Incoming, PeerStreams, StreamMsg};
+pub use stream::{Control, Incoming, PeerStreams, Position, StreamMsg, StreamRecord, DEFAULT_MAX_KEPT_BYTES};

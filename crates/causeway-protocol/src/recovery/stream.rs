@@ -16,10 +16,20 @@
 //!   forgets what is below it), so it leaves only once durable, as `Ack`
 //!   does: a crash must not take back what it said.
 //!
-//! A protocol brings its messages ([`StreamMsg`]) and makes the groups it
-//! takes durable; positions it received are restored from its records.
+//! * Kept groups are bounded in memory: past `max_kept_bytes` the oldest
+//!   are spilled to the driver's disk ([`crate::contract::spill`]), with a
+//!   record saying how far. A peer that resumes below what memory holds —
+//!   one cut off for long — is sent those groups as they are read back, a
+//!   batch at a time, and nothing of the live stream (no group, no
+//!   heartbeat) until it has them all: its link stays FIFO in position
+//!   order. Spilled groups every peer acknowledged are forgotten.
+//!
+//! A protocol brings its messages ([`StreamMsg`]) and records
+//! ([`StreamRecord`]) and makes the groups it takes durable; positions it
+//! received are restored from its records.
 
-use crate::contract::Effects;
+use crate::contract::{Effects, Spill};
+use crate::hlc::Timestamp;
 use crate::ids::{Addr, DcId, ReplicaId};
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
@@ -53,6 +63,38 @@ pub trait StreamMsg<K, W> {
     fn control(c: Control<K>) -> Self;
 }
 
+/// A position of a stream, and the key it is spilled under: keys order as
+/// positions do.
+pub trait Position: Copy + Ord + Default + Debug {
+    fn key(self) -> u64;
+}
+
+impl Position for u64 {
+    fn key(self) -> u64 {
+        self
+    }
+}
+
+impl Position for Timestamp {
+    fn key(self) -> u64 {
+        self.0
+    }
+}
+
+/// The records of a stream, as a protocol spells them.
+pub trait StreamRecord<K, W>: Sized {
+    /// A kept group, as it is spilled.
+    fn kept(at: K, txs: Vec<W>) -> Self;
+    /// A spilled group read back; `None` for any other record.
+    fn into_kept(self) -> Option<(K, Vec<W>)>;
+    /// "The groups up to `upto` are spilled": persisted with each spill
+    /// and kept in checkpoints, so that a restart knows what lies on disk.
+    fn spilled(upto: K) -> Self;
+}
+
+/// The default of [`PeerStreams`]' bound on kept groups in memory.
+pub const DEFAULT_MAX_KEPT_BYTES: u64 = 64 << 20;
+
 /// What to do with a group (or, for the family, a heartbeat) from a peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Incoming {
@@ -69,8 +111,22 @@ pub enum Incoming {
 #[derive(Debug)]
 pub struct PeerStreams<K, W> {
     peers: Vec<Addr>,
-    /// Groups sent, by position, until every peer acknowledges them.
-    kept: BTreeMap<K, Vec<W>>,
+    /// Groups sent, by position, with their encoded size, until every peer
+    /// acknowledges them or they are spilled.
+    kept: BTreeMap<K, (Vec<W>, u64)>,
+    /// The size of `kept`, and its bound.
+    kept_bytes: u64,
+    max_kept_bytes: u64,
+    /// The newest position spilled: groups at or below it that a peer may
+    /// lack are on the driver's disk, not in `kept`.
+    spilled: K,
+    /// Spilled positions at or below this are forgotten.
+    spill_forgotten: K,
+    /// Spilled, in total.
+    spilled_bytes: u64,
+    /// Per DC: while its replica is sent spilled groups as they are read
+    /// back, the newest position sent to it so far.
+    catching_up: Vec<Option<K>>,
     /// The newest position sent: positions only increase.
     newest: K,
     /// Per DC: how far that DC's replica has acknowledged our groups.
@@ -91,12 +147,20 @@ pub struct PeerStreams<K, W> {
     awaiting: Vec<bool>,
 }
 
-impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
-    pub fn new(me: ReplicaId, topology: &Topology) -> Self {
+impl<K: Position, W: Serialize> PeerStreams<K, W> {
+    /// The streams of replica `me`, keeping at most `max_kept_bytes` of
+    /// groups in memory (encoded size) before spilling the oldest.
+    pub fn new(me: ReplicaId, topology: &Topology, max_kept_bytes: u64) -> Self {
         let dcs = usize::from(topology.dc_count());
         PeerStreams {
             peers: topology.peers_of(me).into_iter().map(Addr::Replica).collect(),
             kept: BTreeMap::new(),
+            kept_bytes: 0,
+            max_kept_bytes,
+            spilled: K::default(),
+            spill_forgotten: K::default(),
+            spilled_bytes: 0,
+            catching_up: vec![None; dcs],
             newest: K::default(),
             acked: vec![K::default(); dcs],
             received: vec![K::default(); dcs],
@@ -126,14 +190,36 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
         self.kept.len()
     }
 
-    /// Every group sent is acknowledged by every peer, and no peer's
-    /// stream is awaited.
-    pub fn settled(&self) -> bool {
-        self.kept.is_empty() && !self.awaiting.iter().any(|&a| a)
+    /// Bytes of groups kept in memory.
+    pub fn kept_bytes(&self) -> u64 {
+        self.kept_bytes
     }
 
-    /// Sends `txs` at position `at` to every peer once the records before
-    /// it are durable, and keeps it until every peer acknowledges it.
+    /// Bytes of groups spilled so far, in total.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.spilled_bytes
+    }
+
+    /// Every group sent is acknowledged by every peer, and no peer's
+    /// stream is awaited or being caught up.
+    pub fn settled(&self) -> bool {
+        self.kept.is_empty()
+            && self.spilled <= self.spill_forgotten
+            && !self.awaiting.iter().any(|&a| a)
+            && self.catching_up.iter().all(Option::is_none)
+    }
+
+    /// The peers the live stream goes to: all but those being sent spilled
+    /// groups, which get the live ones once they have those.
+    pub fn live_peers(&self) -> impl Iterator<Item = Addr> + '_ {
+        self.peers
+            .iter()
+            .copied()
+            .filter(|p| !matches!(p, Addr::Replica(r) if self.catching_up[usize::from(r.dc.0)].is_some()))
+    }
+
+    /// Sends `txs` at position `at` to every live peer once the records
+    /// before it are durable, and keeps it until every peer acknowledges it.
     pub fn send<M: StreamMsg<K, W>, T, R>(&mut self, at: K, txs: Vec<W>, out: &mut Effects<M, T, R>)
     where
         W: Clone,
@@ -141,7 +227,7 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
         if self.peers.is_empty() {
             return;
         }
-        for &peer in &self.peers {
+        for peer in self.live_peers() {
             out.send_after_durable(peer, M::group(at, txs.clone()));
         }
         self.keep(at, txs);
@@ -149,14 +235,60 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
 
     /// Keeps `txs` at position `at` without sending it now: after a crash,
     /// a group taken again from its record goes to the peers that say they
-    /// lack it.
+    /// lack it. One spilled already is on disk, and stays there.
     pub fn keep(&mut self, at: K, txs: Vec<W>) {
-        if self.peers.is_empty() {
+        if self.peers.is_empty() || at <= self.spilled {
             return;
         }
         debug_assert!(at > self.newest, "positions start above the default and increase");
         self.newest = self.newest.max(at);
-        self.kept.insert(at, txs);
+        let size = postcard::experimental::serialized_size(&txs).map_or(0, |n| n as u64);
+        self.kept_bytes += size;
+        if let Some((_, old)) = self.kept.insert(at, (txs, size)) {
+            self.kept_bytes -= old;
+        }
+    }
+
+    /// After a step (never while recovering): past the bound, the oldest
+    /// kept groups go to disk until half of it is left, with a record of
+    /// how far; spilled groups every peer acknowledged are forgotten.
+    pub fn spill_over<M, T, R: StreamRecord<K, W>>(&mut self, out: &mut Effects<M, T, R>) {
+        if self.kept_bytes > self.max_kept_bytes {
+            let mut batch = Vec::new();
+            while self.kept_bytes > self.max_kept_bytes / 2 {
+                let Some((at, (txs, size))) = self.kept.pop_first() else { break };
+                self.kept_bytes -= size;
+                self.spilled_bytes += size;
+                self.spilled = at;
+                batch.push((at.key(), R::kept(at, txs)));
+            }
+            out.spill.push(Spill::Put(batch));
+            out.persist(R::spilled(self.spilled));
+        }
+        let all = self.acknowledged_by_all().unwrap_or_default().min(self.spilled);
+        if all > self.spill_forgotten {
+            self.spill_forgotten = all;
+            out.spill.push(Spill::Forget { upto: all.key() });
+        }
+    }
+
+    /// A record says the groups up to `upto` were spilled: those kept in
+    /// memory are dropped (the disk has them).
+    pub fn restore_spilled(&mut self, upto: K) {
+        self.spilled = self.spilled.max(upto);
+        self.newest = self.newest.max(upto);
+        while let Some(entry) = self.kept.first_entry() {
+            if *entry.key() > upto {
+                break;
+            }
+            self.kept_bytes -= entry.remove().1;
+        }
+    }
+
+    /// For a checkpoint: how far groups were spilled, if any may still be
+    /// needed.
+    pub fn spilled_upto(&self) -> Option<K> {
+        (self.spilled > self.spill_forgotten).then_some(self.spilled)
     }
 
     /// The DC of `from` if it is a replica of this partition in another DC;
@@ -226,7 +358,7 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
     /// group every peer acknowledged is durable at every peer, so none
     /// needs it again.
     pub fn kept(&self) -> impl Iterator<Item = (&K, &Vec<W>)> {
-        self.kept.iter()
+        self.kept.iter().map(|(at, (txs, _))| (at, txs))
     }
 
     /// At every start, a restart after a crash included: ask each peer for
@@ -279,11 +411,63 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
         }
         self.acked[i] = self.acked[i].max(have);
         out.send_after_durable(from, M::control(Control::ResumeFrom { from: have }));
-        for (&at, txs) in self.kept.range((Bound::Excluded(have), Bound::Unbounded)) {
-            out.send_after_durable(from, M::group(at, txs.clone()));
+        if self.spilled > have {
+            // Some of what it lacks is on disk: read back first, in order.
+            self.catching_up[i] = Some(have);
+            out.spill.push(Spill::Get { after: have.key() });
+        } else {
+            self.catching_up[i] = None;
+            self.send_kept(from, have, out);
         }
         self.forget_acknowledged();
         true
+    }
+
+    fn send_kept<M: StreamMsg<K, W>, T, R>(&self, to: Addr, above: K, out: &mut Effects<M, T, R>)
+    where
+        W: Clone,
+    {
+        for (&at, (txs, _)) in self.kept.range((Bound::Excluded(above), Bound::Unbounded)) {
+            out.send_after_durable(to, M::group(at, txs.clone()));
+        }
+    }
+
+    /// The driver read back spilled groups above `after`: they go to the
+    /// peers being caught up from there, and the next batch is asked for —
+    /// or, with none left, the groups in memory follow and those peers are
+    /// live again.
+    pub fn on_unspilled<M: StreamMsg<K, W>, T, R: StreamRecord<K, W>>(
+        &mut self,
+        after: u64,
+        entries: Vec<(u64, R)>,
+        out: &mut Effects<M, T, R>,
+    ) where
+        W: Clone,
+    {
+        let groups: Vec<(K, Vec<W>)> = entries.into_iter().filter_map(|(_, r)| r.into_kept()).collect();
+        let mut asks = Vec::new();
+        for peer in self.peers.clone() {
+            let Addr::Replica(r) = peer else { continue };
+            let d = usize::from(r.dc.0);
+            let Some(mut cursor) = self.catching_up[d].filter(|c| c.key() == after) else { continue };
+            for (at, txs) in &groups {
+                if *at > cursor {
+                    out.send_after_durable(peer, M::group(*at, txs.clone()));
+                    cursor = *at;
+                }
+            }
+            if cursor.key() > after {
+                self.catching_up[d] = Some(cursor);
+                asks.push(cursor.key());
+            } else {
+                // Nothing more on disk above it: memory holds the rest.
+                self.send_kept(peer, cursor, out);
+                self.catching_up[d] = None;
+            }
+        }
+        asks.sort_unstable();
+        asks.dedup();
+        out.spill.extend(asks.into_iter().map(|after| Spill::Get { after }));
     }
 
     /// What `from` sent may have been lost on the way (its link dropped a
@@ -318,14 +502,18 @@ impl<K: Copy + Ord + Default + Debug, W> PeerStreams<K, W> {
         true
     }
 
+    /// How far every peer acknowledged our groups (`None` without peers).
+    fn acknowledged_by_all(&self) -> Option<K> {
+        self.peers.iter().filter_map(|p| self.source_of(*p)).map(|dc| self.acked[usize::from(dc.0)]).min()
+    }
+
     fn forget_acknowledged(&mut self) {
-        let all = self.peers.iter().filter_map(|p| self.source_of(*p)).map(|dc| self.acked[usize::from(dc.0)]).min();
-        let Some(all) = all else { return };
+        let Some(all) = self.acknowledged_by_all() else { return };
         while let Some(entry) = self.kept.first_entry() {
             if *entry.key() > all {
                 break;
             }
-            entry.remove();
+            self.kept_bytes -= entry.remove().1;
         }
     }
 
@@ -375,7 +563,28 @@ mod tests {
         Msg::Control(Control::Ack { upto })
     }
 
-    type Out = Effects<Msg, (), ()>;
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    enum Rec {
+        Kept(u64, Vec<&'static str>),
+        Spilled(u64),
+    }
+
+    impl StreamRecord<u64, &'static str> for Rec {
+        fn kept(at: u64, txs: Vec<&'static str>) -> Self {
+            Rec::Kept(at, txs)
+        }
+        fn into_kept(self) -> Option<(u64, Vec<&'static str>)> {
+            match self {
+                Rec::Kept(at, txs) => Some((at, txs)),
+                Rec::Spilled(_) => None,
+            }
+        }
+        fn spilled(upto: u64) -> Self {
+            Rec::Spilled(upto)
+        }
+    }
+
+    type Out = Effects<Msg, (), Rec>;
 
     fn peer() -> Addr {
         Addr::Replica(ReplicaId::new(1, 0))
@@ -384,7 +593,7 @@ mod tests {
     #[test]
     fn a_restarted_peer_gets_every_group_it_lacks_and_acknowledged_ones_are_forgotten() {
         let topology = Topology::full(2, 1).unwrap();
-        let mut s = PeerStreams::new(ReplicaId::new(0, 0), &topology);
+        let mut s = PeerStreams::new(ReplicaId::new(0, 0), &topology, DEFAULT_MAX_KEPT_BYTES);
         let mut out = Out::default();
         for (at, name) in [(3, "a"), (5, "b"), (8, "c")] {
             s.send(at, vec![name], &mut out);
@@ -410,7 +619,7 @@ mod tests {
     #[test]
     fn a_stream_is_ignored_until_it_resumes_and_old_groups_are_dropped() {
         let topology = Topology::full(2, 1).unwrap();
-        let mut s: PeerStreams<u64, &str> = PeerStreams::new(ReplicaId::new(0, 0), &topology);
+        let mut s: PeerStreams<u64, &str> = PeerStreams::new(ReplicaId::new(0, 0), &topology, DEFAULT_MAX_KEPT_BYTES);
         let mut out = Out::default();
         s.start(&mut out);
         assert_eq!(s.incoming(peer(), 5, true), Incoming::Drop, "before the peer resumes");
@@ -429,10 +638,109 @@ mod tests {
     #[test]
     fn without_peers_nothing_is_kept() {
         let topology = Topology::full(1, 1).unwrap();
-        let mut s = PeerStreams::new(ReplicaId::new(0, 0), &topology);
+        let mut s = PeerStreams::new(ReplicaId::new(0, 0), &topology, DEFAULT_MAX_KEPT_BYTES);
         let mut out = Out::default();
         s.send(1, vec!["a"], &mut out);
         s.keep(2, vec!["b"]);
         assert!(out.is_empty() && s.settled());
+    }
+
+    fn group(at: u64, name: &'static str) -> Msg {
+        Msg::Group(at, vec![name])
+    }
+
+    /// Sends one group per position, each 3 bytes encoded, with a bound of
+    /// 7 bytes: the third goes over it.
+    fn spilling_streams() -> (PeerStreams<u64, &'static str>, Out) {
+        let topology = Topology::full(2, 1).unwrap();
+        let mut s = PeerStreams::new(ReplicaId::new(0, 0), &topology, 7);
+        let mut out = Out::default();
+        for (at, name) in [(1, "a"), (2, "b"), (3, "c")] {
+            s.send(at, vec![name], &mut out);
+            s.spill_over(&mut out);
+        }
+        (s, out)
+    }
+
+    #[test]
+    fn past_the_bound_the_oldest_groups_are_spilled_with_a_record_of_how_far() {
+        let (s, out) = spilling_streams();
+        assert_eq!(
+            out.spill,
+            vec![Spill::Put(vec![(1, Rec::Kept(1, vec!["a"])), (2, Rec::Kept(2, vec!["b"]))])],
+            "down to half the bound, oldest first"
+        );
+        assert_eq!(out.records, vec![Rec::Spilled(2)]);
+        assert_eq!(s.kept().map(|(at, _)| *at).collect::<Vec<_>>(), vec![3]);
+        assert_eq!((s.kept_bytes(), s.spilled_bytes()), (3, 6));
+        assert_eq!(s.spilled_upto(), Some(2));
+        assert_eq!(out.after_durable.len(), 3, "every group went out live first");
+    }
+
+    #[test]
+    fn a_peer_behind_the_spill_gets_it_read_back_in_order_before_any_live_group() {
+        let (mut s, _) = spilling_streams();
+        let mut out = Out::default();
+        assert!(s.on_resume(peer(), 0, false, &mut out));
+        assert_eq!(out.after_durable, vec![(peer(), resume_from(0))], "nothing from memory yet");
+        assert_eq!(out.spill, vec![Spill::Get { after: 0 }]);
+        assert_eq!(s.live_peers().count(), 0, "no heartbeat may pass the groups on disk");
+
+        // A live group meanwhile is kept for it, not sent.
+        let mut out = Out::default();
+        s.send(4, vec!["d"], &mut out);
+        assert!(out.after_durable.is_empty());
+
+        // The first batch read back, and the next asked for.
+        let mut out = Out::default();
+        s.on_unspilled(0, vec![(1, Rec::Kept(1, vec!["a"])), (2, Rec::Kept(2, vec!["b"]))], &mut out);
+        assert_eq!(out.after_durable, vec![(peer(), group(1, "a")), (peer(), group(2, "b"))]);
+        assert_eq!(out.spill, vec![Spill::Get { after: 2 }]);
+
+        // An answer to a question nobody asks any more changes nothing.
+        let mut stale = Out::default();
+        s.on_unspilled(0, vec![(1, Rec::Kept(1, vec!["a"]))], &mut stale);
+        assert!(stale.is_empty());
+
+        // Nothing more on disk: memory follows, and the peer is live again.
+        let mut out = Out::default();
+        s.on_unspilled(2, vec![], &mut out);
+        assert_eq!(out.after_durable, vec![(peer(), group(3, "c")), (peer(), group(4, "d"))]);
+        assert!(out.spill.is_empty());
+        assert_eq!(s.live_peers().collect::<Vec<_>>(), vec![peer()]);
+    }
+
+    #[test]
+    fn a_peer_above_the_spill_is_served_from_memory_and_acknowledged_spills_are_forgotten() {
+        let (mut s, _) = spilling_streams();
+        let mut out = Out::default();
+        assert!(s.on_resume(peer(), 2, false, &mut out));
+        assert_eq!(out.after_durable, vec![(peer(), resume_from(2)), (peer(), group(3, "c"))]);
+        assert!(out.spill.is_empty(), "nothing to read back");
+        let mut out = Out::default();
+        s.spill_over(&mut out);
+        assert_eq!(out.spill, vec![Spill::Forget { upto: 2 }], "its `have` acknowledged the spilled groups");
+        assert_eq!(s.spilled_upto(), None);
+        let mut again = Out::default();
+        s.spill_over(&mut again);
+        assert!(again.spill.is_empty(), "forgotten once");
+        assert!(s.on_ack(peer(), 3));
+        assert!(s.settled());
+    }
+
+    #[test]
+    fn a_restart_drops_from_memory_what_its_records_say_is_spilled() {
+        let topology = Topology::full(2, 1).unwrap();
+        let mut s: PeerStreams<u64, &str> = PeerStreams::new(ReplicaId::new(0, 0), &topology, 7);
+        // Replayed: groups rebuilt from records, then the record of a spill.
+        s.keep(1, vec!["a"]);
+        s.keep(2, vec!["b"]);
+        s.restore_spilled(2);
+        s.keep(2, vec!["b"]);
+        s.keep(3, vec!["c"]);
+        assert_eq!(s.kept().map(|(at, _)| *at).collect::<Vec<_>>(), vec![3], "what is on disk stays there");
+        let mut out = Out::default();
+        assert!(s.on_resume(peer(), 1, false, &mut out));
+        assert_eq!(out.spill, vec![Spill::Get { after: 1 }]);
     }
 }

@@ -15,7 +15,8 @@
 //! replaying every record so far would rebuild, compacted — the versions
 //! the store still holds (`Installed`), the commits waiting for the apply
 //! loop (`Queued`), the groups of the stream to the peers not yet
-//! acknowledged by all (`Kept`), each peer's stream position (an `Applied`
+//! acknowledged by all (`Kept`) and how far they were spilled
+//! (`Spilled`), each peer's stream position (an `Applied`
 //! of no transaction), and the prepared transactions, kept decisions and
 //! reservations as their own records say them. The last three variants
 //! appear only in checkpoints.
@@ -40,7 +41,7 @@
 
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, DcId, TxId};
-use crate::recovery::{Reserved, Reserving};
+use crate::recovery::{Reserved, Reserving, StreamRecord};
 use serde::{Deserialize, Serialize};
 
 /// One record of a family replica: `P` what its cohort keeps of a prepared
@@ -66,8 +67,13 @@ pub enum FamilyRecord<P, W> {
     /// loop to install (Wren) and replicate it.
     Queued { tx: TxId, ct: Timestamp, writes: W },
     /// In a checkpoint: a group of this replica's stream, at `ct`, that a
-    /// peer has not acknowledged yet — kept to be resent.
+    /// peer has not acknowledged yet — kept to be resent. Also how a group
+    /// is spilled ([`crate::contract::spill`]).
     Kept { ct: Timestamp, txs: Vec<W> },
+    /// The groups of this replica's stream up to `upto` were spilled: the
+    /// driver's disk holds those a peer may still lack. Kept in
+    /// checkpoints while any may be.
+    Spilled { upto: Timestamp },
     /// The replica lost its state and asks for it
     /// ([`crate::recovery::seed`]): until [`FamilyRecord::Reseeded`]
     /// follows, a restart asks again, and keeps only the reservations
@@ -98,6 +104,23 @@ pub enum FamilyRecord<P, W> {
 impl<P, W> From<Reserved> for FamilyRecord<P, W> {
     fn from(r: Reserved) -> Self {
         FamilyRecord::Reserved(r)
+    }
+}
+
+impl<P, W> StreamRecord<Timestamp, W> for FamilyRecord<P, W> {
+    fn kept(ct: Timestamp, txs: Vec<W>) -> Self {
+        FamilyRecord::Kept { ct, txs }
+    }
+
+    fn into_kept(self) -> Option<(Timestamp, Vec<W>)> {
+        match self {
+            FamilyRecord::Kept { ct, txs } => Some((ct, txs)),
+            _ => None,
+        }
+    }
+
+    fn spilled(upto: Timestamp) -> Self {
+        FamilyRecord::Spilled { upto }
     }
 }
 

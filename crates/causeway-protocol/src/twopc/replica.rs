@@ -299,11 +299,13 @@ fn catching_up<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) -> bool 
     !core.holes.is_empty()
 }
 
-/// After every step: keep the reservations ahead of what was handed out.
+/// After every step: keep the reservations ahead of what was handed out,
+/// and the groups kept for the peers within their bound in memory.
 fn reserve<R: FamilyReplica>(r: &mut R, out: &mut FamilyEffects<R>) {
     let core = r.core_mut();
     let next_tx = core.coordinator.next_tx();
     core.reserved.after_step(&core.hlc, next_tx, out);
+    core.replication.streams.spill_over(out);
 }
 
 /// A replica rebuilt from the records it made durable, taken again in
@@ -360,6 +362,7 @@ fn replay<R: FamilyReplica>(replica: &mut R, records: &[RecordOf<R>]) {
             FamilyRecord::Installed { source, ct, txs } => replica.reinstall(*source, *ct, txs),
             FamilyRecord::Queued { tx, ct, writes } => core.replication.queue(*ct, *tx, writes.clone()),
             FamilyRecord::Kept { ct, txs } => core.replication.streams.keep(*ct, txs.clone()),
+            FamilyRecord::Spilled { upto } => core.replication.streams.restore_spilled(*upto),
             FamilyRecord::Alone { tx } => {
                 core.prepared.mark_alone(*tx);
             }
@@ -431,6 +434,7 @@ pub fn checkpoint<R: FamilyReplica>(r: &R) -> Vec<RecordOf<R>> {
         ct,
         txs: Vec::new(),
     }));
+    records.extend(streams.spilled_upto().map(|upto| FamilyRecord::Spilled { upto }));
     records.extend(streams.kept().map(|(&ct, txs)| FamilyRecord::Kept { ct, txs: txs.clone() }));
     records.extend(core.replication.queued().map(|(ct, tx, w)| FamilyRecord::Queued { tx, ct, writes: w.clone() }));
     for (tx, pt, coordinator, prepared) in core.prepared.entries() {
@@ -519,6 +523,18 @@ impl<R: FamilyReplica> Replica for R {
         if self.core().seeding.is_none() && !self.deaf_to_lost_messages() {
             peer_lost(self, now, from, out);
         }
+        reserve(self, out);
+    }
+
+    /// Spilled groups of the stream, read back for a peer that is behind.
+    fn on_unspilled(
+        &mut self,
+        _now: PhysicalMicros,
+        after: u64,
+        entries: Vec<(u64, Self::Record)>,
+        out: &mut ReplicaEffects<Self>,
+    ) {
+        self.core_mut().replication.streams.on_unspilled(after, entries, out);
         reserve(self, out);
     }
 

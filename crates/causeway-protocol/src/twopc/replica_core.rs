@@ -56,7 +56,7 @@ impl<F: Family, M, P> FamilyCore<F, M, P> {
             store: MvStore::default(),
             coordinator: Coordinator::new(id, topology.clone(), rhythm.tx_context_timeout_us),
             prepared: PreparedSet::default(),
-            replication: Replicator::new(id, &topology),
+            replication: Replicator::new(id, &topology, rhythm.max_kept_bytes),
             reserved: Reservations::default(),
             starts: StartGate::default(),
             seeding: None,

@@ -24,9 +24,11 @@ pub struct Replicator<W> {
     pub streams: PeerStreams<Timestamp, W>,
 }
 
-impl<W> Replicator<W> {
-    pub fn new(me: ReplicaId, topology: &Topology) -> Self {
-        Replicator { committed: BTreeMap::new(), streams: PeerStreams::new(me, topology) }
+impl<W: serde::Serialize> Replicator<W> {
+    /// `max_kept_bytes`: of groups kept for the peers in memory, before
+    /// the oldest are spilled.
+    pub fn new(me: ReplicaId, topology: &Topology, max_kept_bytes: u64) -> Self {
+        Replicator { committed: BTreeMap::new(), streams: PeerStreams::new(me, topology, max_kept_bytes) }
     }
 
     /// `tx` committed here at `ct`.
@@ -89,9 +91,10 @@ impl<W> Replicator<W> {
         replicated
     }
 
-    /// Tells the peers that nothing up to `t` is still coming from here.
+    /// Tells the peers that nothing up to `t` is still coming from here —
+    /// the live ones: a peer being sent spilled groups has not got them.
     pub fn heartbeat<S, Q, G, T, R>(&self, t: Timestamp, out: &mut Effects<TxnMsg<S, Q, W, G>, T, R>) {
-        for &peer in self.streams.peers() {
+        for peer in self.streams.live_peers() {
             out.send_after_durable(peer, TxnMsg::Heartbeat { t });
         }
     }
@@ -107,7 +110,7 @@ mod tests {
     #[test]
     fn groups_go_out_in_commit_order_and_only_below_the_bound() {
         let topology = Topology::full(2, 1).unwrap();
-        let mut r = Replicator::new(ReplicaId::new(0, 0), &topology);
+        let mut r = Replicator::new(ReplicaId::new(0, 0), &topology, crate::recovery::stream::DEFAULT_MAX_KEPT_BYTES);
         for (ct, tx, name) in [(5, 2, "b"), (5, 1, "a"), (3, 9, "first"), (8, 1, "late")] {
             r.queue(Timestamp(ct), TxId(tx), name);
         }

@@ -43,6 +43,9 @@ pub struct Rhythm {
     pub resolve_after_us: u64,
     /// How often the [`FamilyTimer::Heal`] round runs.
     pub heal_interval_us: u64,
+    /// Groups of the stream to the peers kept in memory, in bytes, before
+    /// the oldest are spilled to disk ([`crate::recovery::stream`]).
+    pub max_kept_bytes: u64,
 }
 
 impl Default for Rhythm {
@@ -54,6 +57,7 @@ impl Default for Rhythm {
             commit_timeout_us: Rhythm::DEFAULT_COMMIT_TIMEOUT_US,
             resolve_after_us: 1_000_000,
             heal_interval_us: 100_000,
+            max_kept_bytes: crate::recovery::DEFAULT_MAX_KEPT_BYTES,
         }
     }
 }
@@ -77,6 +81,7 @@ impl Rhythm {
         Rhythm {
             apply_interval_us: tuning.apply_interval_us,
             stabilization_interval_us: tuning.stabilization_interval_us,
+            max_kept_bytes: tuning.max_kept_bytes,
             ..Rhythm::default()
         }
     }
@@ -87,6 +92,9 @@ impl Rhythm {
         }
         if self.commit_timeout_us == 0 || self.resolve_after_us == 0 || self.heal_interval_us == 0 {
             return Err("the commit timeout, the resolve delay and the heal interval must be positive".into());
+        }
+        if self.max_kept_bytes == 0 {
+            return Err("the bound on groups kept in memory for the peers must be positive".into());
         }
         Ok(())
     }

@@ -68,6 +68,7 @@ fn a_good_config_resolves_to_a_plan() {
     assert_eq!(plan.auth, crate::auth::AuthPlan::anonymous(causeway_wire::Role::Write));
     assert_eq!(plan.max_clock_offset, crate::plan::MAX_CLOCK_OFFSET);
     assert_eq!(plan.max_peer_backlog_bytes, 256 << 20);
+    assert_eq!(plan.tuning.max_kept_bytes, 64 << 20);
 }
 
 #[test]
@@ -78,13 +79,14 @@ fn auth_names_its_users_file_relative_to_the_config_and_its_limits() {
         1,
     );
     let text = text.replacen("partitions = 2\n", "partitions = 2\nmax_clock_offset_ms = 250\n", 1);
-    let text = text.replacen("[limits]", "[peers]\nmax_backlog_mb = 64\n[limits]", 1);
+    let text = text.replacen("[limits]", "[peers]\nmax_backlog_mb = 64\nmax_kept_mb = 2\n[limits]", 1);
     let plan = parse(&text, Path::new("/etc/causeway/cluster.toml")).unwrap();
     assert_eq!(plan.auth.users_file, Some(PathBuf::from("/etc/causeway/users.toml")));
     assert_eq!(plan.auth.anonymous, None, "no anonymous role unless given");
     assert_eq!((plan.auth.max_failed_logins, plan.auth.failed_login_window), (3, std::time::Duration::from_secs(30)));
     assert_eq!(plan.max_clock_offset, std::time::Duration::from_millis(250));
     assert_eq!(plan.max_peer_backlog_bytes, 64 << 20);
+    assert_eq!(plan.tuning.max_kept_bytes, 2 << 20);
 }
 
 #[test]
@@ -176,6 +178,7 @@ fn mistakes_are_named_with_where_they_are() {
             "the clock offsets spread over 400 ms, not less than max_clock_offset_ms = 300",
         ),
         ("[limits]", "[peers]\nmax_backlog_mb = 8\n[limits]", "[peers] max_backlog_mb = 8: from 64"),
+        ("[limits]", "[peers]\nmax_kept_mb = 0\n[limits]", "[peers] max_kept_mb = 0: from 1 to 65536"),
     ];
     for (from, to, expected) in cases {
         assert!(GOOD.contains(from), "case {from:?} does not apply");

@@ -21,7 +21,7 @@ use causeway_protocol::ec::Ec;
 use causeway_protocol::eiger::Eiger;
 use causeway_protocol::promptcc::PrompTcc;
 use causeway_protocol::wren::Wren;
-use causeway_protocol::{Protocol, Topology};
+use causeway_protocol::{Protocol, Topology, Tuning};
 use causeway_sim::{
     random_crashes, ComesBack, Crash, CrashTarget, Cut, DiskModel, Faults, Readers, SimConfig, SimReport, Simulation,
 };
@@ -116,10 +116,16 @@ fn survives_crashes<P: Protocol>(n: u64) {
 /// Runs `n` seeds of `P`, each configured by `config`; panics with every
 /// failing seed, and prints the totals.
 fn survives<P: Protocol>(n: u64, config: impl Fn(u64) -> SimConfig + Sync) {
+    survives_as::<P>(n, config, &P::Config::default());
+}
+
+/// [`survives`] with the protocol configured as `protocol` says; returns
+/// the reports.
+fn survives_as<P: Protocol>(n: u64, config: impl Fn(u64) -> SimConfig + Sync, protocol: &P::Config) -> Vec<SimReport> {
     let results = par_seeds(n, |seed| {
         let config = config(seed);
         let loses_a_disk = config.faults.crashes.iter().any(|c| c.comes_back != ComesBack::FromItsDisk);
-        let report = Simulation::<P>::new(config, &P::Config::default()).expect("valid config").run();
+        let report = Simulation::<P>::new(config, protocol).expect("valid config").run();
         let mut problems = problems::<P>(&report, &check(&report.history));
         if loses_a_disk && report.faults.disks_lost == 0 {
             problems.push("no disk was lost".into());
@@ -134,6 +140,7 @@ fn survives<P: Protocol>(n: u64, config: impl Fn(u64) -> SimConfig + Sync) {
     assert!(failed.is_empty(), "{} of {n} seeds failed:\n{}", failed.len(), failed.join("\n"));
     let reports: Vec<SimReport> = results.into_iter().map(|(_, r, _)| r).collect();
     summarize(P::NAME, &reports);
+    reports
 }
 
 /// The totals the closing note quotes, printed with `--nocapture`.
@@ -193,6 +200,48 @@ fn promptcc_survives_crashes() {
 #[test]
 fn eiger_survives_crashes() {
     survives::<Eiger>(seeds(500), one_dc_crash_config);
+}
+
+/// A run of [`crash_config`] with at least two DCs and a DC cut off for
+/// a while, so that the streams to its replicas back up.
+fn cut_crash_config(seed: u64) -> SimConfig {
+    let mut config = crash_config(seed);
+    config.dcs = config.dcs.max(2);
+    if config.cuts.is_empty() {
+        config.cuts.push(Cut { dc: 1, start_us: 50_000, end_us: 350_000 });
+    }
+    config
+}
+
+/// With a bound of 512 bytes on the groups a replica keeps in memory for
+/// its peers, the streams spill to disk on every cut and are read back
+/// when it heals — through crashes of either side, restarts from
+/// checkpoints that hold only how far they spilled, and peers that resume
+/// below the spill — and every run keeps its guarantee, loses no
+/// acknowledged write and settles.
+fn survives_crashes_spilling<P: Protocol>(n: u64) {
+    let tuning = Tuning { max_kept_bytes: 512, ..Tuning::default() };
+    let reports = survives_as::<P>(n, cut_crash_config, &P::configure(&tuning));
+    let (spills, read_back) =
+        reports.iter().fold((0, 0), |(s, r), x| (s + x.faults.spills, r + x.faults.unspilled_batches));
+    println!("{}: {spills} spills, {read_back} batches read back", P::NAME);
+    assert!(spills > 0 && read_back > 0, "{}: {spills} spills, {read_back} batches read back", P::NAME);
+}
+
+#[test]
+fn wren_survives_crashes_with_its_streams_spilled() {
+    survives_crashes_spilling::<Wren>(seeds(150));
+}
+
+#[test]
+fn cure_and_h_cure_survive_crashes_with_their_streams_spilled() {
+    survives_crashes_spilling::<Cure>(seeds(75));
+    survives_crashes_spilling::<HCure>(seeds(75));
+}
+
+#[test]
+fn ec_survives_crashes_with_its_streams_spilled() {
+    survives_crashes_spilling::<Ec>(seeds(150));
 }
 
 fn one_dc_crash_config(seed: u64) -> SimConfig {
