@@ -76,6 +76,11 @@ pub struct Metrics {
     /// Times a replica waited for its checkpoint to be written before its
     /// next one was due: the disk falls behind the writes.
     pub checkpoint_waits: Counter,
+    /// Batches of stream groups spilled to disk and read back, and the
+    /// bytes of each replica's spill on disk.
+    pub stream_spills: Counter,
+    pub stream_unspilled: Counter,
+    pub stream_spilled: Family<Labels, Gauge>,
     /// `(DC, transaction)` of transactions with a read slice that waited,
     /// bounded by `NodeStats::MAX_WAITED_TXNS`.
     pub waited_txns: Mutex<rustc_hash::FxHashSet<(u16, u64)>>,
@@ -146,6 +151,9 @@ impl Metrics {
             read_slices: Counter::default(),
             read_wait_us: Counter::default(),
             checkpoint_waits: Counter::default(),
+            stream_spills: Counter::default(),
+            stream_unspilled: Counter::default(),
+            stream_spilled: Family::default(),
             waited_txns: Mutex::default(),
             op_series,
             read_only_rounds,
@@ -176,6 +184,13 @@ impl Metrics {
                 "reads_waited": "Read slices a replica could not answer at once" => m.reads_waited,
                 "checkpoint_waits": "Times a replica stopped until its checkpoint was written, the next being due \
                     (the disk falls behind the writes)" => m.checkpoint_waits,
+                "stream_spills": "Batches of replication groups a replica spilled to disk: past [peers] \
+                    max_kept_mb of groups kept for peers in other DCs that have not acknowledged them (one is \
+                    behind or cut off)" => m.stream_spills,
+                "stream_unspilled": "Batches of spilled replication groups read back for a peer that resumed \
+                    behind what memory holds" => m.stream_unspilled,
+                "stream_spilled" in Bytes: "Bytes of a replica's spilled replication groups on disk, per replica \
+                    (forgotten once every peer acknowledges them)" => m.stream_spilled,
                 "read_wait" in Seconds: "How long read slices that waited waited" => m.read_wait,
                 "sent" in Bytes: "Protocol message bytes sent, by message class" => m.bytes_sent,
                 "messages_sent": "Protocol messages sent, by message class" => m.messages_sent,

@@ -4,7 +4,7 @@
 use crate::auth::Authenticator;
 use crate::clients::host::{ClientHost, HostSetup};
 use crate::clients::listener;
-use crate::disk::{self, NodeDisk, ReplicaLog};
+use crate::disk::{self, NodeDisk, ReplicaLog, ReplicaSpill};
 use crate::error::StartError;
 use crate::metrics::{self, Metrics};
 use crate::peers::{Arrival, PeerControl, Peers, Sink};
@@ -154,11 +154,12 @@ async fn start_typed<P: Protocol>(
     };
     let mut restored = Vec::new();
     for &id in &me.replicas {
-        let replica = match (&mut reseeding, disk.as_mut()) {
+        let (replica, log) = match (&mut reseeding, disk.as_mut()) {
             (Some(seeds), Some(disk)) => reseed::<P>(id, seeds.next().expect("one per replica"), disk)?,
             _ => restore::<P>(&plan, id, &config, disk.as_mut())?,
         };
-        restored.push(replica);
+        let spill = ReplicaSpill::open(me.data_dir.as_deref(), id).map_err(|e| StartError::Storage(e.to_string()))?;
+        restored.push((replica, log, spill));
     }
     // The replicas hold the log now: it closes when the last one ends.
     drop(disk);
@@ -193,12 +194,13 @@ async fn start_typed<P: Protocol>(
 
     let dcs = plan.topology.dc_count();
     let mut replicas = Vec::new();
-    for ((id, rx), (replica, log)) in receivers.into_iter().zip(restored) {
+    for ((id, rx), (replica, log, spill)) in receivers.into_iter().zip(restored) {
         let gauges = Arc::new(ReplicaGauges::new(dcs));
         replicas.push((id, gauges.clone()));
         let task = tokio::spawn(replica_task::run::<P>(
             replica,
             log,
+            spill,
             plan.clock_offset_us(id),
             rx,
             router.clone(),
@@ -389,6 +391,10 @@ fn scrape_refresh(
                 .versions
                 .get_or_create(&vec![("replica", name.clone())])
                 .set(g.versions.load(std::sync::atomic::Ordering::Relaxed) as i64);
+            metrics
+                .stream_spilled
+                .get_or_create(&vec![("replica", name.clone())])
+                .set(g.spilled.load(std::sync::atomic::Ordering::Relaxed) as i64);
             metrics
                 .metadata_per_version
                 .get_or_create(&vec![("replica", name)])

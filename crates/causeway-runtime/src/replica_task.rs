@@ -1,14 +1,15 @@
 //! One task per partition replica: it owns the state machine (no locks on
 //! protocol state), feeds it messages and due timers with the real clock,
-//! hands what it persists to its log ([`crate::disk`]) and sends what it
-//! asks to send once the log reports it durable.
+//! hands what it persists to its log ([`crate::disk`]) and what it spills
+//! to its spill, and sends what it asks to send once the log reports it
+//! durable.
 
 use crate::clock::now_micros;
-use crate::disk::{replica_name, ReplicaLog};
+use crate::disk::{replica_name, ReplicaLog, ReplicaSpill};
 use crate::metrics::Metrics;
 use crate::router::{ReplicaInput, Router};
 use causeway_protocol::contract::replica::ReplicaEffects;
-use causeway_protocol::contract::{RecordLog, SendGate};
+use causeway_protocol::contract::{RecordLog, SendGate, Spill};
 use causeway_protocol::{DcId, Message, Protocol, ReadWaitProbe, Replica, ReplicaId};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -28,6 +29,8 @@ pub struct ReplicaGauges {
     /// Bytes of protocol metadata each stored version carries.
     pub metadata_per_version: AtomicU64,
     pub inbox: AtomicU64,
+    /// Bytes of the replica's spill on disk.
+    pub spilled: AtomicU64,
 }
 
 impl ReplicaGauges {
@@ -37,6 +40,7 @@ impl ReplicaGauges {
             versions: AtomicU64::new(0),
             metadata_per_version: AtomicU64::new(0),
             inbox: AtomicU64::new(0),
+            spilled: AtomicU64::new(0),
         }
     }
 
@@ -81,6 +85,7 @@ impl<T> Timers<T> {
 pub async fn run<P: Protocol>(
     mut replica: P::Replica,
     mut log: ReplicaLog<<P::Replica as Replica>::Record>,
+    mut spill: ReplicaSpill<<P::Replica as Replica>::Record>,
     clock_offset_us: i64,
     mut inbox: mpsc::UnboundedReceiver<ReplicaInput<P::Message>>,
     router: Arc<Router<P::Message>>,
@@ -100,6 +105,27 @@ pub async fn run<P: Protocol>(
     let mut alarm = crate::alarm::Alarm::new();
     loop {
         flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
+        // What the step spilled is durable before a checkpoint (which no
+        // longer holds it) is taken; what it asked back is handed to it now.
+        while !out.spill.is_empty() {
+            let puts = out.spill.iter().filter(|op| matches!(op, Spill::Put(_))).count();
+            let answers = spill.apply(&mut out.spill).unwrap_or_else(|e| crate::disk::crash_stop(me, &e));
+            let bytes = spill.bytes();
+            gauges.spilled.store(bytes, Ordering::Relaxed);
+            if puts > 0 {
+                metrics.stream_spills.inc_by(puts as u64);
+                tracing::warn!(
+                    "replica {}: a peer in another DC is behind; the oldest groups kept for it went to disk ({bytes} \
+                     bytes spilled, [peers] max_kept_mb)",
+                    replica_name(me)
+                );
+            }
+            for (after, entries) in answers {
+                metrics.stream_unspilled.inc();
+                replica.on_unspilled(clock(), after, entries, &mut out);
+            }
+            flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
+        }
         // Every record of the steps so far is appended: a checkpoint taken
         // now covers exactly them. One in flight at most: the replica waits
         // for the disk rather than its log growing without bound.

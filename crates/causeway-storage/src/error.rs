@@ -48,6 +48,11 @@ pub enum StorageError {
     #[error("{what} of {len} bytes exceeds the maximum of {max} bytes")]
     TooLarge { what: &'static str, len: usize, max: usize },
 
+    /// A caller broke an ordering the store relies on (spill keys that do
+    /// not increase).
+    #[error("{0}")]
+    Unordered(String),
+
     /// An earlier write or sync failed: what reached the disk is unknown (a
     /// failed fsync may have dropped dirty pages), so the log takes no more
     /// writes. Reopen it to recover what is durable.

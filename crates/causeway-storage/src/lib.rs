@@ -106,9 +106,11 @@ mod fsutil;
 mod identity;
 mod log;
 mod recovery;
+mod spill;
 
 pub use error::StorageError;
 pub use format::{FORMAT_VERSION, MAX_CHECKPOINT_BYTES, MAX_RECORD_BYTES};
 pub use identity::{Identity, IDENTITY_FILE};
 pub use log::{Log, Options, Trim, MAX_PREALLOCATE_BYTES};
 pub use recovery::{Recovered, TornTail};
+pub use spill::Spill;

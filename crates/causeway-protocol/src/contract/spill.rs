@@ -66,7 +66,7 @@ impl<R: Clone> MemorySpill<R> {
                 if let Some(&newest) = self.batches.keys().next_back() {
                     batch.retain(|(k, _)| *k > newest);
                 }
-                let Some(&(last, _)) = batch.last() else { return None };
+                let &(last, _) = batch.last()?;
                 self.bytes += batch.iter().map(|(_, r)| weigh(r)).sum::<u64>();
                 self.batches.insert(last, batch);
                 None

@@ -70,10 +70,6 @@ pub enum FamilyRecord<P, W> {
     /// peer has not acknowledged yet — kept to be resent. Also how a group
     /// is spilled ([`crate::contract::spill`]).
     Kept { ct: Timestamp, txs: Vec<W> },
-    /// The groups of this replica's stream up to `upto` were spilled: the
-    /// driver's disk holds those a peer may still lack. Kept in
-    /// checkpoints while any may be.
-    Spilled { upto: Timestamp },
     /// The replica lost its state and asks for it
     /// ([`crate::recovery::seed`]): until [`FamilyRecord::Reseeded`]
     /// follows, a restart asks again, and keeps only the reservations
@@ -99,6 +95,11 @@ pub enum FamilyRecord<P, W> {
     /// from every DC again ([`super::FamilyReplica::restore_stable`]).
     /// Kept in checkpoints.
     Stable { at: Timestamp },
+    /// The groups of this replica's stream up to `upto` were spilled: the
+    /// driver's disk holds those a peer may still lack. Kept in
+    /// checkpoints while any may be. (Last, as new variants go: records
+    /// on disk are read by their variant's index.)
+    Spilled { upto: Timestamp },
 }
 
 impl<P, W> From<Reserved> for FamilyRecord<P, W> {

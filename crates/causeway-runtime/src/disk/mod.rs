@@ -32,13 +32,19 @@
 //! after it, so restart time and disk use follow the state held, not the
 //! history.
 //!
+//! Spills: the groups a replica keeps for its peers in other DCs beyond
+//! [peers] max_kept_mb go to `spill/dc0-p1/` ([`spill`]), and come back
+//! from there when a peer that fell behind resumes.
+//!
 //! [`Replica::checkpoint`]: causeway_protocol::Replica::checkpoint
 
 mod node_log;
 mod shared;
+mod spill;
 mod syncer;
 
 pub use node_log::{NodeDisk, Opened, ReplicaDisk};
+pub use spill::{spill_dir, ReplicaSpill};
 
 use causeway_protocol::contract::RecordLog;
 use causeway_protocol::ReplicaId;
@@ -104,10 +110,12 @@ pub fn wal_dir(data_dir: &Path) -> PathBuf {
 }
 
 /// The first of the node's directories under `data_dir` that exists —
-/// its log's, or one of its replicas' (`ids`) — if any: a data directory
-/// that held nothing of the node has none.
+/// its log's, or one of its replicas' (`ids`) checkpoints or spills — if
+/// any: a data directory that held nothing of the node has none.
 pub fn existing(data_dir: &Path, ids: &[ReplicaId]) -> Option<PathBuf> {
-    std::iter::once(wal_dir(data_dir)).chain(ids.iter().map(|&id| replica_dir(data_dir, id))).find(|p| p.exists())
+    std::iter::once(wal_dir(data_dir))
+        .chain(ids.iter().flat_map(|&id| [replica_dir(data_dir, id), spill_dir(data_dir, id)]))
+        .find(|p| p.exists())
 }
 
 /// A replica's log: its share of its node's log ([`ReplicaDisk`]) or — for

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Every metric a node serves, with its type.
-const EXPECTED: [(&str, &str); 25] = [
+const EXPECTED: [(&str, &str); 28] = [
     ("transactions_started", "counter"),
     ("transactions_committed", "counter"),
     ("transactions_aborted", "counter"),
@@ -25,6 +25,9 @@ const EXPECTED: [(&str, &str); 25] = [
     ("read_only_round_trips", "counter"),
     ("reads_waited", "counter"),
     ("checkpoint_waits", "counter"),
+    ("stream_spills", "counter"),
+    ("stream_unspilled", "counter"),
+    ("stream_spilled_bytes", "gauge"),
     ("read_wait_seconds", "histogram"),
     ("sent_bytes", "counter"),
     ("messages_sent", "counter"),

@@ -24,8 +24,8 @@ use crate::common;
 
 use causeway_history::check;
 use causeway_protocol::{DcId, PartitionId, Topology};
-use common::metrics_text;
 use common::six::{self, REGIONS};
+use common::{metric, metrics_text};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
@@ -60,11 +60,16 @@ impl Cluster {
     /// A cluster of `protocol` with the nodes of the replicas `holds(dc,
     /// partition)` admits.
     fn placed(test: &str, protocol: &str, holds: impl Fn(usize, usize) -> bool) -> Cluster {
+        Cluster::configured(test, protocol, "", holds)
+    }
+
+    /// [`Cluster::placed`] with `extra` in the config file, after `[tuning]`.
+    fn configured(test: &str, protocol: &str, extra: &str, holds: impl Fn(usize, usize) -> bool) -> Cluster {
         let dir = std::env::temp_dir().join(format!("causeway-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let tuning = "[tuning]\napply_interval_ms = 5\nstabilization_interval_ms = 5\n";
-        let (config, nodes) = six::write_config_placed(&dir, "killed", protocol, tuning, six::loopback(), true, holds);
+        let tuning = format!("[tuning]\napply_interval_ms = 5\nstabilization_interval_ms = 5\n\n{extra}");
+        let (config, nodes) = six::write_config_placed(&dir, "killed", protocol, &tuning, six::loopback(), true, holds);
         let children = nodes.iter().map(|_| None).collect();
         Cluster { config, nodes, children, logs: dir }
     }
@@ -253,6 +258,68 @@ async fn servers_killed_under_load_come_back_with_everything_they_acknowledged()
         resumed[resumed.len() - 1],
         resumed[resumed.len() / 2],
     );
+}
+
+/// A DC down for long while the others write, with `[peers] max_kept_mb =
+/// 1` and 2 KiB values: the replicas of the other DCs keep at most 1 MiB
+/// of groups for it in memory and spill the rest to disk; when it is back
+/// they read them back and send them. Every DC ends with the same data,
+/// the history passes the checker, and once the DC has acknowledged
+/// everything the spills are forgotten (no bytes left on disk).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dc_down_for_long_catches_up_from_what_the_others_spilled_to_disk() {
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let protocol = std::env::var("CAUSEWAY_PROTOCOL").unwrap_or_else(|_| "wren".into());
+    let mut cluster = Cluster::configured("spilled", &protocol, "[peers]\nmax_kept_mb = 1\n", |_, _| true);
+    cluster.start_all().await;
+    let run = six::start_load_sized(&cluster.nodes, Duration::from_secs(20), 3, 0x5b111, "", Some(2048));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let down = [4, 5];
+    for &i in &down {
+        cluster.kill(i);
+    }
+    // Until the others have spilled for it, and a little more.
+    let since = Instant::now();
+    let mut spilled = 0.0;
+    while spilled == 0.0 || since.elapsed() < Duration::from_secs(4) {
+        assert!(
+            since.elapsed() < Duration::from_secs(14),
+            "nothing was spilled in 14 s (logs in {})",
+            cluster.logs.display()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        spilled = 0.0;
+        for n in &cluster.nodes[..4] {
+            spilled += metric(&metrics_text(n.metrics).await, "causeway_stream_spilled_bytes");
+        }
+    }
+    let on_disk: usize =
+        (0..4).map(|i| std::fs::read_dir(cluster.data_dir(i).join("spill")).map_or(0, |d| d.count())).sum();
+    assert!(on_disk > 0, "no spill directory under the data directories");
+    eprintln!("spilled: {spilled} bytes on disk for the DC that is down, {:.1?} after it went", since.elapsed());
+    for &i in &down {
+        cluster.start(i);
+    }
+    for &i in &down {
+        cluster.wait_serving(i).await;
+    }
+    cluster.stable_time_resumes().await;
+    let report = run.await.unwrap().expect("the load runs through the outage");
+    cluster.converged_and_tcc(report.records).await;
+    let (mut read_back, mut left) = (0.0, f64::MAX);
+    let settled = Instant::now();
+    while left > 0.0 {
+        assert!(settled.elapsed() < Duration::from_secs(10), "{left} bytes still spilled once the DC caught up");
+        (read_back, left) = (0.0, 0.0);
+        for n in &cluster.nodes {
+            let text = metrics_text(n.metrics).await;
+            read_back += metric(&text, "causeway_stream_unspilled_total");
+            left += metric(&text, "causeway_stream_spilled_bytes");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(read_back > 0.0, "the DC that came back was not sent anything read back from a spill");
+    eprintln!("spilled: {} committed; {read_back} batches read back; nothing left on disk", report.committed);
 }
 
 /// PaRiS with each of the two partitions in two of the three DCs (Virginia

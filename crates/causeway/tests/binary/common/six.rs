@@ -122,6 +122,18 @@ pub fn start_load_named(
     seed: u64,
     run: &str,
 ) -> tokio::task::JoinHandle<Result<LoadReport, causeway_client::Error>> {
+    start_load_sized(nodes, duration, writes, seed, run, None)
+}
+
+/// [`start_load_named`] with written values padded to `value_size` bytes.
+pub fn start_load_sized(
+    nodes: &[Node],
+    duration: Duration,
+    writes: u32,
+    seed: u64,
+    run: &str,
+    value_size: Option<usize>,
+) -> tokio::task::JoinHandle<Result<LoadReport, causeway_client::Error>> {
     let load = LoadConfig {
         endpoints: nodes.iter().map(|n| (DcId(n.dc as u16), n.client)).collect(),
         clients_per_dc: 4,
@@ -138,7 +150,7 @@ pub fn start_load_named(
         run_id: run.into(),
         key_prefix: if run.is_empty() { "load-".into() } else { format!("load-{run}-") },
         record: true,
-        value_size: None,
+        value_size,
         phases: None,
         connect: Default::default(),
     };
