@@ -20,7 +20,8 @@
 //! was synced whole, and is reported ([`StorageError::Corrupt`]), never
 //! skipped — it may hold what a peer still lacks. [`Spill::forget`] deletes
 //! the batches whose keys are all at or below a key. Opening deletes what a
-//! crash left half-written (`*.tmp`).
+//! crash left half-written (`*.tmp`). The directory is made by the first
+//! put: a replica that never spilled leaves none.
 
 use crate::error::StorageError;
 use crate::fsutil::{remove, sync_dir, write_durably, TMP_SUFFIX};
@@ -50,10 +51,12 @@ pub struct Spill {
 }
 
 impl Spill {
-    /// Opens (creating it if need be) the spill in `dir`.
+    /// Opens the spill in `dir` (none there: an empty one).
     pub fn open(dir: &Path) -> Result<Spill, StorageError> {
-        fs::create_dir_all(dir).map_err(StorageError::io("create directory", dir))?;
         let mut spill = Spill { dir: dir.to_path_buf(), batches: BTreeMap::new(), bytes: 0 };
+        if !dir.exists() {
+            return Ok(spill);
+        }
         for entry in fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
             let entry = entry.map_err(StorageError::io("list", dir))?;
             let path = entry.path();
@@ -110,6 +113,17 @@ impl Spill {
         file.extend_from_slice(&(body.len() as u64).to_le_bytes());
         file.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
         file.extend_from_slice(&body);
+        if !self.dir.exists() {
+            // The directories made here, durably: each one's entry in its parent.
+            let missing: Vec<PathBuf> =
+                self.dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
+            fs::create_dir_all(&self.dir).map_err(StorageError::io("create directory", &self.dir))?;
+            for made in missing.iter().rev() {
+                if let Some(parent) = made.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    sync_dir(parent)?;
+                }
+            }
+        }
         write_durably(&self.dir, &name(first, last), &file)?;
         self.bytes += file.len() as u64;
         self.batches.insert(last, Batch { first, bytes: file.len() as u64 });
@@ -229,13 +243,16 @@ mod tests {
 
     #[test]
     fn batches_survive_a_reopen_are_read_one_at_a_time_and_are_forgotten_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut spill = Spill::open(dir.path()).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("spill").join("dc0-p0");
+        let mut spill = Spill::open(&dir).unwrap();
+        assert!(!dir.exists(), "made by the first put");
         spill.put(&batch(&[1, 2, 3])).unwrap();
+        assert!(dir.exists());
         spill.put(&batch(&[5, 8])).unwrap();
         spill.put(&batch(&[7, 8])).unwrap();
         assert_eq!(spill.batches(), 2, "what is held already is not put again");
-        let spill = Spill::open(dir.path()).unwrap();
+        let spill = Spill::open(&dir).unwrap();
         assert_eq!(spill.get(0).unwrap(), batch(&[1, 2, 3]));
         assert_eq!(spill.get(2).unwrap(), batch(&[3]), "keys above `after` only");
         assert_eq!(spill.get(3).unwrap(), batch(&[5, 8]));
@@ -246,7 +263,7 @@ mod tests {
         let bytes = spill.bytes();
         spill.forget(7).unwrap();
         assert_eq!(spill.bytes(), bytes, "a batch with a key above stays whole");
-        let mut spill = Spill::open(dir.path()).unwrap();
+        let mut spill = Spill::open(&dir).unwrap();
         assert_eq!(spill.get(0).unwrap(), batch(&[5, 8]), "forgotten for good");
         spill.forget(u64::MAX).unwrap();
         assert_eq!((spill.batches(), spill.bytes()), (0, 0));

@@ -30,7 +30,7 @@ impl Default for Tuning {
         Tuning {
             apply_interval_us: 5_000,
             stabilization_interval_us: 5_000,
-            max_kept_bytes: crate::recovery::DEFAULT_MAX_KEPT_BYTES,
+            max_kept_bytes: super::spill::DEFAULT_MAX_KEPT_BYTES,
         }
     }
 }

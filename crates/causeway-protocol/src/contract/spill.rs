@@ -30,6 +30,10 @@
 
 use std::collections::BTreeMap;
 
+/// The default bound on what a replica keeps in memory for its peers
+/// before it spills (`Tuning::max_kept_bytes`).
+pub const DEFAULT_MAX_KEPT_BYTES: u64 = 64 << 20;
+
 /// One spill operation of a step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Spill<R> {

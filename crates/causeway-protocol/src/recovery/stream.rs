@@ -28,6 +28,7 @@
 //! ([`StreamRecord`]) and makes the groups it takes durable; positions it
 //! received are restored from its records.
 
+pub use crate::contract::spill::DEFAULT_MAX_KEPT_BYTES;
 use crate::contract::{Effects, Spill};
 use crate::hlc::Timestamp;
 use crate::ids::{Addr, DcId, ReplicaId};
@@ -91,9 +92,6 @@ pub trait StreamRecord<K, W>: Sized {
     /// and kept in checkpoints, so that a restart knows what lies on disk.
     fn spilled(upto: K) -> Self;
 }
-
-/// The default of [`PeerStreams`]' bound on kept groups in memory.
-pub const DEFAULT_MAX_KEPT_BYTES: u64 = 64 << 20;
 
 /// What to do with a group (or, for the family, a heartbeat) from a peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

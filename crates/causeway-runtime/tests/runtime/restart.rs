@@ -194,7 +194,7 @@ async fn a_node_that_checkpointed_restarts_with_what_it_acknowledged_and_its_log
             // Every replica has a checkpoint.
             for replica in std::fs::read_dir(dir.path()).unwrap() {
                 let path = replica.unwrap().path();
-                if !path.is_dir() || path.ends_with("wal") {
+                if !path.is_dir() || path.ends_with("wal") || path.ends_with("spill") {
                     continue;
                 }
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();

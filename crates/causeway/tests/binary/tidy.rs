@@ -70,7 +70,9 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// The crates that must stay pure (no I/O, no clock, no threads), and every
 /// dependency they may have.
 const PURE: &[(&str, &[&str])] = &[
-    ("causeway-protocol", &["bytes", "serde", "rustc-hash", "thiserror"]),
+    // postcard: the encoded size of the groups a replica keeps for its
+    // peers, which bounds them in memory (pure: no I/O, no allocation).
+    ("causeway-protocol", &["bytes", "serde", "postcard", "rustc-hash", "thiserror"]),
     ("causeway-history", &["causeway-protocol", "serde", "serde_json", "rustc-hash", "thiserror"]),
 ];
 
