@@ -52,7 +52,7 @@
 //! max_kept_mb = 64          # per replica: groups kept in memory for peers
 //!                           # in other DCs until they acknowledge them; past
 //!                           # it the oldest are spilled to disk under the
-//!                           # data directory (`dc0-p1/spill/`) and read back
+//!                           # data directory (`spill/dc0-p1/`) and read back
 //!                           # when a peer that was cut off returns
 //!
 //! [connections]             # optional; these are the defaults

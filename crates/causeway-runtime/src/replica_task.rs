@@ -5,7 +5,7 @@
 //! durable.
 
 use crate::clock::now_micros;
-use crate::disk::{replica_name, ReplicaLog, ReplicaSpill};
+use crate::disk::{replica_name, Done, ReplicaLog, ReplicaSpill};
 use crate::metrics::Metrics;
 use crate::router::{ReplicaInput, Router};
 use causeway_protocol::contract::replica::ReplicaEffects;
@@ -13,7 +13,7 @@ use causeway_protocol::contract::{RecordLog, SendGate, Spill};
 use causeway_protocol::{DcId, Message, Protocol, ReadWaitProbe, Replica, ReplicaId};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,29 +100,21 @@ pub async fn run<P: Protocol>(
     // Read requests not answered in the step that received them: when they came.
     let mut probe = ReadWaitProbe::default();
     let mut gate = SendGate::default();
+    // Spill operations not carried out yet, each with how many records had
+    // been appended when it was asked for.
+    let mut spills = VecDeque::new();
     replica.start(clock(), &mut out);
     let mut reseeding = replica.is_reseeding();
     let mut alarm = crate::alarm::Alarm::new();
     loop {
         flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
-        // What the step spilled is durable before a checkpoint (which no
-        // longer holds it) is taken; what it asked back is handed to it now.
-        while !out.spill.is_empty() {
-            let puts = out.spill.iter().filter(|op| matches!(op, Spill::Put(_))).count();
-            let answers = spill.apply(&mut out.spill).unwrap_or_else(|e| crate::disk::crash_stop(me, &e));
-            let bytes = spill.bytes();
-            gauges.spilled.store(bytes, Ordering::Relaxed);
-            if puts > 0 {
-                metrics.stream_spills.inc_by(puts as u64);
-                tracing::warn!(
-                    "replica {}: a peer in another DC is behind; the oldest groups kept for it went to disk ({bytes} \
-                     bytes spilled, [peers] max_kept_mb)",
-                    replica_name(me)
-                );
-            }
-            for (after, entries) in answers {
-                metrics.stream_unspilled.inc();
-                replica.on_unspilled(clock(), after, entries, &mut out);
+        // The spill, in order: a batch once the records before it are
+        // durable, and before a checkpoint that leaves its groups out (the
+        // replica does so only once told the batch is on disk).
+        while let Some(done) = next_spill::<P>(me, &mut out, &mut spills, &mut spill, &mut log, &gauges, &metrics) {
+            match done {
+                Done::Spilled(upto) => replica.on_spilled(clock(), upto, &mut out),
+                Done::Unspilled(after, entries) => replica.on_unspilled(clock(), after, entries, &mut out),
             }
             flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
         }
@@ -186,6 +178,51 @@ pub async fn run<P: Protocol>(
         let now = Instant::now();
         while let Some(timer) = timers.pop_due(now) {
             replica.on_timer(clock(), timer, &mut out);
+        }
+    }
+}
+
+type Spills<P> = VecDeque<(Spill<<<P as Protocol>::Replica as Replica>::Record>, usize)>;
+
+/// Queues the step's spill operations (its records are appended) and
+/// carries out the next one that can be: what the replica is to hear of
+/// it, if anything. `None` once the queue is empty or waits for the log
+/// (asked to sync: its report wakes the task).
+fn next_spill<P: Protocol>(
+    me: ReplicaId,
+    out: &mut ReplicaEffects<P::Replica>,
+    spills: &mut Spills<P>,
+    spill: &mut ReplicaSpill<<P::Replica as Replica>::Record>,
+    log: &mut ReplicaLog<<P::Replica as Replica>::Record>,
+    gauges: &ReplicaGauges,
+    metrics: &Metrics,
+) -> Option<Done<<P::Replica as Replica>::Record>> {
+    let appended = log.appended();
+    spills.extend(out.spill.drain(..).map(|op| (op, appended)));
+    loop {
+        let (op, needs) = spills.front()?;
+        if matches!(op, Spill::Put(_)) && log.durable() < *needs {
+            log.need_durable(*needs);
+            return None;
+        }
+        let (op, _) = spills.pop_front()?;
+        let put = matches!(op, Spill::Put(_));
+        let done = spill.carry_out(op).unwrap_or_else(|e| crate::disk::crash_stop(me, &e));
+        let bytes = spill.bytes();
+        gauges.spilled.store(bytes, Ordering::Relaxed);
+        if put {
+            metrics.stream_spills.inc();
+            tracing::warn!(
+                "replica {}: a peer in another DC is behind; the oldest groups kept for it went to disk ({bytes} \
+                 bytes spilled, [peers] max_kept_mb)",
+                replica_name(me)
+            );
+        }
+        if matches!(done, Some(Done::Unspilled(..))) {
+            metrics.stream_unspilled.inc();
+        }
+        if done.is_some() {
+            return done;
         }
     }
 }

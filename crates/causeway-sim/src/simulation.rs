@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,9 +41,9 @@ enum Event<T, S> {
     ClientTimeout(NodeIx, u64),
     /// A replica's disk has made its first `upto` records durable.
     Sync(NodeIx, u32, usize),
-    /// A replica's disk has read back what its incarnation asked for
-    /// (`Spill::Get { after }`).
-    Unspilled(NodeIx, u32, u64),
+    /// A replica's disk takes the next of its incarnation's spill
+    /// operations.
+    SpillWork(NodeIx, u32),
     Crash(NodeIx, ComesBack),
     Restart(NodeIx),
     CutStart(u16),
@@ -152,6 +152,11 @@ struct Life<P: Protocol> {
     log: MemoryLog<RecordOf<P>>,
     /// What it spilled: on its disk, so a crash keeps it.
     spill: MemorySpill<RecordOf<P>>,
+    /// Its spill operations not carried out yet, in order, each with the
+    /// length of its log when it was asked for (a `Put` waits until that
+    /// much is durable); and whether the disk is at them.
+    spill_queue: VecDeque<(Spill<RecordOf<P>>, usize)>,
+    spill_working: bool,
     gate: SendGate<P::Message>,
     /// How it comes back from its crash.
     comes_back: ComesBack,
@@ -245,6 +250,8 @@ impl<P: Protocol> Simulation<P> {
                 down: false,
                 log: MemoryLog::default(),
                 spill: MemorySpill::default(),
+                spill_queue: VecDeque::new(),
+                spill_working: false,
                 gate: SendGate::default(),
                 comes_back: ComesBack::FromItsDisk,
                 syncing: false,
@@ -369,14 +376,9 @@ impl<P: Protocol> Simulation<P> {
                         self.on_sync(node, upto);
                     }
                 }
-                Event::Unspilled(node, incarnation, after) => {
+                Event::SpillWork(node, incarnation) => {
                     if self.alive(node, incarnation) {
-                        let entries = self.lives[node as usize].spill.get(after);
-                        self.fault_report.unspilled_batches += 1;
-                        let local = self.clock_of(node);
-                        self.arm_faults();
-                        self.replicas[node as usize].on_unspilled(local, after, entries, &mut self.outbox);
-                        self.flush_outbox(node);
+                        self.spill_work(node);
                     }
                 }
                 Event::Crash(node, comes_back) => {
@@ -436,6 +438,9 @@ impl<P: Protocol> Simulation<P> {
     /// replica that is down changes nothing but its disk.
     fn crash(&mut self, node: NodeIx, comes_back: ComesBack) {
         let life = &mut self.lives[node as usize];
+        // What its disk had not done yet dies with it.
+        life.spill_queue.clear();
+        life.spill_working = false;
         if comes_back != ComesBack::FromItsDisk {
             self.fault_report.disks_lost += 1;
             life.log = MemoryLog::default();
@@ -531,6 +536,57 @@ impl<P: Protocol> Simulation<P> {
         life.log.checkpoint(self.replicas[node as usize].checkpoint());
         self.fault_report.checkpoints += 1;
         self.send_released(node);
+    }
+
+    /// The disk takes `node`'s next spill operation a little later, unless
+    /// it is at them already.
+    fn spill_later(&mut self, node: NodeIx) {
+        let life = &mut self.lives[node as usize];
+        if life.spill_working || life.spill_queue.is_empty() {
+            return;
+        }
+        life.spill_working = true;
+        let incarnation = life.incarnation;
+        let after = self.fault_rng.random_range(50..500);
+        self.schedule(self.now + after, Event::SpillWork(node, incarnation));
+    }
+
+    /// `node`'s disk carries out its next spill operation, in order: a
+    /// `Put` once the records before it are durable (else later), then the
+    /// replica hears it is done; a `Get` is answered.
+    fn spill_work(&mut self, node: NodeIx) {
+        let life = &mut self.lives[node as usize];
+        life.spill_working = false;
+        let Some((op, needs)) = life.spill_queue.front() else { return };
+        if matches!(op, Spill::Put(_)) && life.log.synced() < *needs {
+            self.sync_later(node);
+            self.spill_later(node);
+            return;
+        }
+        let (op, _) = life.spill_queue.pop_front().expect("a front");
+        let local = self.clock_of(node);
+        match op {
+            Spill::Put(batch) => {
+                let Some(&(upto, _)) = batch.last() else { return self.spill_later(node) };
+                self.fault_report.spills += 1;
+                self.fault_report.spilled_bytes += batch.iter().map(|(_, r)| record_bytes(r)).sum::<u64>();
+                self.lives[node as usize].spill.apply(Spill::Put(batch), record_bytes);
+                self.arm_faults();
+                self.replicas[node as usize].on_spilled(local, upto, &mut self.outbox);
+                self.flush_outbox(node);
+            }
+            Spill::Get { after } => {
+                let entries = self.lives[node as usize].spill.get(after);
+                self.fault_report.unspilled_batches += 1;
+                self.arm_faults();
+                self.replicas[node as usize].on_unspilled(local, after, entries, &mut self.outbox);
+                self.flush_outbox(node);
+            }
+            forget @ Spill::Forget { .. } => {
+                self.lives[node as usize].spill.apply(forget, record_bytes);
+            }
+        }
+        self.spill_later(node);
     }
 
     /// The messages of `node` whose records are now durable leave, in order.
@@ -886,28 +942,16 @@ impl<P: Protocol> Simulation<P> {
         self.fault_report.fault_points_fired += u64::from(outbox.faults_fired());
         outbox.set_faults(FaultPoints::OFF);
         let life = &mut self.lives[node as usize];
-        // Spilled at once and durably, as the runtime does before its next
-        // checkpoint; read back a little later, as from a disk.
-        let mut reads = Vec::new();
-        for op in outbox.spill.drain(..) {
-            if let Spill::Put(batch) = &op {
-                self.fault_report.spills += 1;
-                self.fault_report.spilled_bytes += batch.iter().map(|(_, r)| record_bytes(r)).sum::<u64>();
-            }
-            reads.extend(life.spill.apply(op, record_bytes));
-        }
-        let incarnation = life.incarnation;
-        for after in reads {
-            let read = self.fault_rng.random_range(50..500);
-            self.schedule(self.now + read, Event::Unspilled(node, incarnation, after));
-        }
-        let life = &mut self.lives[node as usize];
         let mut released = std::mem::take(&mut self.released);
         life.gate.take(&mut outbox, &mut life.log, |to, msg| released.push((to, msg)));
+        // After the step's records are appended: a `Put` waits for them.
+        let appended = life.log.len();
+        life.spill_queue.extend(outbox.spill.drain(..).map(|op| (op, appended)));
         for (to, msg) in released.drain(..) {
             self.send_from_replica(node, to, msg);
         }
         self.released = released;
+        self.spill_later(node);
         self.sync_later(node);
         self.checkpoint_if_due(node);
         let incarnation = self.lives[node as usize].incarnation;

@@ -75,6 +75,13 @@ pub trait Replica {
     /// would stand still.
     fn on_peer_lost(&mut self, now: PhysicalMicros, from: Addr, out: &mut ReplicaEffects<Self>);
 
+    /// The driver has the batch of this replica's `Spill::Put` whose last
+    /// key is `upto` on disk ([`super::spill`]). A replica that never
+    /// spills ignores it.
+    fn on_spilled(&mut self, now: PhysicalMicros, upto: u64, out: &mut ReplicaEffects<Self>) {
+        let _ = (now, upto, out);
+    }
+
     /// The driver's answer to this replica's `Spill::Get { after }`: the
     /// entries of one spilled batch above `after`, in order, or none when
     /// nothing spilled lies above it ([`super::spill`]). A replica that

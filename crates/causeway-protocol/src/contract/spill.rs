@@ -12,21 +12,28 @@
 //!
 //! The driver's side of the contract:
 //!
-//! * a `Put` is durable once the step's effects are carried out — before
-//!   the next checkpoint is taken, which no longer holds what was put, and
-//!   before any later `Get` is answered. A crash keeps what was put;
+//! * operations are carried out in order, each after the one before;
+//! * a `Put` is carried out only once every record the replica appended
+//!   before it is durable (the records of the batch's groups among them:
+//!   a batch must not outlive what it holds), and is durable when done —
+//!   a crash keeps it. Then the replica is told, in a later input
+//!   ([`Replica::on_spilled`]), and only then lets the batch's groups go
+//!   from memory and records how far they went: neither a record nor a
+//!   checkpoint can say a batch is on disk before it is;
 //! * keys increase within a `Put` and from one to the next (they are
 //!   stream positions); entries of one `Put` are a batch. Entries at or
 //!   below the newest key held are dropped: after a crash a replica may
 //!   put again what reached the disk before its record of the put did;
 //! * a `Get { after }` is answered, in a later input, with the entries of
 //!   the oldest batch that holds keys above `after`, those keys only, in
-//!   order — or with none when there is none. One batch at a time keeps
-//!   what a catch-up holds in memory to about one put's worth;
+//!   order — or with none when there is none — as the `Put`s before it
+//!   left the disk. One batch at a time, asked for as the peer takes them,
+//!   keeps what a catch-up holds in memory to a couple of puts' worth;
 //! * `Forget { upto }`: entries with keys at or below it are needed no
 //!   more; a driver may drop whole batches whose keys all are.
 //!
 //! [`Replica::on_unspilled`]: super::Replica::on_unspilled
+//! [`Replica::on_spilled`]: super::Replica::on_spilled
 
 use std::collections::BTreeMap;
 

@@ -323,6 +323,12 @@ impl Replica for EcReplica {
         self.reserve(out);
     }
 
+    /// A batch of the stream's writes is on disk.
+    fn on_spilled(&mut self, _now: PhysicalMicros, upto: u64, out: &mut Out) {
+        self.streams.on_spilled(upto, out);
+        self.reserve(out);
+    }
+
     /// Spilled writes of the stream, read back for a peer that is behind.
     fn on_unspilled(&mut self, _now: PhysicalMicros, after: u64, entries: Vec<(u64, EcRecord)>, out: &mut Out) {
         self.streams.on_unspilled(after, entries, out);

@@ -17,10 +17,15 @@
 //!   does: a crash must not take back what it said.
 //!
 //! * Kept groups are bounded in memory: past `max_kept_bytes` the oldest
-//!   are spilled to the driver's disk ([`crate::contract::spill`]), with a
-//!   record saying how far. A peer that resumes below what memory holds —
-//!   one cut off for long — is sent those groups as they are read back, a
-//!   batch at a time, and nothing of the live stream (no group, no
+//!   are spilled to the driver's disk ([`crate::contract::spill`]). They
+//!   leave memory, with a record saying how far, only once the driver says
+//!   the batch is on disk — which it writes only after the groups' own
+//!   records are durable, so neither a batch nor its record can outlive
+//!   what it holds. A peer that resumes below what memory holds — one cut
+//!   off for long — is sent those groups as they are read back, a batch at
+//!   a time, the next one asked for only once the peer has acknowledged
+//!   all but the last (so a catch-up holds about two batches, however
+//!   long the spill), and nothing of the live stream (no group, no
 //!   heartbeat) until it has them all: its link stays FIFO in position
 //!   order. Spilled groups every peer acknowledged are forgotten.
 //!
@@ -93,6 +98,18 @@ pub trait StreamRecord<K, W>: Sized {
     fn spilled(upto: K) -> Self;
 }
 
+/// A peer being sent spilled groups as they are read back.
+#[derive(Clone, Copy, Debug)]
+struct CatchUp<K> {
+    /// The newest position sent to it.
+    cursor: K,
+    /// A batch above `cursor` is asked for.
+    asked: bool,
+    /// The next is asked for once the peer acknowledges this far (where
+    /// the last batch began).
+    gate: K,
+}
+
 /// What to do with a group (or, for the family, a heartbeat) from a peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Incoming {
@@ -122,9 +139,12 @@ pub struct PeerStreams<K, W> {
     spill_forgotten: K,
     /// Spilled, in total.
     spilled_bytes: u64,
+    /// A batch handed to the driver and not yet confirmed on disk: its
+    /// groups stay in memory until it is.
+    putting: Option<K>,
     /// Per DC: while its replica is sent spilled groups as they are read
-    /// back, the newest position sent to it so far.
-    catching_up: Vec<Option<K>>,
+    /// back, how far.
+    catching_up: Vec<Option<CatchUp<K>>>,
     /// The newest position sent: positions only increase.
     newest: K,
     /// Per DC: how far that DC's replica has acknowledged our groups.
@@ -158,6 +178,7 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
             spilled: K::default(),
             spill_forgotten: K::default(),
             spilled_bytes: 0,
+            putting: None,
             catching_up: vec![None; dcs],
             newest: K::default(),
             acked: vec![K::default(); dcs],
@@ -248,26 +269,42 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
     }
 
     /// After a step (never while recovering): past the bound, the oldest
-    /// kept groups go to disk until half of it is left, with a record of
-    /// how far; spilled groups every peer acknowledged are forgotten.
-    pub fn spill_over<M, T, R: StreamRecord<K, W>>(&mut self, out: &mut Effects<M, T, R>) {
-        if self.kept_bytes > self.max_kept_bytes {
-            let mut batch = Vec::new();
-            while self.kept_bytes > self.max_kept_bytes / 2 {
-                let Some((at, (txs, size))) = self.kept.pop_first() else { break };
-                self.kept_bytes -= size;
-                self.spilled_bytes += size;
-                self.spilled = at;
-                batch.push((at.key(), R::kept(at, txs)));
+    /// kept groups, down to half of it, are handed to the driver to write
+    /// to disk (one batch at a time; they stay in memory until it says
+    /// they are there, [`PeerStreams::on_spilled`]); spilled groups every
+    /// peer acknowledged are forgotten.
+    pub fn spill_over<M, T, R: StreamRecord<K, W>>(&mut self, out: &mut Effects<M, T, R>)
+    where
+        W: Clone,
+    {
+        if self.kept_bytes > self.max_kept_bytes && self.putting.is_none() {
+            let (mut batch, mut left) = (Vec::new(), self.kept_bytes);
+            for (&at, (txs, size)) in &self.kept {
+                if left <= self.max_kept_bytes / 2 {
+                    break;
+                }
+                left -= size;
+                batch.push((at.key(), R::kept(at, txs.clone())));
+                self.putting = Some(at);
             }
             out.spill.push(Spill::Put(batch));
-            out.persist(R::spilled(self.spilled));
         }
         let all = self.acknowledged_by_all().unwrap_or_default().min(self.spilled);
         if all > self.spill_forgotten {
             self.spill_forgotten = all;
             out.spill.push(Spill::Forget { upto: all.key() });
         }
+    }
+
+    /// The driver has the batch up to `upto` on disk: its groups leave
+    /// memory, and a record says how far they went.
+    pub fn on_spilled<M, T, R: StreamRecord<K, W>>(&mut self, upto: u64, out: &mut Effects<M, T, R>) {
+        let Some(at) = self.putting.filter(|p| p.key() == upto) else { return };
+        self.putting = None;
+        let before = self.kept_bytes;
+        self.restore_spilled(at);
+        self.spilled_bytes += before - self.kept_bytes;
+        out.persist(R::spilled(at));
     }
 
     /// A record says the groups up to `upto` were spilled: those kept in
@@ -383,7 +420,11 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
         match c {
             Control::Resume { have, restarted } => self.on_resume(from, have, restarted, out),
             Control::ResumeFrom { .. } => self.on_resume_from(from),
-            Control::Ack { upto } => self.on_ack(from, upto),
+            Control::Ack { upto } => {
+                let known = self.on_ack(from, upto);
+                self.pace(out);
+                known
+            }
         }
     }
 
@@ -411,7 +452,7 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
         out.send_after_durable(from, M::control(Control::ResumeFrom { from: have }));
         if self.spilled > have {
             // Some of what it lacks is on disk: read back first, in order.
-            self.catching_up[i] = Some(have);
+            self.catching_up[i] = Some(CatchUp { cursor: have, asked: true, gate: have });
             out.spill.push(Spill::Get { after: have.key() });
         } else {
             self.catching_up[i] = None;
@@ -443,24 +484,37 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
         W: Clone,
     {
         let groups: Vec<(K, Vec<W>)> = entries.into_iter().filter_map(|(_, r)| r.into_kept()).collect();
-        let mut asks = Vec::new();
         for peer in self.peers.clone() {
             let Addr::Replica(r) = peer else { continue };
             let d = usize::from(r.dc.0);
-            let Some(mut cursor) = self.catching_up[d].filter(|c| c.key() == after) else { continue };
+            let Some(mut c) = self.catching_up[d].filter(|c| c.asked && c.cursor.key() == after) else { continue };
+            let start = c.cursor;
             for (at, txs) in &groups {
-                if *at > cursor {
+                if *at > c.cursor {
                     out.send_after_durable(peer, M::group(*at, txs.clone()));
-                    cursor = *at;
+                    c.cursor = *at;
                 }
             }
-            if cursor.key() > after {
-                self.catching_up[d] = Some(cursor);
-                asks.push(cursor.key());
+            if c.cursor > start {
+                // The next batch once the peer holds all before this one.
+                self.catching_up[d] = Some(CatchUp { asked: false, gate: start, ..c });
             } else {
                 // Nothing more on disk above it: memory holds the rest.
-                self.send_kept(peer, cursor, out);
+                self.send_kept(peer, c.cursor, out);
                 self.catching_up[d] = None;
+            }
+        }
+        self.pace(out);
+    }
+
+    /// Asks for the next batch for each peer being caught up that has
+    /// acknowledged all it was sent before the last batch.
+    fn pace<M, T, R>(&mut self, out: &mut Effects<M, T, R>) {
+        let mut asks = Vec::new();
+        for (d, c) in self.catching_up.iter_mut().enumerate() {
+            if let Some(c) = c.as_mut().filter(|c| !c.asked && self.acked[d] >= c.gate) {
+                c.asked = true;
+                asks.push(c.cursor.key());
             }
         }
         asks.sort_unstable();
@@ -529,6 +583,8 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
                 out.send_after_durable(peer, M::control(Control::Ack { upto: self.received[i] }));
             }
         }
+        // The Ack that opens a catch-up's next batch may have been lost.
+        self.pace(out);
     }
 }
 
@@ -648,7 +704,7 @@ mod tests {
     }
 
     /// Sends one group per position, each 3 bytes encoded, with a bound of
-    /// 7 bytes: the third goes over it.
+    /// 7 bytes: the third goes over it. The driver has the batch on disk.
     fn spilling_streams() -> (PeerStreams<u64, &'static str>, Out) {
         let topology = Topology::full(2, 1).unwrap();
         let mut s = PeerStreams::new(ReplicaId::new(0, 0), &topology, 7);
@@ -657,6 +713,13 @@ mod tests {
             s.send(at, vec![name], &mut out);
             s.spill_over(&mut out);
         }
+        assert_eq!(s.kept().count(), 3, "nothing leaves memory before the disk has it");
+        assert!(out.records.is_empty(), "nor is a record of it made");
+        s.spill_over(&mut out);
+        assert_eq!(out.spill.len(), 1, "one batch at a time");
+        s.on_spilled(1, &mut out);
+        assert_eq!(s.kept().count(), 3, "a batch not asked for changes nothing");
+        s.on_spilled(2, &mut out);
         (s, out)
     }
 
@@ -668,7 +731,7 @@ mod tests {
             vec![Spill::Put(vec![(1, Rec::Kept(1, vec!["a"])), (2, Rec::Kept(2, vec!["b"]))])],
             "down to half the bound, oldest first"
         );
-        assert_eq!(out.records, vec![Rec::Spilled(2)]);
+        assert_eq!(out.records, vec![Rec::Spilled(2)], "recorded once on disk");
         assert_eq!(s.kept().map(|(at, _)| *at).collect::<Vec<_>>(), vec![3]);
         assert_eq!((s.kept_bytes(), s.spilled_bytes()), (3, 6));
         assert_eq!(s.spilled_upto(), Some(2));
@@ -706,6 +769,25 @@ mod tests {
         assert_eq!(out.after_durable, vec![(peer(), group(3, "c")), (peer(), group(4, "d"))]);
         assert!(out.spill.is_empty());
         assert_eq!(s.live_peers().collect::<Vec<_>>(), vec![peer()]);
+    }
+
+    #[test]
+    fn a_catch_up_asks_for_the_next_batch_only_once_the_peer_holds_all_but_the_last() {
+        let (mut s, _) = spilling_streams();
+        let mut out = Out::default();
+        assert!(s.on_resume(peer(), 0, false, &mut out));
+        let mut out = Out::default();
+        s.on_unspilled(0, vec![(1, Rec::Kept(1, vec!["a"]))], &mut out);
+        assert_eq!(out.spill, vec![Spill::Get { after: 1 }], "the second at once: the first began where it stood");
+        let mut out = Out::default();
+        s.on_unspilled(1, vec![(2, Rec::Kept(2, vec!["b"]))], &mut out);
+        assert_eq!(out.after_durable, vec![(peer(), group(2, "b"))]);
+        assert!(out.spill.is_empty(), "the third waits until the peer holds the first");
+        let mut out = Out::default();
+        s.refresh(&mut out);
+        assert!(out.spill.is_empty());
+        assert!(s.on_control(peer(), Control::Ack { upto: 1 }, &mut out));
+        assert_eq!(out.spill, vec![Spill::Get { after: 2 }]);
     }
 
     #[test]

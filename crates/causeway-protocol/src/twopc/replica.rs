@@ -526,6 +526,12 @@ impl<R: FamilyReplica> Replica for R {
         reserve(self, out);
     }
 
+    /// A batch of the stream's groups is on disk.
+    fn on_spilled(&mut self, _now: PhysicalMicros, upto: u64, out: &mut ReplicaEffects<Self>) {
+        self.core_mut().replication.streams.on_spilled(upto, out);
+        reserve(self, out);
+    }
+
     /// Spilled groups of the stream, read back for a peer that is behind.
     fn on_unspilled(
         &mut self,

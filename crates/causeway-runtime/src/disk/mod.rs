@@ -44,7 +44,7 @@ mod spill;
 mod syncer;
 
 pub use node_log::{NodeDisk, Opened, ReplicaDisk};
-pub use spill::{spill_dir, ReplicaSpill};
+pub use spill::{spill_dir, Done, ReplicaSpill};
 
 use causeway_protocol::contract::RecordLog;
 use causeway_protocol::ReplicaId;
@@ -142,6 +142,14 @@ impl<R: Serialize + Send + 'static> ReplicaLog<R> {
         match self {
             ReplicaLog::Disk(log) => log.keep_up().await,
             ReplicaLog::Nowhere { .. } => false,
+        }
+    }
+
+    /// How many records the replica has appended.
+    pub fn appended(&self) -> usize {
+        match self {
+            ReplicaLog::Disk(log) => log.appended(),
+            ReplicaLog::Nowhere { appended } => *appended,
         }
     }
 

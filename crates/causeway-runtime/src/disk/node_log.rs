@@ -465,6 +465,11 @@ impl<R: Serialize + Send + 'static> RecordLog<R> for ReplicaDisk<R> {
 }
 
 impl<R: Serialize + Send + 'static> ReplicaDisk<R> {
+    /// How many records the replica has appended.
+    pub fn appended(&self) -> usize {
+        self.appended
+    }
+
     /// Writes `records` to the node's log, durable as the mode has it:
     /// under `batch` and `never` handed to the OS at once, and durable so;
     /// under `always` durable once the syncer says so — it hands them to

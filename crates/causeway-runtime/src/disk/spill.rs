@@ -3,13 +3,14 @@
 //! (`spill/dc0-p1/`, [`causeway_storage::Spill`]), or — for a node without
 //! one — memory, as everything else of such a node is.
 //!
-//! The replica task carries a step's spill operations out right after the
-//! step, before any checkpoint is taken: a `Put` is written and synced (a
-//! checkpoint then leaves out what it holds), a `Get` is read and handed
-//! back to the replica at once. Both block the task while they run; a spill
-//! happens only while a peer in another DC is far behind, and a batch is
-//! half the bound on what the replica keeps in memory ([peers]
-//! max_kept_mb), so the pause is one write or read of that size.
+//! The replica task carries a replica's spill operations out in order: a
+//! `Put` once the records the replica appended before it are durable (it
+//! asks the log for that and waits), written and synced, then the replica
+//! is told; a `Get` is read and handed back to the replica. Both block the
+//! task while they run; a spill happens only while a peer in another DC is
+//! far behind, and a batch is half the bound on what the replica keeps in
+//! memory ([peers] max_kept_mb), so the pause is one write or read of that
+//! size.
 
 use super::replica_name;
 use causeway_protocol::contract::{MemorySpill, Spill};
@@ -30,8 +31,14 @@ pub enum ReplicaSpill<R> {
     Memory(MemorySpill<R>),
 }
 
-/// The answer to a `Spill::Get { after }`: `after` and the entries.
-pub type Unspilled<R> = (u64, Vec<(u64, R)>);
+/// What a spill operation the replica hears of came to.
+#[derive(Debug, PartialEq)]
+pub enum Done<R> {
+    /// The batch whose last key is this is on disk.
+    Spilled(u64),
+    /// The answer to `Spill::Get { after }`: `after` and the entries.
+    Unspilled(u64, Vec<(u64, R)>),
+}
 
 impl<R: Serialize + DeserializeOwned + Clone> ReplicaSpill<R> {
     /// Replica `id`'s spill under `data_dir`, or in memory without one.
@@ -42,44 +49,48 @@ impl<R: Serialize + DeserializeOwned + Clone> ReplicaSpill<R> {
         }
     }
 
-    /// Carries out `ops` in order (draining them); returns the answers to
-    /// their `Get`s. An error means the spill cannot keep its promises.
-    pub fn apply(&mut self, ops: &mut Vec<Spill<R>>) -> Result<Vec<Unspilled<R>>, String> {
-        let mut answers = Vec::new();
-        for op in ops.drain(..) {
-            match self {
-                ReplicaSpill::Memory(memory) => {
-                    if let Some(after) = memory.apply(op, |_| 0) {
-                        answers.push((after, memory.get(after)));
-                    }
-                }
-                ReplicaSpill::Disk(disk) => match op {
-                    Spill::Put(batch) => {
-                        let encoded = batch
-                            .iter()
-                            .map(|(k, r)| postcard::to_allocvec(r).map(|b| (*k, b)))
-                            .collect::<Result<Vec<_>, _>>()
-                            .map_err(|e| format!("cannot encode a spilled record: {e}"))?;
-                        disk.put(&encoded).map_err(|e| e.to_string())?;
-                    }
-                    Spill::Get { after } => {
-                        let entries = disk
-                            .get(after)
-                            .map_err(|e| e.to_string())?
-                            .into_iter()
-                            .map(|(k, bytes)| {
-                                postcard::from_bytes(&bytes)
-                                    .map(|r| (k, r))
-                                    .map_err(|e| format!("spilled record {k} cannot be read: {e}"))
-                            })
-                            .collect::<Result<Vec<_>, _>>()?;
-                        answers.push((after, entries));
-                    }
-                    Spill::Forget { upto } => disk.forget(upto).map_err(|e| e.to_string())?,
-                },
+    /// Carries out `op` (a `Put` only once the records before it are
+    /// durable: the caller waits for that); says what the replica is to
+    /// hear of it. An error means the spill cannot keep its promises.
+    pub fn carry_out(&mut self, op: Spill<R>) -> Result<Option<Done<R>>, String> {
+        let put = match &op {
+            Spill::Put(batch) => batch.last().map(|(k, _)| *k),
+            _ => None,
+        };
+        match self {
+            ReplicaSpill::Memory(memory) => {
+                let asked = memory.apply(op, |_| 0);
+                Ok(put.map(Done::Spilled).or_else(|| asked.map(|after| Done::Unspilled(after, memory.get(after)))))
             }
+            ReplicaSpill::Disk(disk) => match op {
+                Spill::Put(batch) => {
+                    let encoded = batch
+                        .iter()
+                        .map(|(k, r)| postcard::to_allocvec(r).map(|b| (*k, b)))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| format!("cannot encode a spilled record: {e}"))?;
+                    disk.put(&encoded).map_err(|e| e.to_string())?;
+                    Ok(put.map(Done::Spilled))
+                }
+                Spill::Get { after } => {
+                    let entries = disk
+                        .get(after)
+                        .map_err(|e| e.to_string())?
+                        .into_iter()
+                        .map(|(k, bytes)| {
+                            postcard::from_bytes(&bytes)
+                                .map(|r| (k, r))
+                                .map_err(|e| format!("spilled record {k} cannot be read: {e}"))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok(Some(Done::Unspilled(after, entries)))
+                }
+                Spill::Forget { upto } => {
+                    disk.forget(upto).map_err(|e| e.to_string())?;
+                    Ok(None)
+                }
+            },
         }
-        Ok(answers)
     }
 
     /// Bytes held on disk (none in memory: a node without a data directory
@@ -101,14 +112,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let id = ReplicaId::new(1, 2);
         let mut spill = ReplicaSpill::<String>::open(Some(dir.path()), id).unwrap();
-        let mut ops = vec![Spill::Put(vec![(3, "three".to_string()), (9, "nine".to_string())])];
-        assert!(spill.apply(&mut ops).unwrap().is_empty() && ops.is_empty());
+        let put = Spill::Put(vec![(3, "three".to_string()), (9, "nine".to_string())]);
+        assert_eq!(spill.carry_out(put).unwrap(), Some(Done::Spilled(9)));
         assert!(spill.bytes() > 0);
         assert!(spill_dir(dir.path(), id).ends_with("spill/dc1-p2"));
         let mut spill = ReplicaSpill::<String>::open(Some(dir.path()), id).unwrap();
-        let answers =
-            spill.apply(&mut vec![Spill::Get { after: 3 }, Spill::Forget { upto: 9 }, Spill::Get { after: 0 }]);
-        assert_eq!(answers.unwrap(), vec![(3, vec![(9, "nine".to_string())]), (0, vec![])]);
+        let read = spill.carry_out(Spill::Get { after: 3 }).unwrap();
+        assert_eq!(read, Some(Done::Unspilled(3, vec![(9, "nine".to_string())])));
+        assert_eq!(spill.carry_out(Spill::Forget { upto: 9 }).unwrap(), None);
+        assert_eq!(spill.carry_out(Spill::Get { after: 0 }).unwrap(), Some(Done::Unspilled(0, vec![])));
         assert_eq!(spill.bytes(), 0);
     }
 }
