@@ -95,6 +95,9 @@ pub struct Simulation<P: Protocol> {
     /// Draws for the faults (disk, fault points, restarts), apart from the
     /// main source so that turning faults off changes nothing else.
     fault_rng: ChaCha8Rng,
+    /// How long a replica's disk takes over a spill operation: a source of
+    /// its own, so that spilling changes no other draw of a run.
+    spill_rng: ChaCha8Rng,
     /// The word that arms this run's fault points, when they are on.
     buggify_run: Option<u64>,
     fault_report: FaultReport,
@@ -192,6 +195,7 @@ impl<P: Protocol> Simulation<P> {
             protocol_config: protocol_config.clone(),
             lives: Vec::new(),
             fault_rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xfa17_5eed),
+            spill_rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5b11_d15c),
             buggify_run,
             fault_report: FaultReport::default(),
             topology: topology.clone(),
@@ -547,7 +551,7 @@ impl<P: Protocol> Simulation<P> {
         }
         life.spill_working = true;
         let incarnation = life.incarnation;
-        let after = self.fault_rng.random_range(50..500);
+        let after = self.spill_rng.random_range(50..500);
         self.schedule(self.now + after, Event::SpillWork(node, incarnation));
     }
 

@@ -6,9 +6,16 @@
 //! yet synced, and the acknowledgements that waited for them — never an
 //! acknowledged write. Its session gives a commit up on a timer (a session
 //! timer, driven by the simulator).
+//!
+//! The replica also spills every write, under its position, as it applies
+//! it; after each restart it asks for what its spill holds above the writes
+//! it recovered. The simulator writes a batch only once the records before
+//! it are durable, so nothing can be there: a batch never outlives what it
+//! holds.
 
 use causeway_history::Status;
 use causeway_protocol::contract::replica::ReplicaEffects;
+use causeway_protocol::contract::Spill;
 use causeway_protocol::session_core::{Awaiting, ClientRole, Reply, RoleEffects, SessionCore};
 use causeway_protocol::{
     Addr, ClientId, CommitStamp, Guarantee, Key, Message, MsgClass, PhysicalMicros, Protocol, ReadTag, Replica,
@@ -18,7 +25,11 @@ use causeway_sim::{Crash, CrashTarget, DiskModel, Faults, SimConfig, SimReport, 
 use causeway_workload::{WorkloadConfig, WorkloadKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Restarts at which the ledger checked its spill against what it recovered.
+static SPILLS_CHECKED: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum LedgerMsg {
@@ -74,7 +85,24 @@ impl Replica for LedgerReplica {
         self.id
     }
 
-    fn start(&mut self, _now: PhysicalMicros, _out: &mut ReplicaEffects<Self>) {}
+    /// After a restart: anything spilled above what was recovered?
+    fn start(&mut self, _now: PhysicalMicros, out: &mut ReplicaEffects<Self>) {
+        if !self.writes.is_empty() {
+            out.spill.push(Spill::Get { after: self.writes.len() as u64 });
+        }
+    }
+
+    fn on_unspilled(
+        &mut self,
+        _now: PhysicalMicros,
+        after: u64,
+        entries: Vec<(u64, (Key, Value))>,
+        _out: &mut ReplicaEffects<Self>,
+    ) {
+        let keys: Vec<u64> = entries.iter().map(|(k, _)| *k).collect();
+        assert!(keys.is_empty(), "spilled writes {keys:?} outlived their records: only {after} were recovered");
+        SPILLS_CHECKED.fetch_add(1, Ordering::Relaxed);
+    }
 
     fn on_message(&mut self, _now: PhysicalMicros, from: Addr, msg: LedgerMsg, out: &mut ReplicaEffects<Self>) {
         match msg {
@@ -83,10 +111,13 @@ impl Replica for LedgerReplica {
                 out.send(from, LedgerMsg::Values { tag, values });
             }
             LedgerMsg::Write { txid, writes } => {
+                let mut batch = Vec::new();
                 for (k, v) in writes {
                     out.persist((k.clone(), v.clone()));
-                    self.apply(k, v);
+                    self.apply(k.clone(), v.clone());
+                    batch.push((self.writes.len() as u64, (k, v)));
                 }
+                out.spill.push(Spill::Put(batch));
                 out.send_after_durable(from, LedgerMsg::Written { txid });
             }
             LedgerMsg::Values { .. } | LedgerMsg::Written { .. } => {}
@@ -312,6 +343,7 @@ fn crashes_lose_unsynced_records_and_unsent_acknowledgements_never_an_acknowledg
         timeouts += report.history.txns.iter().filter(|t| t.status == Status::Aborted).count();
     }
     assert!(lost_records > 0, "no crash caught a record before its sync");
+    assert!(SPILLS_CHECKED.load(Ordering::Relaxed) > 0, "no restart checked its spill");
     assert!(lost_acks > 0, "no acknowledgement waited for a record a crash lost");
     assert!(timeouts > 0, "no session timer gave a commit up");
 }
