@@ -1,13 +1,27 @@
 //! CPU time of processes, from the kernel's accounting (`/proc`), split into
-//! user and system (kernel) time. Elsewhere than Linux it reads nothing.
+//! user and system (kernel) time, with the kernel's counts of context
+//! switches (`voluntary_ctxt_switches`, a thread gave up the CPU to wait;
+//! `nonvoluntary_ctxt_switches`, it was preempted), summed over the threads
+//! alive when read (`/proc/PID/task/*/status`). Elsewhere than Linux it
+//! reads nothing.
+//!
+//! System calls are not counted: `/proc/PID/io`'s `syscr` and `syscw` see
+//! only the calls that go through the VFS (read, writev), not a socket's
+//! recv or send, so they would undercount what a server does; counting
+//! every call takes tracing (`perf stat -e 'syscalls:sys_enter_*'`,
+//! `strace -c -f`).
 
 use serde::Serialize;
 
-/// CPU seconds used, in user space and in the kernel.
+/// CPU seconds used, in user space and in the kernel, and the kernel's
+/// counts of context switches (see the module's documentation; 0 where
+/// they cannot be read).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct CpuTime {
     pub user_s: f64,
     pub system_s: f64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
 }
 
 impl CpuTime {
@@ -16,11 +30,21 @@ impl CpuTime {
     }
 
     pub fn since(&self, earlier: CpuTime) -> CpuTime {
-        CpuTime { user_s: self.user_s - earlier.user_s, system_s: self.system_s - earlier.system_s }
+        CpuTime {
+            user_s: self.user_s - earlier.user_s,
+            system_s: self.system_s - earlier.system_s,
+            voluntary_switches: self.voluntary_switches.saturating_sub(earlier.voluntary_switches),
+            involuntary_switches: self.involuntary_switches.saturating_sub(earlier.involuntary_switches),
+        }
     }
 
     fn add(self, other: CpuTime) -> CpuTime {
-        CpuTime { user_s: self.user_s + other.user_s, system_s: self.system_s + other.system_s }
+        CpuTime {
+            user_s: self.user_s + other.user_s,
+            system_s: self.system_s + other.system_s,
+            voluntary_switches: self.voluntary_switches + other.voluntary_switches,
+            involuntary_switches: self.involuntary_switches + other.involuntary_switches,
+        }
     }
 }
 
@@ -36,7 +60,19 @@ pub fn of_processes(pids: &[u32]) -> Option<CpuTime> {
 
 fn of_pid(pid: &str) -> Option<CpuTime> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&stat, ticks_per_second())
+    let mut t = parse_stat(&stat, ticks_per_second())?;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        if let Ok(status) = std::fs::read_to_string(task.path().join("status")) {
+            t.voluntary_switches += field(&status, "voluntary_ctxt_switches:").unwrap_or(0);
+            t.involuntary_switches += field(&status, "nonvoluntary_ctxt_switches:").unwrap_or(0);
+        }
+    }
+    Some(t)
+}
+
+/// The number after `name` on the line that begins with it.
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok())
 }
 
 fn ticks_per_second() -> f64 {
@@ -56,7 +92,7 @@ fn parse_stat(stat: &str, ticks: f64) -> Option<CpuTime> {
     let mut fields = after_name.split_whitespace().skip(11);
     let user: f64 = fields.next()?.parse().ok()?;
     let system: f64 = fields.next()?.parse().ok()?;
-    Some(CpuTime { user_s: user / ticks, system_s: system / ticks })
+    Some(CpuTime { user_s: user / ticks, system_s: system / ticks, ..CpuTime::default() })
 }
 
 #[cfg(test)]
@@ -66,8 +102,16 @@ mod tests {
     #[test]
     fn parses_utime_and_stime_after_a_name_with_spaces() {
         let stat = "4242 (tokio runtime) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 0 20 0 9 0 100 0 0";
-        assert_eq!(parse_stat(stat, 100.0), Some(CpuTime { user_s: 2.5, system_s: 0.75 }));
+        assert_eq!(parse_stat(stat, 100.0), Some(CpuTime { user_s: 2.5, system_s: 0.75, ..CpuTime::default() }));
         assert_eq!(parse_stat("garbage", 100.0), None);
+    }
+
+    #[test]
+    fn reads_counters_by_name_and_not_by_a_longer_name() {
+        let status = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(field(status, "voluntary_ctxt_switches:"), Some(12));
+        assert_eq!(field(status, "nonvoluntary_ctxt_switches:"), Some(3));
+        assert_eq!(field("", "voluntary_ctxt_switches:"), None);
     }
 
     #[test]
@@ -83,6 +127,10 @@ mod tests {
         if cfg!(target_os = "linux") {
             let (a, b) = (before.expect("/proc/self/stat reads"), after.expect("/proc/self/stat reads"));
             assert!(b.since(a).total_s() > 0.0, "{a:?} then {b:?}");
+            // Sleeping is a voluntary switch.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            let c = this_process().expect("/proc/self reads");
+            assert!(c.voluntary_switches > a.voluntary_switches, "{a:?} then {c:?}");
         }
     }
 }

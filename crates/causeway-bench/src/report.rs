@@ -257,12 +257,21 @@ pub struct CpuReport {
     pub cores: f64,
     /// CPU microseconds per committed transaction.
     pub us_per_txn: f64,
+    /// Per committed transaction: voluntary and involuntary context
+    /// switches (see `cpu.rs`; absent from older reports).
+    #[serde(default)]
+    pub voluntary_switches_per_txn: f64,
+    #[serde(default)]
+    pub involuntary_switches_per_txn: f64,
 }
 
 impl CpuReport {
     pub fn of(t: CpuTime, secs: f64, committed: u64) -> CpuReport {
         let total = t.total_s();
+        let per_txn = |n: u64| n as f64 / committed.max(1) as f64;
         CpuReport {
+            voluntary_switches_per_txn: per_txn(t.voluntary_switches),
+            involuntary_switches_per_txn: per_txn(t.involuntary_switches),
             user_s: t.user_s,
             system_s: t.system_s,
             system_share: if total > 0.0 { t.system_s / total } else { 0.0 },
@@ -374,6 +383,13 @@ impl BenchReport {
                         100.0 * c.system_share,
                         c.cores,
                         c.us_per_txn
+                    ),
+                );
+                line(
+                    &mut s,
+                    format!(
+                        "  switches {who:<8} {:.1} voluntary + {:.1} involuntary context switches per txn",
+                        c.voluntary_switches_per_txn, c.involuntary_switches_per_txn
                     ),
                 );
             }
