@@ -5,15 +5,15 @@
 //! durable.
 
 use crate::clock::now_micros;
-use crate::disk::{replica_name, Done, ReplicaLog, ReplicaSpill};
+use crate::disk::{replica_name, ReplicaLog, ReplicaSpill};
 use crate::metrics::Metrics;
 use crate::router::{ReplicaInput, Router};
 use causeway_protocol::contract::replica::ReplicaEffects;
-use causeway_protocol::contract::{RecordLog, SendGate, Spill};
+use causeway_protocol::contract::{Done, Next, RecordLog, SendGate, Spill, SpillQueue};
 use causeway_protocol::{DcId, Message, Protocol, ReadWaitProbe, Replica, ReplicaId};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,9 +100,7 @@ pub async fn run<P: Protocol>(
     // Read requests not answered in the step that received them: when they came.
     let mut probe = ReadWaitProbe::default();
     let mut gate = SendGate::default();
-    // Spill operations not carried out yet, each with how many records had
-    // been appended when it was asked for.
-    let mut spills = VecDeque::new();
+    let mut spills = SpillQueue::default();
     replica.start(clock(), &mut out);
     let mut reseeding = replica.is_reseeding();
     let mut alarm = crate::alarm::Alarm::new();
@@ -112,10 +110,7 @@ pub async fn run<P: Protocol>(
         // durable, and before a checkpoint that leaves its groups out (the
         // replica does so only once told the batch is on disk).
         while let Some(done) = next_spill::<P>(me, &mut out, &mut spills, &mut spill, &mut log, &gauges, &metrics) {
-            match done {
-                Done::Spilled(upto) => replica.on_spilled(clock(), upto, &mut out),
-                Done::Unspilled(after, entries) => replica.on_unspilled(clock(), after, entries, &mut out),
-            }
+            done.tell(&mut replica, clock(), &mut out);
             flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
         }
         // Every record of the steps so far is appended: a checkpoint taken
@@ -182,8 +177,6 @@ pub async fn run<P: Protocol>(
     }
 }
 
-type Spills<P> = VecDeque<(Spill<<<P as Protocol>::Replica as Replica>::Record>, usize)>;
-
 /// Queues the step's spill operations (its records are appended) and
 /// carries out the next one that can be: what the replica is to hear of
 /// it, if anything. `None` once the queue is empty or waits for the log
@@ -191,21 +184,22 @@ type Spills<P> = VecDeque<(Spill<<<P as Protocol>::Replica as Replica>::Record>,
 fn next_spill<P: Protocol>(
     me: ReplicaId,
     out: &mut ReplicaEffects<P::Replica>,
-    spills: &mut Spills<P>,
+    spills: &mut SpillQueue<<P::Replica as Replica>::Record>,
     spill: &mut ReplicaSpill<<P::Replica as Replica>::Record>,
     log: &mut ReplicaLog<<P::Replica as Replica>::Record>,
     gauges: &ReplicaGauges,
     metrics: &Metrics,
 ) -> Option<Done<<P::Replica as Replica>::Record>> {
-    let appended = log.appended();
-    spills.extend(out.spill.drain(..).map(|op| (op, appended)));
+    spills.take(out, log.appended());
     loop {
-        let (op, needs) = spills.front()?;
-        if matches!(op, Spill::Put(_)) && log.durable() < *needs {
-            log.need_durable(*needs);
-            return None;
-        }
-        let (op, _) = spills.pop_front()?;
+        let op = match spills.next(log.durable()) {
+            Next::Ready(op) => op,
+            Next::WaitFor(needs) => {
+                log.need_durable(needs);
+                return None;
+            }
+            Next::Empty => return None,
+        };
         let put = matches!(op, Spill::Put(_));
         let done = spill.carry_out(op).unwrap_or_else(|e| crate::disk::crash_stop(me, &e));
         let bytes = spill.bytes();

@@ -12,7 +12,7 @@ use causeway_history::{FinalState, History, TxnRecord};
 use causeway_protocol::contract::protocol::RecordOf;
 use causeway_protocol::contract::replica::ReplicaEffects;
 use causeway_protocol::contract::session::SessionEffects;
-use causeway_protocol::contract::{MemoryLog, MemorySpill, SendGate, Spill};
+use causeway_protocol::contract::{MemoryLog, MemorySpill, Next, SendGate, Spill, SpillQueue};
 use causeway_protocol::{
     Addr, ClientId, DcId, FaultPoints, Message, MsgClass, Protocol, ReadWaitProbe, Replica, ReplicaCounters, ReplicaId,
     Session, SessionSetup, Timestamp, Topology,
@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -155,10 +155,9 @@ struct Life<P: Protocol> {
     log: MemoryLog<RecordOf<P>>,
     /// What it spilled: on its disk, so a crash keeps it.
     spill: MemorySpill<RecordOf<P>>,
-    /// Its spill operations not carried out yet, in order, each with the
-    /// length of its log when it was asked for (a `Put` waits until that
-    /// much is durable); and whether the disk is at them.
-    spill_queue: VecDeque<(Spill<RecordOf<P>>, usize)>,
+    /// Its spill operations not carried out yet, and whether the disk is
+    /// at them.
+    spill_queue: SpillQueue<RecordOf<P>>,
     spill_working: bool,
     gate: SendGate<P::Message>,
     /// How it comes back from its crash.
@@ -254,7 +253,7 @@ impl<P: Protocol> Simulation<P> {
                 down: false,
                 log: MemoryLog::default(),
                 spill: MemorySpill::default(),
-                spill_queue: VecDeque::new(),
+                spill_queue: SpillQueue::default(),
                 spill_working: false,
                 gate: SendGate::default(),
                 comes_back: ComesBack::FromItsDisk,
@@ -561,34 +560,27 @@ impl<P: Protocol> Simulation<P> {
     fn spill_work(&mut self, node: NodeIx) {
         let life = &mut self.lives[node as usize];
         life.spill_working = false;
-        let Some((op, needs)) = life.spill_queue.front() else { return };
-        if matches!(op, Spill::Put(_)) && life.log.synced() < *needs {
-            self.sync_later(node);
-            self.spill_later(node);
-            return;
-        }
-        let (op, _) = life.spill_queue.pop_front().expect("a front");
-        let local = self.clock_of(node);
-        match op {
+        let op = match life.spill_queue.next(life.log.synced()) {
+            Next::Ready(op) => op,
+            Next::WaitFor(_) => {
+                self.sync_later(node);
+                return self.spill_later(node);
+            }
+            Next::Empty => return,
+        };
+        match &op {
             Spill::Put(batch) => {
-                let Some(&(upto, _)) = batch.last() else { return self.spill_later(node) };
                 self.fault_report.spills += 1;
                 self.fault_report.spilled_bytes += batch.iter().map(|(_, r)| record_bytes(r)).sum::<u64>();
-                self.lives[node as usize].spill.apply(Spill::Put(batch), record_bytes);
-                self.arm_faults();
-                self.replicas[node as usize].on_spilled(local, upto, &mut self.outbox);
-                self.flush_outbox(node);
             }
-            Spill::Get { after } => {
-                let entries = self.lives[node as usize].spill.get(after);
-                self.fault_report.unspilled_batches += 1;
-                self.arm_faults();
-                self.replicas[node as usize].on_unspilled(local, after, entries, &mut self.outbox);
-                self.flush_outbox(node);
-            }
-            forget @ Spill::Forget { .. } => {
-                self.lives[node as usize].spill.apply(forget, record_bytes);
-            }
+            Spill::Get { .. } => self.fault_report.unspilled_batches += 1,
+            Spill::Forget { .. } => {}
+        }
+        if let Some(done) = self.lives[node as usize].spill.carry_out(op) {
+            let local = self.clock_of(node);
+            self.arm_faults();
+            done.tell(&mut self.replicas[node as usize], local, &mut self.outbox);
+            self.flush_outbox(node);
         }
         self.spill_later(node);
     }
@@ -950,7 +942,7 @@ impl<P: Protocol> Simulation<P> {
         life.gate.take(&mut outbox, &mut life.log, |to, msg| released.push((to, msg)));
         // After the step's records are appended: a `Put` waits for them.
         let appended = life.log.len();
-        life.spill_queue.extend(outbox.spill.drain(..).map(|op| (op, appended)));
+        life.spill_queue.take(&mut outbox, appended);
         for (to, msg) in released.drain(..) {
             self.send_from_replica(node, to, msg);
         }

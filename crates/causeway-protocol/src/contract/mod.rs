@@ -53,4 +53,4 @@ pub use protocol::{Protocol, SessionSetup, Tuning};
 pub use reach::newest_timestamp;
 pub use replica::{Replica, ReplicaCounters};
 pub use session::{AbortReason, Session, SessionError, SessionEvent};
-pub use spill::{MemorySpill, Spill};
+pub use spill::{Done, MemorySpill, Next, Spill, SpillQueue};

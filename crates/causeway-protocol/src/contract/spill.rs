@@ -35,7 +35,10 @@
 //! [`Replica::on_unspilled`]: super::Replica::on_unspilled
 //! [`Replica::on_spilled`]: super::Replica::on_spilled
 
-use std::collections::BTreeMap;
+use super::effects::Effects;
+use super::replica::{Replica, ReplicaEffects};
+use crate::hlc::PhysicalMicros;
+use std::collections::{BTreeMap, VecDeque};
 
 /// The default bound on what a replica keeps in memory for its peers
 /// before it spills (`Tuning::max_kept_bytes`).
@@ -52,58 +55,123 @@ pub enum Spill<R> {
     Forget { upto: u64 },
 }
 
+/// What a spill operation, carried out, tells its replica.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Done<R> {
+    /// The batch whose last key is this is on disk.
+    Spilled(u64),
+    /// The answer to `Spill::Get { after }`: `after` and the entries.
+    Unspilled(u64, Vec<(u64, R)>),
+}
+
+impl<R> Done<R> {
+    /// Tells `replica` ([`Replica::on_spilled`], [`Replica::on_unspilled`]).
+    pub fn tell<P: Replica<Record = R>>(self, replica: &mut P, now: PhysicalMicros, out: &mut ReplicaEffects<P>) {
+        match self {
+            Done::Spilled(upto) => replica.on_spilled(now, upto, out),
+            Done::Unspilled(after, entries) => replica.on_unspilled(now, after, entries, out),
+        }
+    }
+}
+
+/// A replica's spill operations not carried out yet, in order, each with
+/// the length of its log when it was asked for: a `Put` waits until that
+/// much is durable. The simulator's and the runtime's, as [`super::SendGate`]
+/// is for messages.
+#[derive(Debug)]
+pub struct SpillQueue<R> {
+    ops: VecDeque<(Spill<R>, usize)>,
+}
+
+impl<R> Default for SpillQueue<R> {
+    fn default() -> Self {
+        SpillQueue { ops: VecDeque::new() }
+    }
+}
+
+/// The next spill operation of a [`SpillQueue`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next<R> {
+    /// Carry it out now.
+    Ready(Spill<R>),
+    /// The next is a `Put` that waits for the first this many records of
+    /// the log to be durable.
+    WaitFor(usize),
+    Empty,
+}
+
+impl<R> SpillQueue<R> {
+    /// Takes a step's operations, once its records are appended: the log
+    /// is `appended` records long.
+    pub fn take<M, T>(&mut self, out: &mut Effects<M, T, R>, appended: usize) {
+        self.ops.extend(out.spill.drain(..).map(|op| (op, appended)));
+    }
+
+    /// The next operation, with the first `durable` records of the log
+    /// durable.
+    pub fn next(&mut self, durable: usize) -> Next<R> {
+        match self.ops.front() {
+            None => Next::Empty,
+            Some((Spill::Put(_), needs)) if durable < *needs => Next::WaitFor(*needs),
+            Some(_) => self.ops.pop_front().map_or(Next::Empty, |(op, _)| Next::Ready(op)),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// A crash: what the disk had not done yet is not done.
+    pub fn clear(&mut self) {
+        self.ops.clear();
+    }
+}
+
 /// A spill store in memory: the simulator's (a crash keeps it, as a disk
 /// would) and that of a runtime node without a data directory.
 #[derive(Debug)]
 pub struct MemorySpill<R> {
     /// Batches by their last key.
     batches: BTreeMap<u64, Vec<(u64, R)>>,
-    bytes: u64,
 }
 
 impl<R> Default for MemorySpill<R> {
     fn default() -> Self {
-        MemorySpill { batches: BTreeMap::new(), bytes: 0 }
+        MemorySpill { batches: BTreeMap::new() }
     }
 }
 
 impl<R: Clone> MemorySpill<R> {
-    /// Carries out a `Put` or a `Forget`; a `Get` is returned to be
-    /// answered later (with [`MemorySpill::get`]). `weigh` tells an entry's
-    /// size, for [`MemorySpill::bytes`].
-    pub fn apply(&mut self, op: Spill<R>, weigh: impl Fn(&R) -> u64) -> Option<u64> {
+    /// Carries out `op` as the contract says; what the replica is to hear.
+    pub fn carry_out(&mut self, op: Spill<R>) -> Option<Done<R>> {
         match op {
             Spill::Put(mut batch) => {
+                let &(last, _) = batch.last()?;
+                // Held already (put again after a crash): on disk all the same.
                 if let Some(&newest) = self.batches.keys().next_back() {
                     batch.retain(|(k, _)| *k > newest);
                 }
-                let &(last, _) = batch.last()?;
-                self.bytes += batch.iter().map(|(_, r)| weigh(r)).sum::<u64>();
-                self.batches.insert(last, batch);
-                None
+                if !batch.is_empty() {
+                    self.batches.insert(last, batch);
+                }
+                Some(Done::Spilled(last))
             }
             Spill::Forget { upto } => {
                 while let Some(entry) = self.batches.first_entry() {
                     if *entry.key() > upto {
                         break;
                     }
-                    self.bytes -= entry.remove().iter().map(|(_, r)| weigh(r)).sum::<u64>();
+                    entry.remove();
                 }
                 None
             }
-            Spill::Get { after } => Some(after),
+            Spill::Get { after } => Some(Done::Unspilled(after, self.get(after))),
         }
     }
 
-    /// The answer to `Get { after }`.
-    pub fn get(&self, after: u64) -> Vec<(u64, R)> {
+    fn get(&self, after: u64) -> Vec<(u64, R)> {
         let Some((_, batch)) = self.batches.range(after + 1..).next() else { return Vec::new() };
         batch.iter().filter(|(k, _)| *k > after).cloned().collect()
-    }
-
-    /// The size of what is held, as `weigh` told it.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
     }
 
     pub fn is_empty(&self) -> bool {
@@ -115,25 +183,46 @@ impl<R: Clone> MemorySpill<R> {
 mod tests {
     use super::*;
 
+    fn get(s: &mut MemorySpill<&'static str>, after: u64) -> Vec<(u64, &'static str)> {
+        match s.carry_out(Spill::Get { after }) {
+            Some(Done::Unspilled(a, entries)) if a == after => entries,
+            other => panic!("a get is answered with what it asked: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_get_answers_one_batch_above_its_key_and_forget_drops_whole_batches() {
         let mut s = MemorySpill::default();
-        let one = |_: &&str| 1;
-        assert_eq!(s.apply(Spill::Put(vec![(1, "a"), (2, "b"), (3, "c")]), one), None);
-        assert_eq!(s.apply(Spill::Put(vec![(5, "d"), (8, "e")]), one), None);
-        assert_eq!(s.apply(Spill::Get { after: 2 }, one), Some(2));
-        assert_eq!(s.get(0), vec![(1, "a"), (2, "b"), (3, "c")]);
-        assert_eq!(s.get(2), vec![(3, "c")], "keys above `after` only");
-        assert_eq!(s.get(3), vec![(5, "d"), (8, "e")], "then the next batch");
-        assert_eq!(s.get(8), vec![], "nothing more");
-        s.apply(Spill::Put(vec![(7, "again"), (8, "again")]), one);
-        assert_eq!(s.get(5), vec![(8, "e")], "what is held already is not put again");
-        s.apply(Spill::Forget { upto: 4 }, one);
-        assert_eq!(s.bytes(), 2, "the first batch is all at or below 4");
-        s.apply(Spill::Forget { upto: 5 }, one);
-        assert_eq!(s.bytes(), 2, "a batch with a key above stays whole");
-        assert_eq!(s.get(5), vec![(8, "e")]);
-        s.apply(Spill::Forget { upto: 8 }, one);
-        assert!(s.is_empty() && s.bytes() == 0);
+        assert_eq!(s.carry_out(Spill::Put(vec![(1, "a"), (2, "b"), (3, "c")])), Some(Done::Spilled(3)));
+        assert_eq!(s.carry_out(Spill::Put(vec![(5, "d"), (8, "e")])), Some(Done::Spilled(8)));
+        assert_eq!(get(&mut s, 0), vec![(1, "a"), (2, "b"), (3, "c")]);
+        assert_eq!(get(&mut s, 2), vec![(3, "c")], "keys above `after` only");
+        assert_eq!(get(&mut s, 3), vec![(5, "d"), (8, "e")], "then the next batch");
+        assert_eq!(get(&mut s, 8), vec![], "nothing more");
+        let again = s.carry_out(Spill::Put(vec![(7, "again"), (8, "again")]));
+        assert_eq!(again, Some(Done::Spilled(8)), "on disk all the same: the replica hears it");
+        assert_eq!(get(&mut s, 5), vec![(8, "e")], "what is held already is not put again");
+        assert_eq!(s.carry_out(Spill::Forget { upto: 4 }), None);
+        assert_eq!(get(&mut s, 0), vec![(5, "d"), (8, "e")], "the first batch is all at or below 4");
+        s.carry_out(Spill::Forget { upto: 5 });
+        assert_eq!(get(&mut s, 0), vec![(5, "d"), (8, "e")], "a batch with a key above stays whole");
+        s.carry_out(Spill::Forget { upto: 8 });
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn a_put_waits_for_the_records_before_it_and_what_follows_waits_behind_it() {
+        let mut q = SpillQueue::default();
+        let mut out = Effects::<(), (), &str>::default();
+        out.spill = vec![Spill::Get { after: 0 }, Spill::Put(vec![(1, "a")]), Spill::Forget { upto: 0 }];
+        q.take(&mut out, 5);
+        assert!(out.spill.is_empty());
+        assert_eq!(q.next(3), Next::Ready(Spill::Get { after: 0 }), "a get waits for nothing");
+        assert_eq!(q.next(3), Next::WaitFor(5), "the put waits for the 5 records appended before it");
+        assert_eq!(q.next(4), Next::WaitFor(5), "and what follows it waits too");
+        assert_eq!(q.next(5), Next::Ready(Spill::Put(vec![(1, "a")])));
+        assert_eq!(q.next(5), Next::Ready(Spill::Forget { upto: 0 }));
+        assert_eq!(q.next(5), Next::Empty);
+        assert!(q.is_empty());
     }
 }

@@ -93,8 +93,9 @@ pub trait StreamRecord<K, W>: Sized {
     fn kept(at: K, txs: Vec<W>) -> Self;
     /// A spilled group read back; `None` for any other record.
     fn into_kept(self) -> Option<(K, Vec<W>)>;
-    /// "The groups up to `upto` are spilled": persisted with each spill
-    /// and kept in checkpoints, so that a restart knows what lies on disk.
+    /// "The groups up to `upto` are spilled": persisted once the driver
+    /// has a batch on disk, and kept in checkpoints, so that a restart
+    /// knows what lies there.
     fn spilled(upto: K) -> Self;
 }
 
@@ -137,8 +138,6 @@ pub struct PeerStreams<K, W> {
     spilled: K,
     /// Spilled positions at or below this are forgotten.
     spill_forgotten: K,
-    /// Spilled, in total.
-    spilled_bytes: u64,
     /// A batch handed to the driver and not yet confirmed on disk: its
     /// groups stay in memory until it is.
     putting: Option<K>,
@@ -177,7 +176,6 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
             max_kept_bytes,
             spilled: K::default(),
             spill_forgotten: K::default(),
-            spilled_bytes: 0,
             putting: None,
             catching_up: vec![None; dcs],
             newest: K::default(),
@@ -212,11 +210,6 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
     /// Bytes of groups kept in memory.
     pub fn kept_bytes(&self) -> u64 {
         self.kept_bytes
-    }
-
-    /// Bytes of groups spilled so far, in total.
-    pub fn spilled_bytes(&self) -> u64 {
-        self.spilled_bytes
     }
 
     /// Every group sent is acknowledged by every peer, and no peer's
@@ -289,10 +282,13 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
             }
             out.spill.push(Spill::Put(batch));
         }
-        let all = self.acknowledged_by_all().unwrap_or_default().min(self.spilled);
-        if all > self.spill_forgotten {
-            self.spill_forgotten = all;
-            out.spill.push(Spill::Forget { upto: all.key() });
+        // After every step: only while something spilled may be needed.
+        if self.spilled > self.spill_forgotten {
+            let all = self.acknowledged_by_all().unwrap_or_default().min(self.spilled);
+            if all > self.spill_forgotten {
+                self.spill_forgotten = all;
+                out.spill.push(Spill::Forget { upto: all.key() });
+            }
         }
     }
 
@@ -301,9 +297,7 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
     pub fn on_spilled<M, T, R: StreamRecord<K, W>>(&mut self, upto: u64, out: &mut Effects<M, T, R>) {
         let Some(at) = self.putting.filter(|p| p.key() == upto) else { return };
         self.putting = None;
-        let before = self.kept_bytes;
         self.restore_spilled(at);
-        self.spilled_bytes += before - self.kept_bytes;
         out.persist(R::spilled(at));
     }
 
@@ -484,7 +478,8 @@ impl<K: Position, W: Serialize> PeerStreams<K, W> {
         W: Clone,
     {
         let groups: Vec<(K, Vec<W>)> = entries.into_iter().filter_map(|(_, r)| r.into_kept()).collect();
-        for peer in self.peers.clone() {
+        for i in 0..self.peers.len() {
+            let peer = self.peers[i];
             let Addr::Replica(r) = peer else { continue };
             let d = usize::from(r.dc.0);
             let Some(mut c) = self.catching_up[d].filter(|c| c.asked && c.cursor.key() == after) else { continue };
@@ -714,6 +709,7 @@ mod tests {
             s.spill_over(&mut out);
         }
         assert_eq!(s.kept().count(), 3, "nothing leaves memory before the disk has it");
+        assert_eq!(s.kept_bytes(), 9);
         assert!(out.records.is_empty(), "nor is a record of it made");
         s.spill_over(&mut out);
         assert_eq!(out.spill.len(), 1, "one batch at a time");
@@ -733,7 +729,7 @@ mod tests {
         );
         assert_eq!(out.records, vec![Rec::Spilled(2)], "recorded once on disk");
         assert_eq!(s.kept().map(|(at, _)| *at).collect::<Vec<_>>(), vec![3]);
-        assert_eq!((s.kept_bytes(), s.spilled_bytes()), (3, 6));
+        assert_eq!(s.kept_bytes(), 3, "6 of the 9 bytes left memory");
         assert_eq!(s.spilled_upto(), Some(2));
         assert_eq!(out.after_durable.len(), 3, "every group went out live first");
     }

@@ -44,7 +44,7 @@ mod spill;
 mod syncer;
 
 pub use node_log::{NodeDisk, Opened, ReplicaDisk};
-pub use spill::{spill_dir, Done, ReplicaSpill};
+pub use spill::{spill_dir, ReplicaSpill};
 
 use causeway_protocol::contract::RecordLog;
 use causeway_protocol::ReplicaId;

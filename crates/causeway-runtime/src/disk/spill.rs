@@ -13,7 +13,7 @@
 //! size.
 
 use super::replica_name;
-use causeway_protocol::contract::{MemorySpill, Spill};
+use causeway_protocol::contract::{Done, MemorySpill, Spill};
 use causeway_protocol::ReplicaId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -31,15 +31,6 @@ pub enum ReplicaSpill<R> {
     Memory(MemorySpill<R>),
 }
 
-/// What a spill operation the replica hears of came to.
-#[derive(Debug, PartialEq)]
-pub enum Done<R> {
-    /// The batch whose last key is this is on disk.
-    Spilled(u64),
-    /// The answer to `Spill::Get { after }`: `after` and the entries.
-    Unspilled(u64, Vec<(u64, R)>),
-}
-
 impl<R: Serialize + DeserializeOwned + Clone> ReplicaSpill<R> {
     /// Replica `id`'s spill under `data_dir`, or in memory without one.
     pub fn open(data_dir: Option<&Path>, id: ReplicaId) -> Result<Self, causeway_storage::StorageError> {
@@ -53,17 +44,11 @@ impl<R: Serialize + DeserializeOwned + Clone> ReplicaSpill<R> {
     /// durable: the caller waits for that); says what the replica is to
     /// hear of it. An error means the spill cannot keep its promises.
     pub fn carry_out(&mut self, op: Spill<R>) -> Result<Option<Done<R>>, String> {
-        let put = match &op {
-            Spill::Put(batch) => batch.last().map(|(k, _)| *k),
-            _ => None,
-        };
         match self {
-            ReplicaSpill::Memory(memory) => {
-                let asked = memory.apply(op, |_| 0);
-                Ok(put.map(Done::Spilled).or_else(|| asked.map(|after| Done::Unspilled(after, memory.get(after)))))
-            }
+            ReplicaSpill::Memory(memory) => Ok(memory.carry_out(op)),
             ReplicaSpill::Disk(disk) => match op {
                 Spill::Put(batch) => {
+                    let put = batch.last().map(|(k, _)| *k);
                     let encoded = batch
                         .iter()
                         .map(|(k, r)| postcard::to_allocvec(r).map(|b| (*k, b)))
