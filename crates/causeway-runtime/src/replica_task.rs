@@ -190,7 +190,7 @@ fn next_spill<P: Protocol>(
     gauges: &ReplicaGauges,
     metrics: &Metrics,
 ) -> Option<Done<<P::Replica as Replica>::Record>> {
-    spills.take(out, log.appended());
+    spills.take(&mut out.spill, log.appended());
     loop {
         let op = match spills.next(log.durable()) {
             Next::Ready(op) => op,

@@ -942,7 +942,7 @@ impl<P: Protocol> Simulation<P> {
         life.gate.take(&mut outbox, &mut life.log, |to, msg| released.push((to, msg)));
         // After the step's records are appended: a `Put` waits for them.
         let appended = life.log.len();
-        life.spill_queue.take(&mut outbox, appended);
+        life.spill_queue.take(&mut outbox.spill, appended);
         for (to, msg) in released.drain(..) {
             self.send_from_replica(node, to, msg);
         }

@@ -3,6 +3,7 @@
 use super::data::{Key, Value};
 use super::effects::Effects;
 use super::message::Message;
+use super::spill::Done;
 use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, DcId, ReplicaId};
 use serde::de::DeserializeOwned;
@@ -144,4 +145,15 @@ pub trait Replica {
     /// its visibility (Wren: `ut` and `rdt`, 16; Cure: one per DC, 8·M; EC:
     /// its commit time, 8). Drivers report it next to the message bytes.
     fn version_metadata_bytes(&self) -> u64;
+}
+
+impl<R> Done<R> {
+    /// Tells `replica` what came of its spill operation
+    /// ([`Replica::on_spilled`], [`Replica::on_unspilled`]).
+    pub fn tell<P: Replica<Record = R>>(self, replica: &mut P, now: PhysicalMicros, out: &mut ReplicaEffects<P>) {
+        match self {
+            Done::Spilled(upto) => replica.on_spilled(now, upto, out),
+            Done::Unspilled(after, entries) => replica.on_unspilled(now, after, entries, out),
+        }
+    }
 }

@@ -35,9 +35,6 @@
 //! [`Replica::on_unspilled`]: super::Replica::on_unspilled
 //! [`Replica::on_spilled`]: super::Replica::on_spilled
 
-use super::effects::Effects;
-use super::replica::{Replica, ReplicaEffects};
-use crate::hlc::PhysicalMicros;
 use std::collections::{BTreeMap, VecDeque};
 
 /// The default bound on what a replica keeps in memory for its peers
@@ -62,16 +59,6 @@ pub enum Done<R> {
     Spilled(u64),
     /// The answer to `Spill::Get { after }`: `after` and the entries.
     Unspilled(u64, Vec<(u64, R)>),
-}
-
-impl<R> Done<R> {
-    /// Tells `replica` ([`Replica::on_spilled`], [`Replica::on_unspilled`]).
-    pub fn tell<P: Replica<Record = R>>(self, replica: &mut P, now: PhysicalMicros, out: &mut ReplicaEffects<P>) {
-        match self {
-            Done::Spilled(upto) => replica.on_spilled(now, upto, out),
-            Done::Unspilled(after, entries) => replica.on_unspilled(now, after, entries, out),
-        }
-    }
 }
 
 /// A replica's spill operations not carried out yet, in order, each with
@@ -103,8 +90,8 @@ pub enum Next<R> {
 impl<R> SpillQueue<R> {
     /// Takes a step's operations, once its records are appended: the log
     /// is `appended` records long.
-    pub fn take<M, T>(&mut self, out: &mut Effects<M, T, R>, appended: usize) {
-        self.ops.extend(out.spill.drain(..).map(|op| (op, appended)));
+    pub fn take(&mut self, ops: &mut Vec<Spill<R>>, appended: usize) {
+        self.ops.extend(ops.drain(..).map(|op| (op, appended)));
     }
 
     /// The next operation, with the first `durable` records of the log
@@ -213,10 +200,9 @@ mod tests {
     #[test]
     fn a_put_waits_for_the_records_before_it_and_what_follows_waits_behind_it() {
         let mut q = SpillQueue::default();
-        let mut out = Effects::<(), (), &str>::default();
-        out.spill = vec![Spill::Get { after: 0 }, Spill::Put(vec![(1, "a")]), Spill::Forget { upto: 0 }];
-        q.take(&mut out, 5);
-        assert!(out.spill.is_empty());
+        let mut ops = vec![Spill::Get { after: 0 }, Spill::Put(vec![(1, "a")]), Spill::Forget { upto: 0 }];
+        q.take(&mut ops, 5);
+        assert!(ops.is_empty());
         assert_eq!(q.next(3), Next::Ready(Spill::Get { after: 0 }), "a get waits for nothing");
         assert_eq!(q.next(3), Next::WaitFor(5), "the put waits for the 5 records appended before it");
         assert_eq!(q.next(4), Next::WaitFor(5), "and what follows it waits too");
