@@ -18,6 +18,7 @@
 //!   the protocols whose clients read partitions directly).
 //! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`], [`paris`] (with BPR), [`promptcc`], [`eiger`].
 
+pub mod consensus;
 pub mod contract;
 pub mod cure;
 pub mod ec;
