@@ -1,8 +1,10 @@
-//! The history format: JSON Lines, one object per finished transaction, then
-//! one `final` line per DC. Part of Causeway's public interface; see
-//! `docs/HISTORY.md`.
+//! The history format: JSON Lines, an optional `meta` line, one object per
+//! finished transaction, then one `final` line per DC. Part of Causeway's
+//! public interface; see `docs/HISTORY.md`.
 
-use serde::{Deserialize, Serialize};
+// From the contract itself, not through `checker`, which depends on this module.
+use causeway_protocol::Guarantee;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -159,6 +161,70 @@ pub struct History {
     pub finals: Vec<FinalState>,
 }
 
+/// What a history file may say about itself on its `meta` line: the
+/// protocol that ran, and the guarantee it promises — the model `causeway
+/// check` judges the history against unless told otherwise.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryMeta {
+    /// Informational, e.g. `"sdur"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// Written `"eventual"`, `"tcc"` or `"serializable"`.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "guarantee_word")]
+    pub guarantee: Option<Guarantee>,
+}
+
+/// The words the format uses for guarantees: the names of `causeway check
+/// --model`.
+pub mod guarantee_word {
+    use super::*;
+
+    /// Every guarantee with its word.
+    pub const ALL: [(Guarantee, &str); 3] =
+        [(Guarantee::Eventual, "eventual"), (Guarantee::Causal, "tcc"), (Guarantee::Serializable, "serializable")];
+
+    /// The word for `guarantee`.
+    pub fn of(guarantee: Guarantee) -> &'static str {
+        ALL.iter().find(|(g, _)| *g == guarantee).expect("every guarantee has a word").1
+    }
+
+    /// The guarantee `word` names, if it names one.
+    pub fn parse(word: &str) -> Option<Guarantee> {
+        ALL.iter().find(|(_, w)| *w == word).map(|(g, _)| *g)
+    }
+
+    pub(super) fn serialize<S: Serializer>(guarantee: &Option<Guarantee>, s: S) -> Result<S::Ok, S::Error> {
+        match guarantee {
+            Some(g) => s.serialize_str(of(*g)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Guarantee>, D::Error> {
+        let Some(word) = Option::<String>::deserialize(d)? else { return Ok(None) };
+        parse(&word).map(Some).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown guarantee {word:?}: expected eventual, tcc or serializable"))
+        })
+    }
+}
+
+/// A history file: its optional `meta` line and the history. (The meta is
+/// kept apart from [`History`] so that code that builds histories field by
+/// field is not broken by it.)
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HistoryFile {
+    pub meta: Option<HistoryMeta>,
+    pub history: History,
+}
+
+#[derive(Serialize)]
+struct MetaLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(flatten)]
+    meta: &'a HistoryMeta,
+}
+
 #[derive(Debug, Error)]
 pub enum ParseError {
     /// The I/O error is the source, not part of the text: a chain printer
@@ -169,8 +235,78 @@ pub enum ParseError {
     Line { line: usize, message: String },
 }
 
+impl HistoryFile {
+    /// Writes the file as JSON Lines: the meta line when there is one, then
+    /// the history.
+    pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
+        if let Some(meta) = &self.meta {
+            serde_json::to_writer(&mut w, &MetaLine { kind: "meta", meta })?;
+            w.write_all(b"\n")?;
+        }
+        self.history.write_jsonl(w)
+    }
+
+    pub fn to_jsonl_string(&self) -> String {
+        let mut buf = Vec::new();
+        self.write_jsonl(&mut buf).expect("writing to memory cannot fail");
+        String::from_utf8(buf).expect("JSON is UTF-8")
+    }
+
+    /// Reads a history file. Blank lines are skipped; a `meta` line may come
+    /// anywhere before the first transaction, once; any other line that is
+    /// not a transaction or a `final` object is an error naming its line.
+    pub fn read_jsonl(r: impl BufRead) -> Result<HistoryFile, ParseError> {
+        let mut file = HistoryFile::default();
+        let history = &mut file.history;
+        let mut meta_line = 0;
+        for (i, line) in r.lines().enumerate() {
+            let line = line?;
+            let lineno = i + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let value: serde_json::Value = serde_json::from_str(&line)
+                .map_err(|e| ParseError::Line { line: lineno, message: format!("not JSON: {e}") })?;
+            let kind = value.get("type").and_then(|t| t.as_str()).map(str::to_owned);
+            match kind.as_deref() {
+                Some("meta") => {
+                    let message = if meta_line > 0 {
+                        Some(format!("a second meta line; the first is line {meta_line}"))
+                    } else if !history.txns.is_empty() {
+                        Some("a meta line after the first transaction; it must come before them".to_string())
+                    } else {
+                        None
+                    };
+                    if let Some(message) = message {
+                        return Err(ParseError::Line { line: lineno, message });
+                    }
+                    let meta: HistoryMeta = serde_json::from_value(value)
+                        .map_err(|e| ParseError::Line { line: lineno, message: format!("bad meta line: {e}") })?;
+                    file.meta = Some(meta);
+                    meta_line = lineno;
+                }
+                Some("final") => {
+                    let f: FinalState = serde_json::from_value(value)
+                        .map_err(|e| ParseError::Line { line: lineno, message: format!("bad final line: {e}") })?;
+                    history.finals.push(f);
+                }
+                None | Some("txn") => {
+                    let t: TxnRecord = serde_json::from_value(value)
+                        .map_err(|e| ParseError::Line { line: lineno, message: format!("bad transaction: {e}") })?;
+                    history.txns.push(t);
+                }
+                Some(other) => {
+                    return Err(ParseError::Line { line: lineno, message: format!("unknown line type {other:?}") })
+                }
+            }
+        }
+        Ok(file)
+    }
+}
+
 impl History {
-    /// Writes the history as JSON Lines: transactions, then finals.
+    /// Writes the history as JSON Lines: transactions, then finals (no meta
+    /// line: see [`HistoryFile`]).
     pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
         for t in &self.txns {
             serde_json::to_writer(&mut w, t)?;
@@ -189,36 +325,10 @@ impl History {
         String::from_utf8(buf).expect("JSON is UTF-8")
     }
 
-    /// Reads a history. Blank lines are skipped; any other line that is not
-    /// a transaction or a `final` object is an error naming its line.
+    /// Reads a history, as [`HistoryFile::read_jsonl`] does, and drops its
+    /// meta line if it has one.
     pub fn read_jsonl(r: impl BufRead) -> Result<History, ParseError> {
-        let mut history = History::default();
-        for (i, line) in r.lines().enumerate() {
-            let line = line?;
-            let lineno = i + 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let value: serde_json::Value = serde_json::from_str(&line)
-                .map_err(|e| ParseError::Line { line: lineno, message: format!("not JSON: {e}") })?;
-            let kind = value.get("type").and_then(|t| t.as_str()).map(str::to_owned);
-            match kind.as_deref() {
-                Some("final") => {
-                    let f: FinalState = serde_json::from_value(value)
-                        .map_err(|e| ParseError::Line { line: lineno, message: format!("bad final line: {e}") })?;
-                    history.finals.push(f);
-                }
-                None | Some("txn") => {
-                    let t: TxnRecord = serde_json::from_value(value)
-                        .map_err(|e| ParseError::Line { line: lineno, message: format!("bad transaction: {e}") })?;
-                    history.txns.push(t);
-                }
-                Some(other) => {
-                    return Err(ParseError::Line { line: lineno, message: format!("unknown line type {other:?}") })
-                }
-            }
-        }
-        Ok(history)
+        HistoryFile::read_jsonl(r).map(|file| file.history)
     }
 }
 
@@ -267,6 +377,45 @@ mod tests {
         let b = CommitTs(vec![StampElem::Int(10), StampElem::Int(2)]);
         let c = CommitTs(vec![StampElem::Int(9), StampElem::Int(5)]);
         assert!(c < a && a < b);
+    }
+
+    #[test]
+    fn a_meta_line_round_trips_and_is_optional() {
+        let txn = r#"{"txid":"a","session":"s","seq":1,"status":"committed","ops":[]}"#;
+        let text =
+            format!("\n{{\"type\": \"meta\", \"protocol\": \"sdur\", \"guarantee\": \"serializable\"}}\n{txn}\n");
+        let file = HistoryFile::read_jsonl(text.as_bytes()).unwrap();
+        let meta = HistoryMeta { protocol: Some("sdur".into()), guarantee: Some(Guarantee::Serializable) };
+        assert_eq!(file.meta.as_ref(), Some(&meta));
+        assert_eq!(file.history.txns.len(), 1);
+        let written = file.to_jsonl_string();
+        assert!(written.starts_with(r#"{"type":"meta","protocol":"sdur","guarantee":"serializable"}"#), "{written}");
+        assert_eq!(HistoryFile::read_jsonl(written.as_bytes()).unwrap(), file);
+        // A reader of plain histories skips it; a history without one reads
+        // as before, and writes none.
+        assert_eq!(History::read_jsonl(text.as_bytes()).unwrap(), file.history);
+        let plain = HistoryFile::read_jsonl(file.history.to_jsonl_string().as_bytes()).unwrap();
+        assert_eq!(plain, HistoryFile { meta: None, history: file.history.clone() });
+        assert_eq!(plain.to_jsonl_string(), file.history.to_jsonl_string());
+        // Every word, and a meta line that names no guarantee.
+        for (g, word) in guarantee_word::ALL {
+            let line = format!("{{\"type\":\"meta\",\"guarantee\":\"{word}\"}}\n");
+            assert_eq!(HistoryFile::read_jsonl(line.as_bytes()).unwrap().meta.unwrap().guarantee, Some(g));
+        }
+        let bare = HistoryFile::read_jsonl(r#"{"type":"meta"}"#.as_bytes()).unwrap();
+        assert_eq!(bare.meta, Some(HistoryMeta::default()));
+    }
+
+    #[test]
+    fn a_misplaced_second_or_bad_meta_line_names_its_line() {
+        let meta = r#"{"type":"meta","guarantee":"tcc"}"#;
+        let txn = r#"{"txid":"a","session":"s","seq":1,"status":"committed","ops":[]}"#;
+        let err = HistoryFile::read_jsonl(format!("{meta}\n\n{meta}\n").as_bytes()).unwrap_err();
+        assert_eq!(err.to_string(), "line 3: a second meta line; the first is line 1");
+        let err = HistoryFile::read_jsonl(format!("{txn}\n{meta}\n").as_bytes()).unwrap_err();
+        assert!(err.to_string().starts_with("line 2: a meta line after the first transaction"), "{err}");
+        let err = History::read_jsonl(r#"{"type":"meta","guarantee":"snapshot"}"#.as_bytes()).unwrap_err();
+        assert!(err.to_string().starts_with("line 1: bad meta line: unknown guarantee \"snapshot\""), "{err}");
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //! `unknown`: their client "lost" the answer, and the history hides whether
 //! they committed — it stays TCC for some outcome, the real one.
 //!
+//! With one DC nothing lags: every transaction reads the state all earlier
+//! ones left, so the history is serial in commit_ts order, hence
+//! serializable too — the serializability checker's large test case. With
+//! several, concurrent transactions at two DCs may both overwrite what they
+//! read (lost updates, write skew), which TCC allows and serializability
+//! does not.
+//!
 //! Randomness is a 64-bit LCG so that histories are the same everywhere and
 //! the crate needs no `rand`.
 

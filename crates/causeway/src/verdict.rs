@@ -2,7 +2,7 @@
 
 use crate::output::OutputFile;
 use anyhow::Result;
-use causeway_history::{check, Guarantee, History};
+use causeway_history::{check_for, Guarantee, History};
 use std::time::Instant;
 
 /// Writes the history into `out` (opened before the run) and says where.
@@ -13,16 +13,18 @@ pub fn write_history(history: &History, out: OutputFile) -> Result<()> {
     Ok(())
 }
 
-/// Checks the history and prints the verdict; returns whether the history
-/// keeps the protocol's `guarantee`. A protocol that does not promise TCC
-/// (EC) is judged all the same, but its violations of TCC are the expected
-/// outcome, shown as counts per kind — unless they break its own promise.
+/// Checks the history against the protocol's `guarantee` (serializability
+/// included) and prints the verdict; returns whether the history keeps it.
+/// A protocol that does not promise TCC (EC) is judged by TCC's passes all
+/// the same, but its violations of TCC are the expected outcome, shown as
+/// counts per kind — unless they break its own promise.
 pub fn judge(history: &History, guarantee: Guarantee) -> bool {
     let started = Instant::now();
-    let verdict = check(history);
-    let kept = verdict.upholds(guarantee);
-    let headline = match (verdict.is_tcc(), kept) {
-        (true, _) => "TCC: no violations".to_string(),
+    let verdict = check_for(history, guarantee);
+    let kept = verdict.keeps_model();
+    let headline = match (verdict.violations.is_empty(), kept) {
+        // "TCC: no violations", or "serializable: no violations".
+        (true, _) => format!("{}: no violations", verdict.judged_as()),
         (false, true) => {
             format!("violations found, as expected: this protocol does not promise TCC (it keeps {guarantee})")
         }
@@ -33,7 +35,7 @@ pub fn judge(history: &History, guarantee: Guarantee) -> bool {
         history.txns.len(),
         started.elapsed().as_secs_f64()
     );
-    if !verdict.is_tcc() {
+    if !verdict.violations.is_empty() {
         let text = verdict.to_string();
         let shown = if kept { text.split("\n\n").next().unwrap_or("") } else { text.as_str() };
         println!("{shown}");

@@ -368,7 +368,12 @@ struct Pass<'a, 'h> {
     unknown_past: Vec<(u32, bool)>,
 }
 
-pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) -> Unknowns {
+/// `judge_aborted`: whether the reads of aborted transactions are held to
+/// causal snapshots too. A TCC store promises every transaction one; a
+/// serializable store promises nothing of a transaction it aborted (an
+/// optimistic one certifies reads at commit, and aborts what saw a
+/// fractured state), so its aborted transactions' reads are not judged.
+pub(crate) fn check(ix: &Index, res: &Resolved, judge_aborted: bool, found: &mut Found) -> Unknowns {
     let n = ix.history.txns.len();
     let g = Graph::build(ix, res);
     let comps = components(&g, n);
@@ -490,8 +495,11 @@ pub(crate) fn check(ix: &Index, res: &Resolved, found: &mut Found) -> Unknowns {
                     format!("{what}, yet its reads depend on a later transaction of its own session {}", rec.session),
                 );
             }
-            for read in res.ext_reads(t) {
-                pass.judge_read(t, read, clock);
+            let aborted = !ix.committed[tu] && !ix.unknown[tu];
+            if judge_aborted || !aborted {
+                for read in res.ext_reads(t) {
+                    pass.judge_read(t, read, clock);
+                }
             }
             pass.reach_deletes(t, clock);
             let rank = ix.rank[tu];

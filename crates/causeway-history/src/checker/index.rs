@@ -103,6 +103,10 @@ pub(crate) struct Index<'h> {
     pub write_slot: Vec<u32>,
     /// The keys each ranked or unknown transaction finally deleted.
     pub deletes_by_txn: FxHashMap<u32, Vec<u32>>,
+    /// Per key, whether a committed or unknown transaction finally deletes
+    /// it (with or without a commit_ts): then a read of null of it may
+    /// have read a delete rather than the initial state.
+    pub key_deleted: Vec<bool>,
     pub writers: Writers,
     /// Per key, the final writes of unknown transactions: (txn, is a
     /// delete). They have no commit_ts, so they are not in `writers`; the
@@ -132,6 +136,7 @@ impl<'h> Index<'h> {
             final_writes: Vec::new(),
             write_slot: Vec::new(),
             deletes_by_txn: FxHashMap::default(),
+            key_deleted: Vec::new(),
             writers: Writers::default(),
             unknown_writers: FxHashMap::default(),
         };
@@ -428,10 +433,12 @@ impl<'h> Index<'h> {
         let keys = self.key_names.len();
         let w = &mut self.writers;
         w.key_max_delete = vec![0; keys];
+        self.key_deleted = vec![false; keys];
         // (key, session, pos, rank, txn, write)
         let mut all: Vec<(u32, u32, u32, u32, u32, u32)> = Vec::with_capacity(self.final_writes.len());
         for (write, &(key, txn, delete)) in self.final_writes.iter().enumerate() {
             let t = txn as usize;
+            self.key_deleted[key as usize] |= delete && (self.committed[t] || self.unknown[t]);
             if self.unknown[t] {
                 self.unknown_writers.entry(key).or_default().push((txn, delete));
                 if delete {

@@ -1,5 +1,5 @@
-//! The TCC checker: does a history satisfy transactional causal consistency
-//! with last-writer-wins arbitration?
+//! The checker: does a history satisfy transactional causal consistency
+//! with last-writer-wins arbitration — and, when asked, serializability?
 //!
 //! The model is Cerone, Bernardi and Gotsman's causal consistency with
 //! atomic visibility (CONCUR 2015), with arbitration fixed to the order of
@@ -38,31 +38,53 @@
 //! lists), `reads` (per-read checks, parallel), `causal` (vector clocks
 //! over sessions in topological order) and `finals`. Each violation is
 //! reported once, with the most specific kind that explains it.
+//!
+//! Serializability ([`check_for`] with `Serializable`) is judged by one more
+//! pass, `dsg`: Adya's direct serialization graph over the same index and
+//! the same resolved reads, whose cycles are the phenomena G0, G1c and G2.
 
 mod causal;
+mod dsg;
 mod finals;
 mod guarantee;
 mod index;
+mod kind;
 mod reads;
 mod report;
 
 pub use guarantee::{Forbids, Guarantee};
-pub use report::{CheckStats, Report, Violation, ViolationKind};
+pub use kind::ViolationKind;
+pub use report::{CheckStats, Report, Violation};
 
 use crate::format::{History, OpKind, Status, TxnRecord};
 
 /// "No transaction", "no writer", "no slot": ids are `u32` indexes.
 pub(crate) const NONE: u32 = u32::MAX;
 
-/// Judges a history. Never fails: what cannot be judged (a malformed part)
-/// is itself a violation, and the rest is still judged.
+/// Judges whether a history is TCC. Never fails: what cannot be judged (a
+/// malformed part) is itself a violation, and the rest is still judged.
+/// The same as [`check_for`] with `Guarantee::Causal`.
 pub fn check(history: &History) -> Report {
+    check_for(history, Guarantee::Causal)
+}
+
+/// Judges a history against `guarantee`: the TCC passes for every model
+/// (eventual consistency is judged by them too, and allows some of what
+/// they find: see [`Forbids`]), and for `Serializable` the cycles of the
+/// direct serialization graph as well. The report's `model` is
+/// `guarantee`, and [`Report::keeps_model`] says whether the history keeps
+/// it.
+pub fn check_for(history: &History, guarantee: Guarantee) -> Report {
+    let serializable = guarantee == Guarantee::Serializable;
     let mut found = Found::default();
     let ix = index::Index::build(history, &mut found);
-    let resolved = reads::resolve(&ix, &mut found);
-    let unknowns = causal::check(&ix, &resolved, &mut found);
+    let resolved = reads::resolve(&ix, serializable, &mut found);
+    let unknowns = causal::check(&ix, &resolved, !serializable, &mut found);
     finals::check(&ix, &unknowns, &mut found);
-    Report { violations: found.into_sorted(), stats: stats(history, ix.sessions) }
+    if serializable {
+        dsg::check(&ix, &resolved, &mut found);
+    }
+    Report { violations: found.into_sorted(), stats: stats(history, ix.sessions), model: guarantee }
 }
 
 fn stats(history: &History, sessions: usize) -> CheckStats {

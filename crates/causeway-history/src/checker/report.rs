@@ -1,118 +1,9 @@
-//! The checker's verdict: what was wrong, where, and a summary a person can
-//! act on without opening the history.
+//! The checker's verdict: what was wrong, where, against which model, and a
+//! summary a person can act on without opening the history.
 
+use super::guarantee::{Forbids, Guarantee};
+use super::kind::ViolationKind;
 use std::fmt;
-
-/// The ways a history can fail to be transactionally causally consistent.
-///
-/// The order of the variants is the order of the report: problems with the
-/// file itself first, then single reads, then the causal order, then
-/// arbitration, then the final states.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ViolationKind {
-    Malformed,
-    UnknownValue,
-    AbortedRead,
-    IntermediateRead,
-    FutureRead,
-    InternalRead,
-    FracturedRead,
-    CausalViolation,
-    CausalCycle,
-    DuplicateCommitTs,
-    ArbitrationContradiction,
-    SessionArbitration,
-    CausalArbitration,
-    Divergence,
-    FinalNotLww,
-}
-
-impl ViolationKind {
-    /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 15] = [
-        ViolationKind::Malformed,
-        ViolationKind::UnknownValue,
-        ViolationKind::AbortedRead,
-        ViolationKind::IntermediateRead,
-        ViolationKind::FutureRead,
-        ViolationKind::InternalRead,
-        ViolationKind::FracturedRead,
-        ViolationKind::CausalViolation,
-        ViolationKind::CausalCycle,
-        ViolationKind::DuplicateCommitTs,
-        ViolationKind::ArbitrationContradiction,
-        ViolationKind::SessionArbitration,
-        ViolationKind::CausalArbitration,
-        ViolationKind::Divergence,
-        ViolationKind::FinalNotLww,
-    ];
-
-    /// A stable kebab-case name, for reports and for tools that grep them.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ViolationKind::Malformed => "malformed",
-            ViolationKind::UnknownValue => "unknown-value",
-            ViolationKind::AbortedRead => "aborted-read",
-            ViolationKind::IntermediateRead => "intermediate-read",
-            ViolationKind::FutureRead => "future-read",
-            ViolationKind::InternalRead => "internal-read",
-            ViolationKind::FracturedRead => "fractured-read",
-            ViolationKind::CausalViolation => "causal-violation",
-            ViolationKind::CausalCycle => "causal-cycle",
-            ViolationKind::DuplicateCommitTs => "duplicate-commit-ts",
-            ViolationKind::ArbitrationContradiction => "arbitration-contradiction",
-            ViolationKind::SessionArbitration => "session-arbitration",
-            ViolationKind::CausalArbitration => "causal-arbitration",
-            ViolationKind::Divergence => "divergence",
-            ViolationKind::FinalNotLww => "final-not-lww",
-        }
-    }
-
-    /// One line saying what the kind means, printed above its violations.
-    pub fn describe(self) -> &'static str {
-        match self {
-            ViolationKind::Malformed => "the history breaks the format's rules, so parts of it cannot be judged",
-            ViolationKind::UnknownValue => "a read or a final state returns a value no transaction wrote to that key",
-            ViolationKind::AbortedRead => "a read or a final state returns a value written by an aborted transaction",
-            ViolationKind::IntermediateRead => {
-                "a read or a final state returns a value its writer overwrote later in the same transaction"
-            }
-            ViolationKind::FutureRead => {
-                "a transaction reads its own write before it makes it, or a write of a later transaction of its session"
-            }
-            ViolationKind::InternalRead => {
-                "inside one transaction a read disagrees with its own earlier write or read of the key"
-            }
-            ViolationKind::FracturedRead => {
-                "a transaction sees some of another transaction's writes but not all of them (atomic visibility)"
-            }
-            ViolationKind::CausalViolation => {
-                "a read misses a newer write in its causal past (session order and reads-from, transitively)"
-            }
-            ViolationKind::CausalCycle => "session order and reads-from form a cycle: an effect precedes its cause",
-            ViolationKind::DuplicateCommitTs => {
-                "two update transactions share a commit_ts, so last-writer-wins cannot order them"
-            }
-            ViolationKind::ArbitrationContradiction => {
-                "commit_ts arrays mix numbers and strings at one position, so their order means nothing"
-            }
-            ViolationKind::SessionArbitration => {
-                "a later update transaction of a session has a smaller commit_ts than an earlier one"
-            }
-            ViolationKind::CausalArbitration => "a causally later write has a smaller commit_ts",
-            ViolationKind::Divergence => "data centers end with different values for a key, or one lost a key",
-            ViolationKind::FinalNotLww => {
-                "a data center's final value of a key is not the committed write with the greatest commit_ts"
-            }
-        }
-    }
-}
-
-impl fmt::Display for ViolationKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// One thing wrong with the history. `txid` and `key` point into the history
 /// when the problem has a place there; `message` explains it in one line
@@ -154,12 +45,25 @@ pub struct CheckStats {
 }
 
 /// The verdict on one history.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// Sorted by kind (in [`ViolationKind::ALL`] order), then by the position
     /// of the transaction in the history.
     pub violations: Vec<Violation>,
     pub stats: CheckStats,
+    /// The model the history was judged against: `Causal` for
+    /// [`check`](crate::check), the guarantee given to
+    /// [`check_for`](crate::check_for). Only a `Serializable` report has
+    /// looked for the cycles of the direct serialization graph.
+    pub model: Guarantee,
+}
+
+impl Default for Report {
+    /// An empty report of the TCC passes, as [`check`](crate::check) of an
+    /// empty history gives.
+    fn default() -> Self {
+        Report { violations: Vec::new(), stats: CheckStats::default(), model: Guarantee::Causal }
+    }
 }
 
 /// How many violations of one kind `Display` prints; the counts are always
@@ -167,9 +71,59 @@ pub struct Report {
 const SHOWN_PER_KIND: usize = 20;
 
 impl Report {
-    /// True when the history is transactionally causally consistent.
+    /// True when the history is transactionally causally consistent: no
+    /// violation TCC forbids. The serializability cycles a `Serializable`
+    /// report may hold do not count (TCC allows lost updates and write skew).
     pub fn is_tcc(&self) -> bool {
-        self.violations.is_empty()
+        self.upholds(Guarantee::Causal)
+    }
+
+    /// True when the history was judged for serializability
+    /// ([`check_for`](crate::check_for) with `Serializable`) and nothing was
+    /// found. A report of the TCC passes alone never says so: it has not
+    /// looked for the cycles.
+    pub fn is_serializable(&self) -> bool {
+        self.model == Guarantee::Serializable && self.upholds(Guarantee::Serializable)
+    }
+
+    /// Whether the history keeps the model it was judged against.
+    pub fn keeps_model(&self) -> bool {
+        self.upholds(self.model)
+    }
+
+    /// The violations that break `guarantee`.
+    ///
+    /// # Panics
+    ///
+    /// When asked about serializability of a report that did not judge it:
+    /// the answer would be "no cycle found" without having looked, so a
+    /// caller that forgot [`check_for`](crate::check_for) would pass every
+    /// write skew.
+    pub fn breaches(&self, guarantee: Guarantee) -> impl Iterator<Item = &Violation> {
+        assert!(
+            guarantee != Guarantee::Serializable || self.model == Guarantee::Serializable,
+            "a report of {} cannot say whether a history is serializable: judge it with \
+             check_for(history, Guarantee::Serializable)",
+            self.model
+        );
+        self.violations.iter().filter(move |v| guarantee.forbids(v.kind))
+    }
+
+    /// Whether the history keeps `guarantee` (panics as
+    /// [`breaches`](Report::breaches) does).
+    pub fn upholds(&self, guarantee: Guarantee) -> bool {
+        self.breaches(guarantee).next().is_none()
+    }
+
+    /// The name of what a report without violations shows the history to
+    /// be: "serializable" after the serializability pass, "TCC" otherwise —
+    /// eventual consistency is judged by the TCC passes, so a history
+    /// with no violation at all is TCC.
+    pub fn judged_as(&self) -> &'static str {
+        match self.model {
+            Guarantee::Serializable => "serializable",
+            Guarantee::Causal | Guarantee::Eventual => "TCC",
+        }
     }
 
     pub fn count(&self, kind: ViolationKind) -> usize {
@@ -207,10 +161,21 @@ impl fmt::Display for Report {
             plural(s.writes, "write"),
             plural(s.sessions, "session"),
         );
-        if self.is_tcc() {
-            return write!(f, "TCC: no violations in {size}");
+        if self.violations.is_empty() {
+            return write!(f, "{}: no violations in {size}", self.judged_as());
         }
-        writeln!(f, "NOT TCC: {} in {size}", plural(self.violations.len(), "violation"))?;
+        let violations = plural(self.violations.len(), "violation");
+        match self.model {
+            Guarantee::Causal => writeln!(f, "NOT TCC: {violations} in {size}")?,
+            Guarantee::Serializable => writeln!(f, "NOT SERIALIZABLE: {violations} in {size}")?,
+            // Eventual consistency allows most of what the TCC passes find,
+            // so say which of the two the violations break.
+            Guarantee::Eventual if self.keeps_model() => writeln!(
+                f,
+                "eventually consistent, NOT TCC: {violations} in {size}, none that eventual consistency forbids"
+            )?,
+            Guarantee::Eventual => writeln!(f, "NOT EVENTUALLY CONSISTENT: {violations} in {size}")?,
+        }
         let kinds = self.kinds();
         for &kind in &kinds {
             writeln!(f, "  {:<26} {}", kind.as_str(), self.count(kind))?;

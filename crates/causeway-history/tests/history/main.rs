@@ -1,4 +1,5 @@
-//! The checker's tests: one history per anomaly kind, and generated ones.
+//! The checker's tests: one history per anomaly kind, serializability's
+//! phenomena, and generated histories.
 //!
 //! One test binary per crate, each file a module: the crate's code and
 //! its generic instances are compiled and linked once rather than once per
@@ -8,3 +9,4 @@ mod common;
 
 mod generated;
 mod kinds;
+mod serializable;

@@ -98,6 +98,82 @@ fn check_rejects_a_fractured_read_with_exit_status_1() {
     assert!(stdout(&out).contains("fractured"), "{}", stdout(&out));
 }
 
+/// Write skew: a and b each read x and y (nothing there yet) and each wrote
+/// the key the other read. TCC allows it; no serial order explains it.
+const WRITE_SKEW: [&str; 2] = [
+    r#"{"txid":"a","session":"s1","seq":1,"status":"committed","ops":[{"op":"r","key":"x","value":null},{"op":"r","key":"y","value":null},{"op":"w","key":"x","value":"a:x"}],"commit_ts":[10,0,1]}"#,
+    r#"{"txid":"b","session":"s2","seq":1,"status":"committed","ops":[{"op":"r","key":"x","value":null},{"op":"r","key":"y","value":null},{"op":"w","key":"y","value":"b:y"}],"commit_ts":[11,1,2]}"#,
+];
+
+#[test]
+fn check_judges_the_model_asked_for() {
+    let path = scratch("write-skew.jsonl");
+    std::fs::write(&path, WRITE_SKEW.join("\n") + "\n").unwrap();
+    let file = path.to_str().unwrap();
+
+    let out = causeway(&["check", "--model", "serializable", file]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.starts_with("model: serializable (--model)\nNOT SERIALIZABLE: 1 violation in 2 transactions"),
+        "{text}"
+    );
+    assert!(text.contains("g2-anti-dependency-cycle   1"), "{text}");
+    assert!(text.contains("txn a: a -rw(y)-> b -rw(x)-> a: "), "{text}");
+
+    let out = causeway(&["check", "--model", "tcc", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("model: tcc (--model)\nTCC: no violations in 2 transactions"), "{}", stdout(&out));
+
+    // Without --model and without a meta line: TCC, as before.
+    let out = causeway(&["check", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("model: tcc (the default: no --model"), "{}", stdout(&out));
+
+    // Eventual consistency allows what TCC forbids here, and says so.
+    let fractured = scratch("fractured-eventual.jsonl");
+    let lines = [
+        r#"{"txid":"w","session":"s1","seq":1,"status":"committed","ops":[{"op":"w","key":"x","value":"w:x"},{"op":"w","key":"y","value":"w:y"}],"commit_ts":[10,0,1]}"#,
+        r#"{"txid":"r","session":"s2","seq":1,"status":"committed","ops":[{"op":"r","key":"x","value":"w:x"},{"op":"r","key":"y","value":null}]}"#,
+    ];
+    std::fs::write(&fractured, lines.join("\n") + "\n").unwrap();
+    let out = causeway(&["check", "--model", "eventual", fractured.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("eventually consistent, NOT TCC: 1 violation"), "{}", stdout(&out));
+    assert_eq!(causeway(&["check", fractured.to_str().unwrap()]).status.code(), Some(1));
+
+    let out = causeway(&["check", "--model", "snapshot", file]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("tcc, serializable, eventual"), "{}", stderr(&out));
+    let help = stdout(&causeway(&["check", "--help"]));
+    assert!(help.contains("--model") && help.contains("no cycle in the direct serialization graph"), "{help}");
+}
+
+#[test]
+fn check_judges_the_model_a_history_names_unless_told_otherwise() {
+    let path = scratch("write-skew-sdur.jsonl");
+    let meta = r#"{"type": "meta", "protocol": "sdur", "guarantee": "serializable"}"#;
+    std::fs::write(&path, format!("{meta}\n{}\n", WRITE_SKEW.join("\n"))).unwrap();
+    let file = path.to_str().unwrap();
+    let out = causeway(&["check", file]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.starts_with("model: serializable (the guarantee the history's meta line of protocol sdur names)\n"),
+        "{text}"
+    );
+    assert!(text.contains("NOT SERIALIZABLE"), "{text}");
+    let out = causeway(&["check", "--model", "tcc", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("model: tcc (--model)\n"), "{}", stdout(&out));
+
+    // A meta line after a transaction is an error that names its line.
+    std::fs::write(&path, format!("{}\n{meta}\n", WRITE_SKEW[0])).unwrap();
+    let out = causeway(&["check", file]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("line 2: a meta line after the first transaction"), "{}", stderr(&out));
+}
+
 #[test]
 fn bad_input_gets_a_clear_error_not_a_panic() {
     let missing = causeway(&["check", "/nonexistent/history.jsonl"]);

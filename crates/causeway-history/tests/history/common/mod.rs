@@ -2,7 +2,9 @@
 //! checker test makes: exactly these kinds of violation, no more, no fewer.
 #![allow(dead_code)]
 
-use causeway_history::{check, CommitTs, FinalState, History, Op, Report, StampElem, Status, TxnRecord, ViolationKind};
+use causeway_history::{
+    check, check_for, CommitTs, FinalState, Guarantee, History, Op, Report, StampElem, Status, TxnRecord, ViolationKind,
+};
 
 pub fn r(key: &str, value: &str) -> Op {
     Op::read(key, Some(value.to_string()))
@@ -62,7 +64,15 @@ pub fn final_state(dc: u16, state: &[(&str, &str)]) -> FinalState {
 /// Checks `h` and asserts that the set of kinds reported is exactly
 /// `expected`; prints the whole report when it is not.
 pub fn check_kinds(h: &History, expected: &[ViolationKind]) -> Report {
-    let report = check(h);
+    assert_kinds(check(h), expected)
+}
+
+/// [`check_kinds`] against `guarantee`'s model.
+pub fn check_kinds_for(h: &History, guarantee: Guarantee, expected: &[ViolationKind]) -> Report {
+    assert_kinds(check_for(h, guarantee), expected)
+}
+
+fn assert_kinds(report: Report, expected: &[ViolationKind]) -> Report {
     let mut want = expected.to_vec();
     want.sort();
     want.dedup();
