@@ -98,6 +98,12 @@ pub trait ClientRole {
     /// again instead.
     const REPEATABLE_READS: bool = true;
 
+    /// Whether a transaction that read from the cluster and wrote nothing
+    /// must still commit through the cluster (a serializable store
+    /// certifies its reads): its commit goes to [`ClientRole::request_commit`]
+    /// with no writes, and completes as a read-only transaction (no stamp).
+    const CERTIFIES_READS: bool = false;
+
     /// Starts a transaction: `true` if it started at once, `false` if a
     /// [`Reply::Started`] will say so.
     fn start(&mut self, now: PhysicalMicros, out: &mut RoleEffects<Self>) -> bool;
@@ -191,6 +197,8 @@ pub struct SessionCore<R: ClientRole> {
     /// The keys of a read-only transaction in progress: its phases complete
     /// the call, not the caller.
     read_only: Option<Vec<Key>>,
+    /// A read-only transaction's values, while its reads are certified.
+    read_only_values: Option<Vec<(Key, Option<Value>)>>,
     role: R,
 }
 
@@ -204,6 +212,7 @@ impl<R: ClientRole> SessionCore<R> {
             txn: TxnBuffer::default(),
             rounds: 0,
             read_only: None,
+            read_only_values: None,
             role,
         }
     }
@@ -255,6 +264,7 @@ impl<R: ClientRole> SessionCore<R> {
         self.txn.clear();
         self.rounds = 0;
         self.read_only = None;
+        self.read_only_values = None;
         self.role.finished();
     }
 
@@ -309,7 +319,7 @@ impl<R: ClientRole> SessionCore<R> {
             self.end_transaction();
             return Ok(Some(SessionEvent::Failed(SessionError::RefusedEarlier { cause: e.to_string() })));
         }
-        if self.txn.writes().is_empty() {
+        if self.txn.writes().is_empty() && !(R::CERTIFIES_READS && self.rounds > 0) {
             self.role.release(now, out);
             self.end_transaction();
             return Ok(Some(SessionEvent::Committed(None)));
@@ -338,9 +348,15 @@ impl<R: ClientRole> SessionCore<R> {
                 Some(self.finish_read(keys, local))
             }
             (Reply::Committed(stamp), Phase::Committing { writes }) => {
+                // A certified read-only transaction wrote nothing: no stamp.
+                let stamped = (!writes.is_empty()).then_some(stamp);
                 self.role.committed(&stamp, writes);
+                let values = self.read_only_values.take();
+                let keys = self.read_only.take();
                 self.end_transaction();
-                Some(SessionEvent::Committed(Some(stamp)))
+                self.read_only = keys;
+                self.read_only_values = values;
+                Some(SessionEvent::Committed(stamped))
             }
             (Reply::Aborted(why), phase) if !matches!(phase, Phase::Idle | Phase::Active) => {
                 self.end_transaction();
@@ -375,15 +391,36 @@ impl<R: ClientRole> SessionCore<R> {
                     let keys = keys.clone();
                     self.read_keys(now, &keys, out)
                 }
-                SessionEvent::Read(values) => {
-                    // Nothing was written: the commit ends it here and now.
-                    let done = self.commit_writes(now, out);
-                    debug_assert!(matches!(done, Ok(Some(SessionEvent::Committed(None)))), "{done:?}");
+                SessionEvent::Read(values) if self.read_only_values.is_none() => {
+                    // Nothing was written: the commit ends it here and now,
+                    // or, where reads are certified, once they are.
+                    match self.commit_writes(now, out) {
+                        Ok(None) => {
+                            self.read_only_values = Some(values);
+                            return None;
+                        }
+                        Ok(Some(SessionEvent::Committed(_))) => {
+                            self.read_only = None;
+                            return Some(SessionEvent::Read(values));
+                        }
+                        Ok(Some(other)) => {
+                            self.read_only = None;
+                            return Some(other);
+                        }
+                        Err(e) => {
+                            self.end_transaction();
+                            return Some(SessionEvent::Failed(e));
+                        }
+                    }
+                }
+                SessionEvent::Committed(_) if self.read_only_values.is_some() => {
+                    let values = self.read_only_values.take().expect("checked");
                     self.read_only = None;
                     return Some(SessionEvent::Read(values));
                 }
                 other => {
                     self.read_only = None;
+                    self.read_only_values = None;
                     return Some(other);
                 }
             };

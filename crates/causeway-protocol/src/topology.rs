@@ -1,5 +1,7 @@
 //! The shape of a cluster: M data centers, N partitions, and the placement
-//! map that says which DCs hold a replica of each partition.
+//! map that says which DCs hold a replica of each partition — and, for a
+//! partition replicated by a consensus group (Geo-SDUR), its members, of
+//! which one DC may hold several ([`Topology::with_groups`]).
 //!
 //! Keys go to partitions by a stable hash: 64-bit FNV-1a of the key's bytes,
 //! modulo N. It is part of the on-disk and on-wire contract — changing it
@@ -15,6 +17,9 @@ pub struct Topology {
     partitions: u32,
     /// For each partition, the DCs holding a replica, sorted.
     placement: Vec<Vec<DcId>>,
+    /// For each partition, its replicas, sorted: one per DC of its
+    /// placement (member 0), or a group's members, numbered within each DC.
+    members: Vec<Vec<ReplicaId>>,
     /// Every DC holds every partition: asked on every transaction start
     /// (transaction ids), so kept rather than counted again.
     full: bool,
@@ -38,6 +43,8 @@ pub enum TopologyError {
     UnknownDc { partition: PartitionId, dc: DcId },
     #[error("partition {partition} is placed twice in {dc}")]
     DuplicateReplica { partition: PartitionId, dc: DcId },
+    #[error("partition {partition} has {members} members in {dc}; at most {max} fit one DC")]
+    TooManyMembers { partition: PartitionId, dc: DcId, members: usize, max: usize },
     #[error("a replication factor of {replication} needs at least {replication} data centers; the cluster has {dcs}")]
     ReplicationAboveDcs { replication: u16, dcs: u16 },
     #[error("the replication factor must be at least 1")]
@@ -119,7 +126,44 @@ impl Topology {
             }
         }
         let full = placement.iter().all(|r| r.len() == usize::from(dcs));
-        Ok(Topology { dcs, partitions, placement, full, preferred: BTreeMap::new() })
+        let members = placement
+            .iter()
+            .enumerate()
+            .map(|(n, dcs)| dcs.iter().map(|&dc| ReplicaId::at(dc, PartitionId(n as u32))).collect())
+            .collect();
+        Ok(Topology { dcs, partitions, placement, members, full, preferred: BTreeMap::new() })
+    }
+
+    /// Partitions replicated by groups: `groups[n]` lists the DC of each
+    /// member of partition `n`, and a DC may appear more than once (two
+    /// members in one region, as Geo-SDUR's "WAN 1" places a partition's
+    /// majority). Members are numbered within their DC in the order listed.
+    pub fn with_groups(dcs: u16, partitions: u32, groups: Vec<Vec<DcId>>) -> Result<Self, TopologyError> {
+        if groups.len() != partitions as usize {
+            return Err(TopologyError::PlacementLength { expected: partitions, found: groups.len() });
+        }
+        let mut placement = Vec::with_capacity(groups.len());
+        let mut members = Vec::with_capacity(groups.len());
+        for (n, group) in groups.iter().enumerate() {
+            let partition = PartitionId(n as u32);
+            let mut in_dc: BTreeMap<DcId, usize> = BTreeMap::new();
+            let mut ids = Vec::with_capacity(group.len());
+            for &dc in group {
+                let count = in_dc.entry(dc).or_default();
+                if *count > usize::from(u8::MAX) {
+                    let max = usize::from(u8::MAX) + 1;
+                    return Err(TopologyError::TooManyMembers { partition, dc, members: *count + 1, max });
+                }
+                ids.push(ReplicaId { dc, partition, member: *count as u8 });
+                *count += 1;
+            }
+            ids.sort();
+            members.push(ids);
+            placement.push(in_dc.into_keys().collect::<Vec<_>>());
+        }
+        let mut topology = Self::with_placement(dcs, partitions, placement)?;
+        topology.members = members;
+        Ok(topology)
     }
 
     /// `from`, which does not hold `partition`, reads and prepares it at
@@ -169,6 +213,33 @@ impl Topology {
         self.replicas_of(partition).binary_search(&dc).is_ok()
     }
 
+    /// Every replica of `partition`, sorted: the members of its group.
+    pub fn members_of(&self, partition: PartitionId) -> &[ReplicaId] {
+        &self.members[partition.0 as usize]
+    }
+
+    /// The members of `partition` in `dc`.
+    pub fn members_in(&self, dc: DcId, partition: PartitionId) -> impl Iterator<Item = ReplicaId> + '_ {
+        self.members_of(partition).iter().copied().filter(move |m| m.dc == dc)
+    }
+
+    /// Whether some DC holds more than one member of a partition: a shape
+    /// only the protocols of replica groups run on.
+    pub fn has_groups(&self) -> bool {
+        self.members.iter().any(|m| m.iter().any(|r| r.member > 0))
+    }
+
+    /// The refusal of a protocol that runs one replica per partition and DC.
+    pub fn one_replica_per_dc(&self) -> Result<(), String> {
+        match self.members.iter().flatten().find(|r| r.member > 0) {
+            Some(r) => Err(format!(
+                "{} holds more than one replica of {}: only a protocol of replica groups (sdur) runs on such a placement",
+                r.dc, r.partition
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The DC whose replica of `partition` serves requests from `from`:
     /// `from` itself if it holds one; otherwise the DC's preferred remote
     /// replica — as [`Topology::prefer`] set it, or else spread
@@ -202,20 +273,12 @@ impl Topology {
 
     /// Every replica in the cluster, DC by DC.
     pub fn all_replicas(&self) -> Vec<ReplicaId> {
-        let mut all = Vec::new();
-        for dc in self.dcs() {
-            for p in self.partitions() {
-                if self.holds(dc, p) {
-                    all.push(ReplicaId::at(dc, p));
-                }
-            }
-        }
-        all
+        self.dcs().flat_map(|dc| self.replicas_in(dc)).collect()
     }
 
-    /// The replicas a DC holds.
+    /// The replicas a DC holds (every member of a group it holds).
     pub fn replicas_in(&self, dc: DcId) -> Vec<ReplicaId> {
-        self.partitions().filter(|&p| self.holds(dc, p)).map(|p| ReplicaId::at(dc, p)).collect()
+        self.partitions().flat_map(|p| self.members_in(dc, p)).collect()
     }
 
     /// The replicas of `me`'s partition in the other DCs, where its writes
@@ -344,6 +407,30 @@ mod tests {
         );
         assert_eq!(err(t.clone().prefer(DcId(3), PartitionId(0), DcId(1))), "dc3 does not exist");
         assert_eq!(err(t.prefer(DcId(2), PartitionId(6), DcId(1))), "p6 does not exist");
+    }
+
+    #[test]
+    fn groups_may_place_several_members_in_one_dc() {
+        let t = Topology::with_groups(3, 2, vec![vec![DcId(2), DcId(2), DcId(0)], vec![DcId(0), DcId(1), DcId(2)]])
+            .unwrap();
+        assert!(t.has_groups());
+        let p0 = PartitionId(0);
+        assert_eq!(
+            t.members_of(p0),
+            &[
+                ReplicaId::at(DcId(0), p0),
+                ReplicaId::at(DcId(2), p0),
+                ReplicaId { dc: DcId(2), partition: p0, member: 1 }
+            ]
+        );
+        assert_eq!(t.replicas_of(p0), &[DcId(0), DcId(2)]);
+        assert_eq!(t.members_in(DcId(2), p0).count(), 2);
+        assert_eq!(t.replicas_in(DcId(2)).len(), 3, "two of p0 and one of p1");
+        assert_eq!(t.all_replicas().len(), 6);
+        assert!(t.one_replica_per_dc().unwrap_err().contains("dc2 holds more than one replica of p0"));
+        let wan2 = Topology::with_groups(3, 1, vec![vec![DcId(0), DcId(1), DcId(2)]]).unwrap();
+        assert!(!wan2.has_groups() && wan2.is_fully_replicated(), "one member per DC is an ordinary placement");
+        assert_eq!(wan2, Topology::full(3, 1).unwrap());
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub struct SimConfig {
     /// Replicas per partition (R ≤ `dcs`), placed round-robin
     /// ([`Topology::round_robin`]); `None`: every DC holds every partition.
     pub replication: Option<u16>,
+    /// Replica groups: for each partition, the DC of each member of its
+    /// group, a DC listed twice holding two members (Geo-SDUR's
+    /// deployments; [`Topology::with_groups`]). Replaces `replication`.
+    pub groups: Option<Vec<Vec<u16>>>,
     /// Under partial replication, `(from, partition, dc)`: DC `from` reads
     /// and prepares `partition` at its replica in `dc` rather than at the
     /// round-robin choice ([`Topology::prefer`]).
@@ -94,6 +98,7 @@ impl Default for SimConfig {
             dcs: 3,
             partitions: 4,
             replication: None,
+            groups: None,
             preferred: Vec::new(),
             clients_per_partition: 2,
             txns: Some(10_000),
@@ -137,7 +142,13 @@ impl SimConfig {
     /// `replication` DCs.
     pub fn topology(&self) -> Result<Topology, ConfigError> {
         let invalid = |e: TopologyError| ConfigError::Invalid(e.to_string());
-        let mut topology = Topology::placed(self.dcs, self.partitions, self.replication).map_err(invalid)?;
+        let mut topology = match &self.groups {
+            Some(groups) => {
+                let groups = groups.iter().map(|g| g.iter().map(|&dc| DcId(dc)).collect()).collect();
+                Topology::with_groups(self.dcs, self.partitions, groups).map_err(invalid)?
+            }
+            None => Topology::placed(self.dcs, self.partitions, self.replication).map_err(invalid)?,
+        };
         for &(from, p, dc) in &self.preferred {
             topology = topology.prefer(DcId(from), PartitionId(p), DcId(dc)).map_err(invalid)?;
         }

@@ -4,15 +4,21 @@
 //! and lost (and resent), and the protocols' fault points (buggify). Every
 //! one of them is drawn from the run's seed, so a failure replays.
 
-use causeway_protocol::{DcId, PartitionId, Topology};
+use causeway_protocol::{DcId, PartitionId, ReplicaId, Topology};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// What a crash takes down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CrashTarget {
-    /// One replica: partition `partition` of DC `dc`.
+    /// One replica: partition `partition` of DC `dc` (its first member there).
     Replica { dc: u16, partition: u32 },
+    /// One member of a partition's group (a DC may hold several).
+    Member(ReplicaId),
+    /// Whichever member of the partition's group leads its log when the
+    /// crash comes (protocols of replica groups; if none leads then, its
+    /// first member).
+    Leader { partition: u32 },
     /// Every replica of a DC at once.
     Dc(u16),
 }
@@ -160,6 +166,14 @@ impl Faults {
                 CrashTarget::Replica { dc, partition } if !topology.holds(DcId(dc), PartitionId(partition)) => {
                     return Err(format!("a crash of partition {partition} in dc{dc}, which does not hold it"));
                 }
+                CrashTarget::Member(id)
+                    if id.partition.0 >= partitions || !topology.members_of(id.partition).contains(&id) =>
+                {
+                    return Err(format!("a crash of {id}, which the cluster does not have"));
+                }
+                CrashTarget::Leader { partition } if partition >= partitions => {
+                    return Err(format!("a crash of partition {partition}'s leader, but the cluster has {partitions}"));
+                }
                 _ => {}
             }
             if c.down_us == 0 {
@@ -200,10 +214,27 @@ pub fn random_crashes(seed: u64, topology: &Topology, count: u32, window_us: u64
             let target = if rng.random_bool(0.2) || held.is_empty() {
                 CrashTarget::Dc(dc)
             } else {
-                CrashTarget::Replica { dc, partition: held[rng.random_range(0..held.len())].partition.0 }
+                match held[rng.random_range(0..held.len())] {
+                    id if id.member == 0 => CrashTarget::Replica { dc, partition: id.partition.0 },
+                    id => CrashTarget::Member(id),
+                }
             };
             let (at_us, down_us) = (rng.random_range(0..window_us.max(1)), rng.random_range(5_000..200_000));
             Crash { target, at_us, down_us, comes_back: ComesBack::FromItsDisk }
+        })
+        .collect()
+}
+
+/// `count` crashes drawn from `seed` of the member leading a random
+/// partition's log at the time (protocols of replica groups), starting in
+/// the first `window_us` of the run, down for 5 to 400 ms.
+pub fn random_leader_crashes(seed: u64, topology: &Topology, count: u32, window_us: u64) -> Vec<Crash> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1ead_e7c7_a5ed);
+    (0..count)
+        .map(|_| {
+            let partition = rng.random_range(0..topology.partition_count());
+            let (at_us, down_us) = (rng.random_range(0..window_us.max(1)), rng.random_range(5_000..400_000));
+            Crash { target: CrashTarget::Leader { partition }, at_us, down_us, comes_back: ComesBack::FromItsDisk }
         })
         .collect()
 }

@@ -18,6 +18,8 @@ pub mod report;
 pub mod simulation;
 
 pub use config::{Cut, LatencySpikes, Readers, SimConfig};
-pub use faults::{random_crashes, ComesBack, Crash, CrashTarget, DiskModel, Faults, Shedding, TransportFaults};
+pub use faults::{
+    random_crashes, random_leader_crashes, ComesBack, Crash, CrashTarget, DiskModel, Faults, Shedding, TransportFaults,
+};
 pub use report::SimReport;
 pub use simulation::{Progress, Simulation};

@@ -67,6 +67,11 @@ pub struct FaultReport {
     pub transactions_abandoned: u64,
     /// Times a protocol's fault point fired.
     pub fault_points_fired: u64,
+    /// Crashes that took down a group's leader.
+    pub leader_crashes: u64,
+    /// Log positions delivered by a member of a group and checked against
+    /// the others' (protocols of replica groups).
+    pub log_positions_checked: u64,
     pub transport: TransportCounts,
 }
 

@@ -45,6 +45,8 @@ enum Event<T, S> {
     /// operations.
     SpillWork(NodeIx, u32),
     Crash(NodeIx, ComesBack),
+    /// A crash of whichever member leads a partition's log by then.
+    CrashLeader(crate::faults::Crash),
     Restart(NodeIx),
     CutStart(u16),
     CutEnd(u16),
@@ -146,6 +148,10 @@ pub struct Simulation<P: Protocol> {
     read_only_rounds: BTreeMap<u32, u64>,
     latencies_us: Vec<u64>,
     progress: Option<Box<dyn FnMut(Progress)>>,
+    /// Per partition and position, the digest of the entry its group's log
+    /// delivered there first.
+    log_agreement: FxHashMap<(u32, u64), u64>,
+    delivered_buf: Vec<(u64, u64)>,
 }
 
 /// One replica's life across crashes.
@@ -231,6 +237,8 @@ impl<P: Protocol> Simulation<P> {
             read_only_rounds: BTreeMap::new(),
             latencies_us: Vec::new(),
             progress: None,
+            log_agreement: FxHashMap::default(),
+            delivered_buf: Vec::new(),
             rng: ChaCha8Rng::seed_from_u64(0),
             cfg,
         };
@@ -261,15 +269,12 @@ impl<P: Protocol> Simulation<P> {
             });
         }
         for dc in topology.dcs() {
-            for ReplicaId { partition: p, .. } in topology.replicas_in(dc) {
+            // A DC's clients of a partition use its first member there.
+            for coordinator in topology.replicas_in(dc).into_iter().filter(|r| r.member == 0) {
+                let p = coordinator.partition;
                 for k in 0..sim.cfg.clients_per_partition {
                     let id = ClientId { dc, index: p.0 * sim.cfg.clients_per_partition + k };
-                    let setup = SessionSetup {
-                        id,
-                        coordinator: ReplicaId::at(dc, p),
-                        topology: topology.clone(),
-                        limits: sim.cfg.limits,
-                    };
+                    let setup = SessionSetup { id, coordinator, topology: topology.clone(), limits: sim.cfg.limits };
                     let session = P::session(setup, protocol_config);
                     let node = sim.node_addr.len() as NodeIx;
                     sim.addr_node.insert(Addr::Client(id), node);
@@ -331,6 +336,12 @@ impl<P: Protocol> Simulation<P> {
             self.flush_outbox(node as NodeIx);
         }
         for crash in self.cfg.faults.crashes.clone() {
+            if let CrashTarget::Leader { .. } = crash.target {
+                // Who leads is known only when the crash comes.
+                self.schedule(self.started_at + crash.at_us, Event::CrashLeader(crash));
+                self.crash_events_due += 2;
+                continue;
+            }
             for node in self.crashed_nodes(crash.target) {
                 self.schedule(self.started_at + crash.at_us, Event::Crash(node, crash.comes_back));
                 self.schedule(self.started_at + crash.at_us + crash.down_us, Event::Restart(node));
@@ -388,6 +399,19 @@ impl<P: Protocol> Simulation<P> {
                     self.crash_events_due -= 1;
                     self.crash(node, comes_back)
                 }
+                Event::CrashLeader(crash) => {
+                    self.crash_events_due -= 1;
+                    let node = self.crashed_nodes(crash.target)[0];
+                    if self.lives[node as usize].down {
+                        // Nobody leads and its first member is down: the
+                        // crash finds nothing to take down.
+                        self.crash_events_due -= 1;
+                    } else {
+                        self.fault_report.leader_crashes += u64::from(self.replicas[node as usize].leads());
+                        self.crash(node, crash.comes_back);
+                        self.schedule(self.now + crash.down_us, Event::Restart(node));
+                    }
+                }
                 Event::Restart(node) => {
                     self.crash_events_due -= 1;
                     self.restart(node)
@@ -421,6 +445,15 @@ impl<P: Protocol> Simulation<P> {
     fn crashed_nodes(&self, target: CrashTarget) -> Vec<NodeIx> {
         let ids: Vec<ReplicaId> = match target {
             CrashTarget::Replica { dc, partition } => vec![ReplicaId::new(dc, partition)],
+            CrashTarget::Member(id) => vec![id],
+            CrashTarget::Leader { partition } => {
+                let members = self.topology.members_of(causeway_protocol::PartitionId(partition));
+                let leading = members.iter().copied().find(|&m| {
+                    let node = self.addr_node[&Addr::Replica(m)];
+                    !self.lives[node as usize].down && self.replicas[node as usize].leads()
+                });
+                leading.or_else(|| members.first().copied()).into_iter().collect()
+            }
             CrashTarget::Dc(dc) => self.topology.replicas_in(DcId(dc)),
         };
         ids.into_iter().filter_map(|id| self.addr_node.get(&Addr::Replica(id)).copied()).collect()
@@ -503,6 +536,9 @@ impl<P: Protocol> Simulation<P> {
             }
             ComesBack::Empty => P::replica(id, topology, config),
         };
+        // Up before it starts: what it sends itself as it starts (a
+        // member's note that its records are durable) reaches it.
+        self.network.node_up(node);
         let local = self.clock_of(node);
         self.arm_faults();
         self.replicas[i].start(local, &mut self.outbox);
@@ -510,7 +546,6 @@ impl<P: Protocol> Simulation<P> {
             *after += self.fault_rng.random_range(0..=*after);
         }
         self.flush_outbox(node);
-        self.network.node_up(node);
     }
 
     /// The disk of `node` has synced its first `upto` records: the messages
@@ -668,6 +703,7 @@ impl<P: Protocol> Simulation<P> {
         let id = client.session.id();
         let coordinator =
             ReplicaId::at(id.dc, causeway_protocol::PartitionId(id.index / self.cfg.clients_per_partition));
+        debug_assert!(self.topology.members_of(coordinator.partition).contains(&coordinator));
         let setup = SessionSetup { id, coordinator, topology: self.topology.clone(), limits: self.cfg.limits };
         let record = client.abandon(P::session(setup, &self.protocol_config), self.now - EPOCH_US);
         self.fault_report.transactions_abandoned += u64::from(record.status == causeway_history::Status::Unknown);
@@ -933,7 +969,29 @@ impl<P: Protocol> Simulation<P> {
         self.send(node, to, msg);
     }
 
+    /// Checks what `node`'s ordered log delivered in its last step against
+    /// what the other members of its group delivered at the same
+    /// positions: one entry per position, or the run stops with the seed.
+    fn check_log_agreement(&mut self, node: NodeIx) {
+        let mut delivered = std::mem::take(&mut self.delivered_buf);
+        self.replicas[node as usize].take_deliveries(&mut delivered);
+        let partition = self.replicas[node as usize].id().partition.0;
+        for (pos, digest) in delivered.drain(..) {
+            let seen = *self.log_agreement.entry((partition, pos)).or_insert(digest);
+            assert_eq!(
+                seen,
+                digest,
+                "seed {}: two members of p{partition}'s group delivered different entries at position {pos} ({} now)",
+                self.cfg.seed,
+                self.replicas[node as usize].id()
+            );
+            self.fault_report.log_positions_checked += 1;
+        }
+        self.delivered_buf = delivered;
+    }
+
     fn flush_outbox(&mut self, node: NodeIx) {
+        self.check_log_agreement(node);
         let mut outbox = std::mem::take(&mut self.outbox);
         self.fault_report.fault_points_fired += u64::from(outbox.faults_fired());
         outbox.set_faults(FaultPoints::OFF);

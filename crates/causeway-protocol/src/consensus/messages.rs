@@ -34,13 +34,15 @@ pub enum RaftMsg<E> {
         granted: bool,
     },
     /// The leader's entries after `prev_index` (whose term is `prev_term`),
-    /// and how far it knows the log is committed. Empty: a heartbeat.
+    /// and how far it knows the log is committed. `heartbeat`: sent because
+    /// the interval came round, not for new entries or a new commit index.
     Append {
         term: u64,
         prev_index: u64,
         prev_term: u64,
         entries: Vec<Entry<E>>,
         commit: u64,
+        heartbeat: bool,
     },
     /// `success`: the sender's log matches the leader's up to `index`, and
     /// holds it durably. Otherwise `index` is where the leader should try
@@ -82,7 +84,7 @@ impl<E> RaftMsg<E> {
     /// group lives, which drivers do not wait for.
     pub fn is_background(&self) -> bool {
         match self {
-            RaftMsg::Append { entries, .. } => entries.is_empty(),
+            RaftMsg::Append { entries, heartbeat, .. } => *heartbeat && entries.is_empty(),
             RaftMsg::AppendResp { .. } | RaftMsg::Persisted { .. } => true,
             _ => false,
         }

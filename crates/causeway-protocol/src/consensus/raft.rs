@@ -377,9 +377,9 @@ impl<E: Clone> Raft<E> {
         self.commit_sent = self.commit;
     }
 
-    fn append_msg(&self, prev_index: u64, entries: Vec<Entry<E>>) -> RaftMsg<E> {
+    fn append_msg(&self, prev_index: u64, entries: Vec<Entry<E>>, heartbeat: bool) -> RaftMsg<E> {
         let prev_term = self.log.term_at(prev_index).expect("an append follows an entry the log holds");
-        RaftMsg::Append { term: self.term, prev_index, prev_term, entries, commit: self.commit }
+        RaftMsg::Append { term: self.term, prev_index, prev_term, entries, commit: self.commit, heartbeat }
     }
 
     fn send_append(&mut self, peer: ReplicaId, now: PhysicalMicros, heartbeat: bool, out: &mut RaftOut<E>) {
@@ -394,7 +394,7 @@ impl<E: Clone> Raft<E> {
                 out.need_snapshot.push(peer);
             }
             if heartbeat {
-                out.messages.push((peer, self.append_msg(base, Vec::new()), Send::Now));
+                out.messages.push((peer, self.append_msg(base, Vec::new(), true), Send::Now));
             }
             return;
         }
@@ -402,7 +402,7 @@ impl<E: Clone> Raft<E> {
             let due = heartbeat || p.probe_sent_us.is_none_or(|t| now >= t + self.cfg.heartbeat_us);
             if due {
                 let entries = self.log.entries_from(p.next, max);
-                out.messages.push((peer, self.append_msg(p.next - 1, entries), Send::Now));
+                out.messages.push((peer, self.append_msg(p.next - 1, entries, heartbeat), Send::Now));
                 self.progress.get_mut(&peer).expect("a follower").probe_sent_us = Some(now);
             }
             return;
@@ -414,13 +414,14 @@ impl<E: Clone> Raft<E> {
         while next <= limit {
             let entries = self.log.entries_from(next, max.min((limit - next + 1) as usize));
             let n = entries.len() as u64;
-            out.messages.push((peer, self.append_msg(next - 1, entries), Send::Now));
+            out.messages.push((peer, self.append_msg(next - 1, entries, false), Send::Now));
             next += n;
             sent = true;
         }
         self.progress.get_mut(&peer).expect("a follower").next = next;
         if !sent && (heartbeat || self.commit > self.commit_sent) {
-            out.messages.push((peer, self.append_msg(next - 1, Vec::new()), Send::Now));
+            let news = self.commit > self.commit_sent;
+            out.messages.push((peer, self.append_msg(next - 1, Vec::new(), heartbeat && !news), Send::Now));
         }
     }
 
@@ -487,7 +488,7 @@ impl<E: Clone> Raft<E> {
                     }
                 }
             }
-            RaftMsg::Append { term, prev_index, prev_term, entries, commit } => {
+            RaftMsg::Append { term, prev_index, prev_term, entries, commit, .. } => {
                 self.on_append(now, from, term, prev_index, prev_term, entries, commit, out);
             }
             RaftMsg::AppendResp { term, success, index } => {

@@ -140,6 +140,22 @@ pub trait Replica {
     /// update takes to become visible, locally and remotely.
     fn visible_upto(&self, origin: DcId) -> Timestamp;
 
+    /// Whether this replica leads its group's ordered log now (protocols of
+    /// replica groups; no other replica leads anything). The simulator
+    /// crashes leaders with it.
+    fn leads(&self) -> bool {
+        false
+    }
+
+    /// The positions of the entries this replica's ordered log delivered
+    /// since the last call, each with a digest of the entry (protocols of
+    /// replica groups; others deliver no log). The simulator checks, at
+    /// every step, that no two members of a group deliver different
+    /// entries at one position.
+    fn take_deliveries(&mut self, out: &mut Vec<(u64, u64)>) {
+        let _ = out;
+    }
+
     /// Bytes of protocol metadata every version carries besides its key,
     /// value and last-writer-wins tie-breakers: the timestamps that decide
     /// its visibility (Wren: `ut` and `rdt`, 16; Cure: one per DC, 8·M; EC:

@@ -100,6 +100,7 @@ pub enum CureFault {
 }
 
 fn validate(topology: &Topology, config: &CureConfig) -> Result<(), String> {
+    topology.one_replica_per_dc()?;
     if !topology.is_fully_replicated() {
         return Err("Cure needs full replication: every DC must hold every partition (PaRiS runs on partial replication: --protocol paris)".into());
     }

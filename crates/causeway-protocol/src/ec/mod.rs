@@ -105,6 +105,7 @@ impl Protocol for Ec {
     }
 
     fn validate(topology: &Topology, config: &EcConfig) -> Result<(), String> {
+        topology.one_replica_per_dc()?;
         if !topology.is_fully_replicated() {
             return Err("EC needs full replication: every DC must hold every partition (PaRiS runs on partial replication: --protocol paris)".into());
         }

@@ -144,6 +144,7 @@ impl Protocol for Eiger {
     }
 
     fn validate(topology: &Topology, config: &EigerConfig) -> Result<(), String> {
+        topology.one_replica_per_dc()?;
         if topology.dc_count() != 1 {
             return Err(format!(
                 "Eiger runs inside one DC, as the PrompTCC paper evaluates it; this cluster has {} DCs (use --dcs 1, or wren across DCs)",

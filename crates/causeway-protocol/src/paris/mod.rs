@@ -122,6 +122,7 @@ impl<const BLOCKING: bool> Protocol for ParisOn<BLOCKING> {
     }
 
     fn validate(topology: &Topology, config: &ParisConfig) -> Result<(), String> {
+        topology.one_replica_per_dc()?;
         if let Some(dc) = topology.empty_dcs().first() {
             return Err(format!(
                 "{dc} holds no partition: its clients would have no coordinator (raise the replication factor or the number of partitions)"

@@ -174,6 +174,7 @@ impl<const NAIVE: bool> Protocol for PrompTccOn<NAIVE> {
     }
 
     fn validate(topology: &Topology, config: &PtccConfig) -> Result<(), String> {
+        topology.one_replica_per_dc()?;
         if topology.dc_count() != 1 {
             return Err(format!(
                 "PrompTCC runs inside one DC, as its paper evaluates it; this cluster has {} DCs (use --dcs 1, or wren across DCs)",

@@ -103,6 +103,7 @@ impl Protocol for Wren {
     }
 
     fn validate(topology: &Topology, config: &WrenConfig) -> Result<(), String> {
+        topology.one_replica_per_dc()?;
         if !topology.is_fully_replicated() {
             return Err(
                 "Wren needs full replication: every DC must hold every partition (PaRiS runs on partial replication: --protocol paris)".into()

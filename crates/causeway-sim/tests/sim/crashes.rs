@@ -15,7 +15,7 @@
 
 use crate::common;
 
-use causeway_history::{check, Report};
+use causeway_history::{check, check_for, Report};
 use causeway_protocol::cure::{Cure, HCure};
 use causeway_protocol::ec::Ec;
 use causeway_protocol::eiger::Eiger;
@@ -126,7 +126,7 @@ fn survives_as<P: Protocol>(n: u64, config: impl Fn(u64) -> SimConfig + Sync, pr
         let config = config(seed);
         let loses_a_disk = config.faults.crashes.iter().any(|c| c.comes_back != ComesBack::FromItsDisk);
         let report = Simulation::<P>::new(config, protocol).expect("valid config").run();
-        let mut problems = problems::<P>(&report, &check(&report.history));
+        let mut problems = problems::<P>(&report, &check_for(&report.history, P::GUARANTEE));
         if loses_a_disk && report.faults.disks_lost == 0 {
             problems.push("no disk was lost".into());
         }

@@ -3,7 +3,7 @@
 
 pub mod scenario;
 
-use causeway_history::{check, OpKind, Report, Status};
+use causeway_history::{check_for, OpKind, Report, Status};
 use causeway_protocol::wren::{Wren, WrenConfig};
 use causeway_protocol::Protocol;
 use causeway_sim::{Cut, LatencySpikes, SimConfig, SimReport, Simulation};
@@ -91,7 +91,7 @@ pub fn run_wren(config: SimConfig, wren: &WrenConfig) -> (SimReport, Report) {
 /// Runs any protocol of the engine and judges its history.
 pub fn run<P: Protocol>(config: SimConfig, protocol: &P::Config) -> (SimReport, Report) {
     let report = Simulation::<P>::new(config, protocol).expect("valid configuration").run();
-    let verdict = check(&report.history);
+    let verdict = check_for(&report.history, P::GUARANTEE);
     (report, verdict)
 }
 
