@@ -12,6 +12,7 @@ use crate::ec::Ec;
 use crate::eiger::Eiger;
 use crate::paris::{Bpr, Paris};
 use crate::promptcc::{PrompTcc, PrompTccNaive};
+use crate::sdur::Sdur;
 use crate::topology::Topology;
 use crate::wren::Wren;
 use std::fmt;
@@ -39,6 +40,8 @@ pub enum ProtocolKind {
     PrompTccNaive,
     /// Eiger: one DC; optimistic reads in up to three rounds (validity intervals, then the coordinators' status).
     Eiger,
+    /// Geo-SDUR: serializable; each partition a replica group with an ordered log, transactions certified.
+    Sdur,
 }
 
 /// A computation generic over the protocol, run by [`ProtocolKind::visit`].
@@ -58,6 +61,7 @@ impl ProtocolKind {
         ProtocolKind::PrompTcc,
         ProtocolKind::PrompTccNaive,
         ProtocolKind::Eiger,
+        ProtocolKind::Sdur,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +75,7 @@ impl ProtocolKind {
             ProtocolKind::PrompTcc => PrompTcc::NAME,
             ProtocolKind::PrompTccNaive => PrompTccNaive::NAME,
             ProtocolKind::Eiger => Eiger::NAME,
+            ProtocolKind::Sdur => Sdur::NAME,
         }
     }
 
@@ -93,6 +98,9 @@ impl ProtocolKind {
             ProtocolKind::PrompTccNaive => "PrompTCC with its vectors sent whole (baseline of its metadata savings)",
             ProtocolKind::Eiger => {
                 "one DC only: optimistic reads in up to three rounds from validity intervals (PrompTCC's baseline)"
+            }
+            ProtocolKind::Sdur => {
+                "serializable: each partition a replica group agreeing on an ordered log; transactions certified, global ones by every partition's vote"
             }
         }
     }
@@ -147,6 +155,7 @@ impl ProtocolKind {
             ProtocolKind::PrompTcc => visitor.visit::<PrompTcc>(),
             ProtocolKind::PrompTccNaive => visitor.visit::<PrompTccNaive>(),
             ProtocolKind::Eiger => visitor.visit::<Eiger>(),
+            ProtocolKind::Sdur => visitor.visit::<Sdur>(),
         }
     }
 }
@@ -186,7 +195,10 @@ mod tests {
             assert_eq!(kind.visit(Name), kind.name());
         }
         let names: Vec<_> = ProtocolKind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(names, ["wren", "cure", "h-cure", "ec", "paris", "bpr", "promptcc", "promptcc-naive", "eiger"]);
+        assert_eq!(
+            names,
+            ["wren", "cure", "h-cure", "ec", "paris", "bpr", "promptcc", "promptcc-naive", "eiger", "sdur"]
+        );
         assert_eq!("H-Cure".parse::<ProtocolKind>(), Ok(ProtocolKind::HCure));
         assert!("paxos".parse::<ProtocolKind>().unwrap_err().contains("wren"));
     }

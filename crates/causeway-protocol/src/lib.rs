@@ -16,7 +16,9 @@
 //!   replication streams that resume after a crash), [`write_only`]
 //!   (write-only transactions through a coordinator the client picks, of
 //!   the protocols whose clients read partitions directly).
-//! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`], [`paris`] (with BPR), [`promptcc`], [`eiger`].
+//!   [`consensus`] (the ordered log of a replica group: Raft).
+//! * The protocols: [`wren`], [`cure`] (with H-Cure), [`ec`], [`paris`] (with BPR), [`promptcc`], [`eiger`],
+//!   [`sdur`] (Geo-SDUR: serializable).
 
 pub mod consensus;
 pub mod contract;
@@ -30,6 +32,7 @@ pub mod mvstore;
 pub mod paris;
 pub mod promptcc;
 pub mod recovery;
+pub mod sdur;
 pub mod session_core;
 pub mod topology;
 pub mod twopc;

@@ -22,5 +22,6 @@ mod paris_properties;
 mod paris_scenarios;
 mod reach;
 mod reseed_scenarios;
+mod sdur_properties;
 mod wren_properties;
 mod wren_scenarios;
