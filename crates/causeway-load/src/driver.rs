@@ -350,6 +350,14 @@ impl Worker {
                     self.outages.unknown += 1;
                     Status::Unknown
                 }
+                // The store refused to commit a sound transaction (a
+                // serializable one's certification): aborted, not an error.
+                Err(Error::Aborted(causeway_client::wire::AbortReason::Conflict(_))) => {
+                    if measured {
+                        self.measured.aborted += 1;
+                    }
+                    Status::Aborted
+                }
                 // Refused, given up, or cut off before its commit was sent:
                 // it did not commit.
                 Err(_) => Status::Aborted,
@@ -375,8 +383,11 @@ impl Worker {
             }
             if let Err(e) = outcome {
                 // The transaction is over either way. A dead connection is
-                // made again at the next turn; an outage is waited out.
-                if !is_outage(&e) {
+                // made again at the next turn; an outage is waited out; a
+                // certification abort is no error (counted above).
+                let conflict = matches!(e, Error::Aborted(causeway_client::wire::AbortReason::Conflict(_)));
+                if conflict {
+                } else if !is_outage(&e) {
                     error.get_or_insert_with(|| format!("{}: {e}", self.name));
                 } else if !matches!(e, Error::OutcomeUnknown { .. }) {
                     self.outages.unavailable += 1;

@@ -41,8 +41,9 @@ pub mod wren;
 pub mod write_only;
 
 pub use contract::{
-    AbortReason, CommitStamp, Effects, FaultPoints, Guarantee, Key, Limits, Message, MsgClass, NoRecord, Protocol,
-    ReadTag, ReadWaitProbe, Replica, ReplicaCounters, Session, SessionError, SessionEvent, SessionSetup, Tuning, Value,
+    AbortReason, CommitStamp, DelayTuning, Effects, FaultPoints, Guarantee, Key, Limits, Message, MsgClass, NoRecord,
+    OrderedTuning, Protocol, ReadTag, ReadWaitProbe, Replica, ReplicaCounters, Session, SessionError, SessionEvent,
+    SessionSetup, Tuning, Value,
 };
 pub use hlc::{Hlc, PhysicalMicros, Timestamp};
 pub use ids::{Addr, ClientId, DcId, PartitionId, ReplicaId, TxId};

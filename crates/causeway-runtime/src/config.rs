@@ -30,6 +30,16 @@
 //! apply_interval_ms = 5.0   # Δ_R
 //! stabilization_interval_ms = 5.0  # Δ_G
 //!
+//! [ordered]                 # optional; Geo-SDUR's log and techniques (defaults)
+//! heartbeat_ms = 50         # a group's leader reaches its followers this often
+//! election_ms = 1000        # followers that hear no leader this long (up to
+//!                           # twice) elect another; keep it well above the RTT
+//! reorder_threshold = 0     # log positions a local may pass a pending global
+//! delay_ms = 0              # a global's parts for partitions near the client
+//!                           # leave this late; "rtt": from the WAN model
+//! bloom_bits = 0            # certify read sets as bloom filters of this many
+//! bloom_history = 10000     # bits, against the last this many entries (0: keys)
+//!
 //! [limits]                  # optional; these are the defaults
 //! max_key_bytes = 1024
 //! max_value_bytes = 65536
@@ -86,7 +96,10 @@
 //! data_dir = "data/virginia-0"  # where the node keeps its logs (relative
 //!                             # to this file); without one it keeps nothing
 //! clock_offset_ms = 0         # optional, benchmarks only: emulated clock skew
-//! # … one or more nodes per DC, together holding every partition
+//! # … one or more nodes per DC, together holding every partition.
+//! # Geo-SDUR (protocol = "sdur") places a partition's group of replicas by
+//! # the nodes that list it: two nodes of one DC listing partition 0 are two
+//! # members of its group there (its majority in one region).
 //! ```
 
 use crate::auth::AuthPlan;
@@ -140,6 +153,20 @@ struct File {
     max_clock_offset_ms: Option<u64>,
     #[serde(default)]
     peers: PeersFile,
+    #[serde(default)]
+    ordered: OrderedFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OrderedFile {
+    heartbeat_ms: Option<f64>,
+    election_ms: Option<f64>,
+    reorder_threshold: Option<u64>,
+    /// A number of milliseconds, or "rtt".
+    delay_ms: Option<toml::Value>,
+    bloom_bits: Option<u32>,
+    bloom_history: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -347,6 +374,76 @@ fn ms_to_us(ms: Option<f64>, what: &str, default: u64) -> Result<u64, String> {
     }
 }
 
+/// How many DCs the file declares (the size of an RTT matrix for it).
+fn dcs_for_rtt(file: &File) -> u16 {
+    file.dc.len() as u16
+}
+
+/// The `[ordered]` section: Geo-SDUR's log timing and techniques. A
+/// `delay_ms` of `"rtt"` takes the round-trip times from the WAN model
+/// (`[wan] file`, or the built-in one), emulated or not.
+fn ordered(o: &OrderedFile, wan: &WanFile, path: &Path, dcs: u16) -> Result<causeway_protocol::OrderedTuning, String> {
+    use causeway_protocol::{DelayTuning, OrderedTuning};
+    let d = OrderedTuning::default();
+    let ms = |v: Option<f64>, what: &str, default: u64| match v {
+        None => Ok(default),
+        Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 600_000.0 => Ok(((ms * 1000.0) as u64).max(1)),
+        Some(ms) => Err(format!("[ordered] {what} = {ms}: a positive number of milliseconds up to 600000")),
+    };
+    let heartbeat_us = ms(o.heartbeat_ms, "heartbeat_ms", d.heartbeat_us)?;
+    let election_us = ms(o.election_ms, "election_ms", d.election_us)?;
+    if election_us <= 2 * heartbeat_us {
+        return Err(format!(
+            "[ordered] election_ms ({}) must exceed twice heartbeat_ms ({})",
+            election_us / 1000,
+            heartbeat_us / 1000
+        ));
+    }
+    let delaying = match &o.delay_ms {
+        None => DelayTuning::Off,
+        Some(toml::Value::String(s)) if s == "rtt" => {
+            let model = match &wan.file {
+                None => WanModel::default_model(),
+                Some(f) => {
+                    let f = relative_to(path, f);
+                    let text = std::fs::read_to_string(&f).map_err(|e| format!("[wan] file {}: {e}", f.display()))?;
+                    WanModel::parse(&text).map_err(|e| format!("[wan] file {}: {e}", f.display()))?
+                }
+            };
+            DelayTuning::FromRtt {
+                rtt_us: model.rtt_matrix(dcs).map_err(|e| format!("[ordered] delay_ms = \"rtt\": {e}"))?,
+            }
+        }
+        Some(v) => match v.as_float().or_else(|| v.as_integer().map(|i| i as f64)) {
+            Some(0.0) => DelayTuning::Off,
+            Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 60_000.0 => {
+                DelayTuning::Fixed { delay_us: (ms * 1000.0) as u64 }
+            }
+            _ => return Err(format!("[ordered] delay_ms = {v:?}: a number of milliseconds (0 to 60000) or \"rtt\"")),
+        },
+    };
+    let bloom_bits = match o.bloom_bits {
+        None | Some(0) => None,
+        Some(b) if (64..=1 << 20).contains(&b) => Some(b),
+        Some(b) => return Err(format!("[ordered] bloom_bits = {b}: 0 (keys), or from 64 to 1048576")),
+    };
+    let bloom_history = match o.bloom_history {
+        None => d.bloom_history,
+        Some(h) if h >= 1 => h,
+        Some(h) => return Err(format!("[ordered] bloom_history = {h}: at least 1")),
+    };
+    Ok(OrderedTuning {
+        heartbeat_us,
+        election_us,
+        reorder_threshold: o.reorder_threshold.unwrap_or(0),
+        delaying,
+        bloom_bits,
+        bloom_history,
+        bloom_audit: false,
+        clock_allowance_us: d.clock_allowance_us,
+    })
+}
+
 fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     let protocol: ProtocolKind =
         file.protocol.as_deref().unwrap_or("wren").parse().map_err(|e: String| format!("protocol: {e}"))?;
@@ -381,7 +478,10 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             Some(mb) => return Err(format!("[peers] max_kept_mb = {mb}: from 1 to 65536")),
             None => defaults.max_kept_bytes,
         },
+        ordered: Default::default(),
     };
+    let mut tuning = tuning;
+    tuning.ordered = ordered(&file.ordered, &file.wan, path, dcs_for_rtt(&file))?;
     let d = Limits::default();
     let limits = Limits {
         max_key_bytes: file.limits.max_key_bytes.unwrap_or(d.max_key_bytes),
@@ -415,7 +515,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
     }
     let mut names = BTreeSet::new();
     let mut addrs: BTreeMap<String, String> = BTreeMap::new();
-    let mut holder: BTreeMap<(DcId, u32), &str> = BTreeMap::new();
+    let mut holder: BTreeMap<(DcId, u32), Vec<&str>> = BTreeMap::new();
     let mut nodes = Vec::new();
     let mut clock_offsets_us = BTreeMap::new();
     let mut data_dirs: BTreeMap<PathBuf, String> = BTreeMap::new();
@@ -455,13 +555,14 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
                     file.partitions - 1
                 ));
             }
-            if let Some(other) = holder.insert((dc, p), node.name.as_str()) {
-                return Err(format!(
-                    "partition {p} of DC {:?} is held by two nodes: {other:?} and {:?}",
-                    node.dc, node.name
-                ));
-            }
-            replicas.push(ReplicaId::new(dc.0, p));
+            // A second node of the DC listing the partition is a second
+            // member of its group there (replica groups only: the protocol
+            // check below refuses it for the others, naming the nodes).
+            let holders = holder.entry((dc, p)).or_default();
+            holders.push(node.name.as_str());
+            let member =
+                u8::try_from(holders.len() - 1).map_err(|_| format!("{at}: too many members of partition {p}"))?;
+            replicas.push(ReplicaId { dc, partition: PartitionId(p), member });
         }
         if let Some(ms) = node.clock_offset_ms {
             if !ms.is_finite() || ms.abs() > 3_600_000.0 {
@@ -490,11 +591,11 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             data_dir,
         });
     }
-    // Placement: which DCs hold each partition.
+    // Placement: which DCs hold each partition, and how many members.
     let dcs = file.dc.len() as u16;
     let mut placement = vec![Vec::new(); file.partitions as usize];
-    for &(dc, p) in holder.keys() {
-        placement[p as usize].push(dc);
+    for (&(dc, p), holders) in &holder {
+        placement[p as usize].extend(std::iter::repeat_n(dc, holders.len()));
     }
     for (p, holders) in placement.iter().enumerate() {
         if holders.is_empty() {
@@ -506,7 +607,7 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             return Err(format!("DC {name:?} has no node"));
         }
     }
-    let mut topology = Topology::with_placement(dcs, file.partitions, placement).map_err(|e| e.to_string())?;
+    let mut topology = Topology::with_groups(dcs, file.partitions, placement).map_err(|e| e.to_string())?;
     for dc in &file.dc {
         let from = dc_ids[dc.name.as_str()];
         for (partition, to) in &dc.preferred {
@@ -517,6 +618,19 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
                 .get(to.as_str())
                 .ok_or_else(|| format!("{at}: no DC is named {to:?} (the DCs: {})", known()))?;
             topology = topology.prefer(from, PartitionId(p), to).map_err(|e| format!("{at}: {e}"))?;
+        }
+    }
+    if topology.has_groups() && protocol.check(&topology, &tuning).is_err() {
+        // Name the nodes: the protocol only knows the rule.
+        let dc_name = |dc: DcId| file.dc[usize::from(dc.0)].name.as_str();
+        if let Some(((dc, p), nodes)) = holder.iter().find(|(_, nodes)| nodes.len() > 1) {
+            let names: Vec<String> = nodes.iter().map(|n| format!("{n:?}")).collect();
+            return Err(format!(
+                "partition {p} of DC {:?} is held by two nodes: {}; only a protocol of replica groups \
+                 (protocol = \"sdur\") places several replicas of a partition in one DC",
+                dc_name(*dc),
+                names.join(" and ")
+            ));
         }
     }
     protocol.check(&topology, &tuning).map_err(|e| {

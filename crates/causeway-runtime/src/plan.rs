@@ -352,6 +352,29 @@ impl ClusterPlan {
         })
     }
 
+    /// Places each partition's replica group by `groups[n]`, the DC of each
+    /// member (a DC listed twice holds two), for the protocols of replica
+    /// groups; the embedded node hosts them all.
+    pub fn with_groups(mut self, groups: &[Vec<u16>]) -> Result<ClusterPlan, String> {
+        let groups = groups.iter().map(|g| g.iter().map(|&dc| DcId(dc)).collect()).collect();
+        let topology = Topology::with_groups(self.topology.dc_count(), self.topology.partition_count(), groups)
+            .map_err(|e| e.to_string())?;
+        self.protocol.check(&topology, &self.tuning)?;
+        for node in &mut self.nodes {
+            node.replicas = topology.all_replicas();
+        }
+        self.topology = Arc::new(topology);
+        Ok(self)
+    }
+
+    /// Sets the settings of the protocols of ordered logs (Geo-SDUR) and
+    /// checks that the protocol accepts them.
+    pub fn with_ordered(mut self, ordered: causeway_protocol::OrderedTuning) -> Result<ClusterPlan, String> {
+        self.tuning.ordered = ordered;
+        self.protocol.check(&self.topology, &self.tuning)?;
+        Ok(self)
+    }
+
     /// Sets Δ_R and Δ_G, in milliseconds (each in (0, 60000]), and checks
     /// that the protocol accepts the plan.
     pub fn with_intervals_ms(mut self, delta_r_ms: f64, delta_g_ms: f64) -> Result<ClusterPlan, String> {

@@ -107,6 +107,16 @@ impl WanModel {
         }
     }
 
+    /// The round-trip times between the first `dcs` regions, in
+    /// microseconds (`[from][to]`): DC `i` in region `i`.
+    pub fn rtt_matrix(&self, dcs: u16) -> Result<Vec<Vec<u64>>, String> {
+        let n = usize::from(dcs);
+        if n > self.regions.len() {
+            return Err(format!("{n} DCs, but the WAN model has {} regions", self.regions.len()));
+        }
+        Ok(self.rtt_us[..n].iter().map(|row| row[..n].to_vec()).collect())
+    }
+
     /// The model in `path`, or the bundled one; errors name the file.
     pub fn load(path: Option<&std::path::Path>) -> Result<WanModel, String> {
         let Some(path) = path else { return Ok(WanModel::default_model()) };

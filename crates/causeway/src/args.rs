@@ -67,13 +67,148 @@ impl NetworkArgs {
     }
 }
 
+/// Geo-SDUR's replica groups, log and techniques (`--protocol sdur`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct OrderedArgs {
+    /// Where each partition's replica group lives (sdur): `wan2`, one
+    /// member per DC (the default: every DC holds every partition); `wan1`,
+    /// partition n's majority in DC n mod M and its third member in the
+    /// next DC; or the DC of each member, partition by partition, members
+    /// by commas and partitions by slashes (`2,2,0/0,0,1`: two members of
+    /// partition 0 in DC 2 and one in DC 0, …).
+    #[arg(long = "members", value_name = "wan1|wan2|SPEC")]
+    pub members: Option<String>,
+    /// Reordering (sdur): how many log positions a local transaction may be
+    /// applied ahead of a global still pending (the paper's 80, 160, 320;
+    /// 0: off).
+    #[arg(long, value_name = "POSITIONS", default_value_t = 0)]
+    pub reorder: u64,
+    /// Delaying (sdur): a global transaction's parts for the partitions near
+    /// its client leave this many milliseconds late (the paper's 20, 40,
+    /// 60), or `rtt`: each as late as the round-trip times say it would be
+    /// delivered before the farthest.
+    #[arg(long, value_name = "MS|rtt")]
+    pub delay_ms: Option<String>,
+    /// Certify read sets as bloom filters of this many bits (sdur; 0: by
+    /// their keys).
+    #[arg(long, value_name = "BITS", default_value_t = 0)]
+    pub bloom_bits: u32,
+    /// With bloom filters, how many of the last entries a partition keeps
+    /// to certify against (older snapshots abort).
+    #[arg(long, value_name = "K", default_value_t = 10_000)]
+    pub bloom_history: u32,
+    /// A replica group's leader heartbeat, in milliseconds (sdur).
+    #[arg(long, value_name = "MS", default_value_t = 50.0)]
+    pub heartbeat_ms: f64,
+    /// A replica group's election timeout, in milliseconds (sdur; keep it
+    /// well above the WAN round trip).
+    #[arg(long, value_name = "MS", default_value_t = 1000.0)]
+    pub election_ms: f64,
+}
+
+impl OrderedArgs {
+    /// The groups asked for, as the DC of each member per partition; `None`:
+    /// the protocol's placement (one replica per DC).
+    pub fn groups(&self, dcs: u16, partitions: u32) -> Result<Option<Vec<Vec<u16>>>> {
+        let Some(spec) = self.members.as_deref() else { return Ok(None) };
+        let groups: Vec<Vec<u16>> = match spec {
+            "wan2" => return Ok(None),
+            "wan1" => {
+                anyhow::ensure!(
+                    dcs >= 2,
+                    "--members wan1 needs at least 2 DCs (a majority in one, a member in another)"
+                );
+                (0..partitions)
+                    .map(|p| {
+                        let home = (p % u32::from(dcs)) as u16;
+                        vec![home, home, (home + 1) % dcs]
+                    })
+                    .collect()
+            }
+            spec => spec
+                .split('/')
+                .map(|group| {
+                    group
+                        .split(',')
+                        .map(|dc| {
+                            let dc: u16 = dc.trim().parse().with_context(|| {
+                                format!("--members {spec:?}: {dc:?} is not a DC number (DCs are 0 to {})", dcs - 1)
+                            })?;
+                            anyhow::ensure!(
+                                dc < dcs,
+                                "--members {spec:?}: DC {dc} does not exist (the cluster has {dcs})"
+                            );
+                            Ok(dc)
+                        })
+                        .collect::<Result<Vec<u16>>>()
+                })
+                .collect::<Result<Vec<_>>>()?,
+        };
+        anyhow::ensure!(
+            groups.len() == partitions as usize,
+            "--members {spec:?} places {} partitions; the cluster has {partitions}",
+            groups.len()
+        );
+        Ok(Some(groups))
+    }
+
+    /// The settings of the ordered log, with the round-trip times of `wan`
+    /// for `--delay-ms rtt`.
+    pub fn tuning(&self, wan: Option<&WanModel>, dcs: u16) -> Result<causeway_protocol::OrderedTuning> {
+        use causeway_protocol::{DelayTuning, OrderedTuning};
+        let ms = |v: f64, flag: &str| -> Result<u64> {
+            anyhow::ensure!(
+                v.is_finite() && v > 0.0 && v <= 600_000.0,
+                "{flag} must be more than 0 and at most 600000"
+            );
+            Ok(((v * 1000.0) as u64).max(1))
+        };
+        let heartbeat_us = ms(self.heartbeat_ms, "--heartbeat-ms")?;
+        let election_us = ms(self.election_ms, "--election-ms")?;
+        anyhow::ensure!(election_us > 2 * heartbeat_us, "--election-ms must exceed twice --heartbeat-ms");
+        let delaying = match self.delay_ms.as_deref() {
+            None | Some("0") => DelayTuning::Off,
+            Some("rtt") => {
+                let model = wan.cloned().unwrap_or_else(|| WanModel::default_model().without_wan(dcs));
+                DelayTuning::FromRtt { rtt_us: model.rtt_matrix(dcs).map_err(anyhow::Error::msg)? }
+            }
+            Some(v) => {
+                let d: f64 =
+                    v.parse().with_context(|| format!("--delay-ms {v:?}: a number of milliseconds, or rtt"))?;
+                anyhow::ensure!(d.is_finite() && (0.0..=60_000.0).contains(&d), "--delay-ms must be from 0 to 60000");
+                if d == 0.0 {
+                    DelayTuning::Off
+                } else {
+                    DelayTuning::Fixed { delay_us: (d * 1000.0) as u64 }
+                }
+            }
+        };
+        let d = OrderedTuning::default();
+        anyhow::ensure!(
+            self.bloom_bits == 0 || (64..=1 << 20).contains(&self.bloom_bits),
+            "--bloom-bits must be 0 or from 64 to 1048576"
+        );
+        anyhow::ensure!(self.bloom_history >= 1, "--bloom-history must be at least 1");
+        Ok(OrderedTuning {
+            heartbeat_us,
+            election_us,
+            reorder_threshold: self.reorder,
+            delaying,
+            bloom_bits: (self.bloom_bits > 0).then_some(self.bloom_bits),
+            bloom_history: self.bloom_history,
+            bloom_audit: false,
+            clock_allowance_us: d.clock_allowance_us,
+        })
+    }
+}
+
 /// The cluster: its protocol, its shape, its network.
 #[derive(Args, Debug, Clone)]
 pub struct ClusterArgs {
     /// Protocol the cluster runs: wren, cure, h-cure, ec, paris, bpr,
-    /// promptcc, promptcc-naive or eiger (paris and bpr also run on partial
-    /// replication: `sim --replication`; promptcc, promptcc-naive and eiger
-    /// run in one DC).
+    /// promptcc, promptcc-naive, eiger or sdur (paris and bpr also run on
+    /// partial replication: `sim --replication`; promptcc, promptcc-naive
+    /// and eiger run in one DC; sdur places replica groups: `--members`).
     #[arg(long, default_value = "wren")]
     pub protocol: ProtocolKind,
     /// Data centers (with WAN latency, at most the regions of the WAN model:
@@ -92,6 +227,8 @@ pub struct ClusterArgs {
     pub replication: Option<u16>,
     #[command(flatten)]
     pub net: NetworkArgs,
+    #[command(flatten)]
+    pub ordered: OrderedArgs,
 }
 
 impl ClusterArgs {
@@ -100,9 +237,23 @@ impl ClusterArgs {
     pub fn plan(&self, client_port: u16) -> Result<ClusterPlan> {
         let wan = self.net.model()?;
         let (delta_r, delta_g) = self.net.intervals_ms()?;
-        ClusterPlan::embedded(self.protocol, self.dcs, self.partitions, self.replication, wan.as_ref(), client_port)
-            .and_then(|p| p.with_intervals_ms(delta_r, delta_g))
-            .map_err(anyhow::Error::msg)
+        let groups = self.ordered.groups(self.dcs, self.partitions)?;
+        let ordered = self.ordered.tuning(wan.as_ref(), self.dcs)?;
+        let mut plan = ClusterPlan::embedded(
+            self.protocol,
+            self.dcs,
+            self.partitions,
+            self.replication,
+            wan.as_ref(),
+            client_port,
+        )
+        .and_then(|p| p.with_intervals_ms(delta_r, delta_g))
+        .and_then(|p| p.with_ordered(ordered))
+        .map_err(anyhow::Error::msg)?;
+        if let Some(groups) = groups {
+            plan = plan.with_groups(&groups).map_err(anyhow::Error::msg)?;
+        }
+        Ok(plan)
     }
 }
 

@@ -26,24 +26,45 @@ pub enum WorkloadName {
     Promptcc,
 }
 
-/// A crash and its restart: `DC:PARTITION:START_MS-END_MS`, or
-/// `DC:*:START_MS-END_MS` for a whole DC.
+/// A crash and its restart: `DC:PARTITION:START_MS-END_MS`,
+/// `DC:PARTITION.MEMBER:START_MS-END_MS` for another member of a replica
+/// group in that DC, `DC:*:START_MS-END_MS` for a whole DC, or
+/// `leader:PARTITION:START_MS-END_MS` for whichever member leads the
+/// partition's group then.
 #[derive(Clone, Copy, Debug)]
 pub struct CrashArg(Crash);
 
 impl FromStr for CrashArg {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let usage = || format!("expected DC:PARTITION:START_MS-END_MS or DC:*:START_MS-END_MS, got {s:?}");
+        let usage = || {
+            format!(
+                "expected DC:PARTITION:START_MS-END_MS, DC:PARTITION.MEMBER:…, DC:*:… or leader:PARTITION:…, got {s:?}"
+            )
+        };
         let mut parts = s.splitn(3, ':');
         let (dc, partition, span) = match (parts.next(), parts.next(), parts.next()) {
             (Some(d), Some(p), Some(span)) => (d, p, span),
             _ => return Err(usage()),
         };
-        let dc: u16 = dc.trim_start_matches("dc").parse().map_err(|_| usage())?;
-        let target = match partition {
-            "*" => CrashTarget::Dc(dc),
-            p => CrashTarget::Replica { dc, partition: p.trim_start_matches('p').parse().map_err(|_| usage())? },
+        let number = |p: &str| p.trim_start_matches('p').parse::<u32>().map_err(|_| usage());
+        let target = if dc == "leader" {
+            CrashTarget::Leader { partition: number(partition)? }
+        } else {
+            let dc: u16 = dc.trim_start_matches("dc").parse().map_err(|_| usage())?;
+            match partition.split_once('.') {
+                _ if partition == "*" => CrashTarget::Dc(dc),
+                Some((p, m)) => {
+                    let member: u8 = m.parse().map_err(|_| usage())?;
+                    let partition = causeway_protocol::PartitionId(number(p)?);
+                    CrashTarget::Member(causeway_protocol::ReplicaId {
+                        dc: causeway_protocol::DcId(dc),
+                        partition,
+                        member,
+                    })
+                }
+                None => CrashTarget::Replica { dc, partition: number(partition)? },
+            }
         };
         let (start, end) = span.split_once('-').ok_or_else(usage)?;
         let start: f64 = start.parse().map_err(|_| usage())?;
@@ -108,7 +129,9 @@ pub struct SimArgs {
     #[arg(long = "cut", value_name = "DC:START_MS-END_MS")]
     cuts: Vec<CutArg>,
     /// Crash a replica (or a whole DC with `*`) and restart it from what
-    /// it had made durable: DC:PARTITION:START_MS-END_MS (repeatable).
+    /// it had made durable: DC:PARTITION:START_MS-END_MS (repeatable);
+    /// DC:PARTITION.MEMBER:… for another member of a replica group in that
+    /// DC, leader:PARTITION:… for whichever member leads its group then.
     #[arg(long = "crash", value_name = "DC:PARTITION:START_MS-END_MS")]
     crash: Vec<CrashArg>,
     /// Crash this many random replicas (a whole DC one time in five), drawn
@@ -318,8 +341,10 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         }),
         workload,
         faults: faults(&args)?,
+        groups: c.ordered.groups(c.dcs, c.partitions)?,
         ..SimConfig::default()
     };
+    let ordered = c.ordered.tuning(Some(&config.wan), c.dcs)?;
     let tuning = Tuning {
         apply_interval_us: micros(delta_r_ms, "--delta-r-ms")?.max(1),
         stabilization_interval_us: micros(delta_g_ms, "--delta-g-ms")?.max(1),
@@ -327,6 +352,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
             0 => anyhow::bail!("--max-kept-kb must be at least 1"),
             kb => kb.saturating_mul(1024),
         },
+        ordered,
     };
     config.validate()?;
     // Checked before the run: a path that cannot be written fails now.

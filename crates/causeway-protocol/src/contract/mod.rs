@@ -49,7 +49,7 @@ pub use guarantee::Guarantee;
 pub use limits::Limits;
 pub use message::{classes_are_indexed, Message, MsgClass, ReadTag};
 pub use probe::{round_trip_summary, ReadWaitProbe};
-pub use protocol::{Protocol, SessionSetup, Tuning};
+pub use protocol::{DelayTuning, OrderedTuning, Protocol, SessionSetup, Tuning};
 pub use reach::newest_timestamp;
 pub use replica::{Replica, ReplicaCounters};
 pub use session::{AbortReason, Session, SessionError, SessionEvent};

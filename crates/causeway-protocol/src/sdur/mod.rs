@@ -206,7 +206,7 @@ mod tests;
 
 use crate::consensus::RaftConfig;
 use crate::contract::protocol::RecordOf;
-use crate::contract::{Guarantee, Protocol, SessionSetup, Tuning};
+use crate::contract::{DelayTuning, Guarantee, Protocol, SessionSetup, Tuning};
 use crate::ids::{DcId, PartitionId, ReplicaId};
 use crate::session_core::SessionCore;
 use crate::topology::Topology;
@@ -237,9 +237,10 @@ pub enum Delaying {
     Off,
     /// Every partition but the farthest gets a global's part this late.
     Fixed { delay_us: u64 },
-    /// From the expected delivery at each partition, by client DC and
-    /// partition (filled by the driver from its round-trip times).
-    Computed { delivery_us: BTreeMap<(DcId, PartitionId), u64> },
+    /// From the round-trip times between DCs (`[from][to]`, microseconds):
+    /// each part leaves as much later as its partition would deliver it
+    /// before the farthest of the transaction ([`Sdur::delivery_us`]).
+    FromRtt { rtt_us: Vec<Vec<u64>> },
 }
 
 /// Tunables of Geo-SDUR.
@@ -321,19 +322,54 @@ impl Sdur {
     }
 }
 
+impl Sdur {
+    /// How long after a client of `from` sends a part of `partition` the
+    /// part is delivered, expected from the round-trip times: half a round
+    /// trip to the group's preferred leader, then one to the nearest
+    /// members that make a majority with it.
+    pub fn delivery_us(topology: &Topology, rtt_us: &[Vec<u64>], from: DcId, partition: PartitionId) -> u64 {
+        let rtt = |a: DcId, b: DcId| {
+            rtt_us.get(usize::from(a.0)).and_then(|row| row.get(usize::from(b.0))).copied().unwrap_or(0)
+        };
+        let (members, leader) = Sdur::group_of(topology, partition);
+        let mut to_others: Vec<u64> = members.iter().filter(|&&m| m != leader).map(|m| rtt(leader.dc, m.dc)).collect();
+        to_others.sort_unstable();
+        let quorum = members.len() / 2 + 1;
+        let replicate = if quorum > 1 { to_others.get(quorum - 2).copied().unwrap_or(0) } else { 0 };
+        rtt(from, leader.dc) / 2 + replicate
+    }
+}
+
 impl Protocol for Sdur {
     const NAME: &'static str = "sdur";
     const GUARANTEE: Guarantee = Guarantee::Serializable;
     /// A read waits for the member to apply the session's last commit, and
     /// a commit for its partitions' logs.
     const READS_NEVER_WAIT: bool = false;
+    const REPLICA_GROUPS: bool = true;
     type Config = SdurConfig;
     type Message = SdurMsg;
     type Replica = SdurReplica;
     type Session = SdurSession;
 
-    fn configure(_tuning: &Tuning) -> SdurConfig {
-        SdurConfig::default()
+    fn configure(tuning: &Tuning) -> SdurConfig {
+        let o = &tuning.ordered;
+        let d = SdurConfig::default();
+        SdurConfig {
+            raft: RaftConfig { heartbeat_us: o.heartbeat_us, election_us: o.election_us, ..d.raft.clone() },
+            certification: match o.bloom_bits {
+                None => Certification::Exact,
+                Some(bits) => Certification::Bloom { bits, hashes: 4, history: o.bloom_history, audit: o.bloom_audit },
+            },
+            reorder_threshold: o.reorder_threshold,
+            delaying: match &o.delaying {
+                DelayTuning::Off => Delaying::Off,
+                DelayTuning::Fixed { delay_us } => Delaying::Fixed { delay_us: *delay_us },
+                DelayTuning::FromRtt { rtt_us } => Delaying::FromRtt { rtt_us: rtt_us.clone() },
+            },
+            clock_allowance_us: o.clock_allowance_us,
+            ..d
+        }
     }
 
     fn validate(topology: &Topology, config: &SdurConfig) -> Result<(), String> {

@@ -164,8 +164,8 @@ impl SdurClient {
                 }
                 near.into_iter().map(|p| (p, *delay_us)).collect()
             }
-            Delaying::Computed { delivery_us } => {
-                let est = |p: PartitionId| delivery_us.get(&(self.id.dc, p)).copied().unwrap_or(0);
+            Delaying::FromRtt { rtt_us } => {
+                let est = |p: PartitionId| Sdur::delivery_us(&self.topology, rtt_us, self.id.dc, p);
                 let far = parts.iter().map(|&p| est(p)).max().unwrap_or(0);
                 parts.iter().map(|&p| (p, far - est(p))).filter(|&(_, d)| d > 0).collect()
             }

@@ -331,7 +331,8 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
     /// node hosts, in order: those whose links can be down. None on a node
     /// without peers.
     fn partitions(&self, keys: &[bytes::Bytes]) -> Vec<PartitionId> {
-        if !self.host.router.has_peers() {
+        // A replica group's session goes to another member by itself.
+        if !self.host.router.has_peers() || P::REPLICA_GROUPS {
             return Vec::new();
         }
         let (topology, router) = (&self.host.topology, &self.host.router);
@@ -477,7 +478,7 @@ impl<'h, P: Protocol> SessionDriver<'h, P> {
 
 /// Every partition of DC `dc` that another node than this one hosts.
 fn hosted_elsewhere<P: Protocol>(host: &ClientHost<P>, dc: DcId) -> Vec<PartitionId> {
-    if !host.router.has_peers() {
+    if !host.router.has_peers() || P::REPLICA_GROUPS {
         return Vec::new();
     }
     host.topology

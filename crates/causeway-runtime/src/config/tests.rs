@@ -266,3 +266,40 @@ fn a_tls_table_names_the_certificates_relative_to_the_file() {
     let text = text.replacen("name = \"o1\"", "name = \"o_1\"", 1);
     assert!(error_of(&text).contains("node \"o_1\": under TLS a node's name goes in its certificate"));
 }
+
+/// Geo-SDUR's example deployments parse: each partition a group of three,
+/// "WAN 1" with two members of a partition in one DC (numbered in the order
+/// of their nodes), "WAN 2" one per DC; and `[ordered]` is read and checked.
+#[test]
+fn replica_groups_come_from_the_nodes_that_list_a_partition() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
+    let wan1 = load(&root.join("cluster-sdur-wan1.toml")).unwrap();
+    assert_eq!(wan1.protocol, ProtocolKind::Sdur);
+    let p0 = wan1.topology.members_of(PartitionId(0));
+    assert_eq!(p0.len(), 3);
+    assert_eq!(p0.iter().filter(|m| m.dc == DcId(2)).count(), 2, "partition 0's majority in EU: {p0:?}");
+    assert!(wan1.topology.has_groups());
+    let eu_0b = &wan1.nodes[wan1.node_index("eu-0b").unwrap()];
+    assert_eq!(eu_0b.replicas, vec![ReplicaId { dc: DcId(2), partition: PartitionId(0), member: 1 }]);
+    let wan2 = load(&root.join("cluster-sdur-wan2.toml")).unwrap();
+    assert!(!wan2.topology.has_groups() && wan2.topology.is_fully_replicated());
+    assert_eq!(wan2.tuning.ordered.election_us, 1_000_000);
+
+    let sdur = GOOD.replace("protocol = \"wren\"", "protocol = \"sdur\"");
+    let with = |section: &str| format!("{sdur}\n[ordered]\n{section}\n");
+    let plan = parse(&with("reorder_threshold = 80\ndelay_ms = 20\nbloom_bits = 1024"), Path::new("c.toml")).unwrap();
+    let o = &plan.tuning.ordered;
+    assert_eq!((o.reorder_threshold, o.bloom_bits), (80, Some(1024)));
+    assert_eq!(o.delaying, causeway_protocol::DelayTuning::Fixed { delay_us: 20_000 });
+    let rtt = parse(&with("delay_ms = \"rtt\""), Path::new("c.toml")).unwrap();
+    assert!(matches!(rtt.tuning.ordered.delaying, causeway_protocol::DelayTuning::FromRtt { .. }));
+    for (bad, says) in [
+        ("delay_ms = \"soon\"", "a number of milliseconds (0 to 60000) or \"rtt\""),
+        ("bloom_bits = 8", "bloom_bits = 8"),
+        ("election_ms = 50", "must exceed twice heartbeat_ms"),
+        ("quorum = 2", "unknown field"),
+    ] {
+        let e = error_of(&with(bad));
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}

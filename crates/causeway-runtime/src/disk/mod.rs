@@ -198,9 +198,13 @@ impl<R: Serialize + Send + 'static> RecordLog<R> for ReplicaLog<R> {
     }
 }
 
-/// A replica's name in messages and file names: `dc0-p1`.
+/// A replica's name in messages and file names: `dc0-p1`, and `dc0-p1-m1`
+/// for a second member of a replica group in one DC.
 pub fn replica_name(id: ReplicaId) -> String {
-    format!("dc{}-p{}", id.dc.0, id.partition.0)
+    match id.member {
+        0 => format!("dc{}-p{}", id.dc.0, id.partition.0),
+        m => format!("dc{}-p{}-m{m}", id.dc.0, id.partition.0),
+    }
 }
 
 /// The identity a replica's checkpoints carry: its cluster, and its node
