@@ -41,6 +41,8 @@ pub struct WorkloadClient<S> {
     /// simulation counts them as it sends).
     pub round_trips: u32,
     read_only_call: bool,
+    /// What the running transaction read last, for a transfer's writes.
+    read: Vec<(Key, Option<Value>)>,
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -70,6 +72,7 @@ impl<S: Session> WorkloadClient<S> {
             start_us: 0,
             round_trips: 0,
             read_only_call: false,
+            read: Vec::new(),
         }
     }
 
@@ -129,7 +132,7 @@ impl<S: Session> WorkloadClient<S> {
         self.round_trips = 0;
         // A read-only transaction of one round is one call.
         let first = match plan.read_rounds.as_slice() {
-            [keys] if plan.writes.is_empty() && !plan.abort => {
+            [keys] if plan.writes.is_empty() && !plan.abort && plan.transfer.is_none() => {
                 self.phase = Phase::ReadingOnly;
                 self.read_only_call = true;
                 self.session.read_only(now, keys, out)
@@ -171,6 +174,7 @@ impl<S: Session> WorkloadClient<S> {
             next = match (self.phase, event) {
                 (Phase::Beginning, SessionEvent::Started) => self.read_round(now, 0, out),
                 (Phase::Reading(round), SessionEvent::Read(values)) => {
+                    self.read.clone_from(&values);
                     self.record_reads(values);
                     self.read_round(now, round + 1, out)
                 }
@@ -210,6 +214,20 @@ impl<S: Session> WorkloadClient<S> {
         }
         let writes = plan.writes.clone();
         let abort = plan.abort;
+        if let Some(transfer) = plan.transfer.clone() {
+            // The writes follow from what was read: both balances, or none.
+            let find = |key: &Key| self.read.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.clone());
+            let (from, to) = (find(&transfer.from), find(&transfer.to));
+            if let Some(moved) = transfer.writes(from.as_deref(), to.as_deref()) {
+                for (key, balance) in moved {
+                    let value = causeway_workload::Transfer::value(balance, &format!("{}:{}", self.txid, text(&key)));
+                    self.session.write(key.clone(), Some(Value::from(value.clone())))?;
+                    self.ops.push(Op::write(text(&key), value));
+                }
+            }
+            self.phase = Phase::Committing;
+            return self.session.commit(now, out);
+        }
         for (i, write) in writes.iter().enumerate() {
             let key = &write.key;
             if write.delete {

@@ -125,6 +125,7 @@ impl SimConfig {
             // A rewrite writes a key again: the key counts once.
             WorkloadKind::Random(w) => (w.reads_per_txn, w.writes_per_txn),
             WorkloadKind::Groups { .. } => (self.partitions, self.partitions),
+            WorkloadKind::Bank { accounts, .. } => (*accounts, 2),
         };
         let l = &self.limits;
         if reads > l.max_keys_per_read {

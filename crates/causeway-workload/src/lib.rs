@@ -23,6 +23,6 @@ pub mod zipf;
 
 pub use keys::KeySpace;
 pub use locality::Locality;
-pub use plan::{Generator, PlannedWrite, TxnPlan, TxnShape, WorkloadConfig, WorkloadKind};
+pub use plan::{Generator, PlannedWrite, Transfer, TxnPlan, TxnShape, WorkloadConfig, WorkloadKind};
 pub use wan::{WanError, WanModel, DEFAULT_WAN_TOML};
 pub use zipf::ZipfTable;

@@ -118,6 +118,14 @@ pub enum WorkloadKind {
     /// one key per partition; update transactions overwrite a whole group with
     /// one fresh value, read-only ones read a whole group.
     Groups { groups: u32, read_only_fraction: f64 },
+    /// The bank invariant: `accounts` accounts (spread over the partitions),
+    /// each opening with `initial`; a transaction reads two accounts and
+    /// moves up to `max_amount` from one to the other if it holds that much
+    /// ([`Transfer`]); a share `audit_fraction` reads every account instead.
+    /// Money is conserved and no balance goes below zero — unless the store
+    /// lets two transfers that read the same balance both commit (a lost
+    /// update: TCC allows it, serializability does not).
+    Bank { accounts: u32, initial: u64, max_amount: u64, audit_fraction: f64 },
 }
 
 impl WorkloadKind {
@@ -163,8 +171,48 @@ impl WorkloadKind {
                     return Err("the groups workload needs at least one group and a fraction in [0, 1]".into());
                 }
             }
+            WorkloadKind::Bank { accounts, max_amount, audit_fraction, .. } => {
+                if *accounts < 2 || *max_amount == 0 || !(0.0..=1.0).contains(audit_fraction) {
+                    return Err("the bank needs two accounts, a positive amount and an audit fraction in [0, 1]".into());
+                }
+            }
         }
         Ok(())
+    }
+}
+
+/// A bank transfer ([`WorkloadKind::Bank`]): once `from` and `to` are read,
+/// `amount` moves from one to the other if `from` holds it (nothing is
+/// written otherwise). Balances are written as `b=BALANCE;UNIQUE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub from: Key,
+    pub to: Key,
+    pub amount: u64,
+    /// What an account holds before anything is written to it.
+    pub initial: u64,
+}
+
+impl Transfer {
+    /// The balance a value of an account says (`None`: never written, so
+    /// `initial`); `None` for a value that is no balance.
+    pub fn balance(value: Option<&[u8]>, initial: u64) -> Option<u64> {
+        let Some(v) = value else { return Some(initial) };
+        let text = std::str::from_utf8(v).ok()?;
+        text.strip_prefix("b=")?.split(';').next()?.parse().ok()
+    }
+
+    /// The value that writes `balance`, unique by `tag`.
+    pub fn value(balance: u64, tag: &str) -> String {
+        format!("b={balance};{tag}")
+    }
+
+    /// The writes of the transfer, given what `from` and `to` read:
+    /// `None` when `from` holds less than the amount (or a value is no
+    /// balance).
+    pub fn writes(&self, from: Option<&[u8]>, to: Option<&[u8]>) -> Option<[(Key, u64); 2]> {
+        let (f, t) = (Transfer::balance(from, self.initial)?, Transfer::balance(to, self.initial)?);
+        (f >= self.amount).then(|| [(self.from.clone(), f - self.amount), (self.to.clone(), t + self.amount)])
     }
 }
 
@@ -178,6 +226,8 @@ pub struct TxnPlan {
     pub writes: Vec<PlannedWrite>,
     /// Abort instead of committing.
     pub abort: bool,
+    /// A bank transfer: its writes follow from its reads.
+    pub transfer: Option<Transfer>,
 }
 
 /// One write of a plan: a fresh value under `key`, or its delete.
@@ -215,6 +265,7 @@ impl Generator {
         let keys_per_partition = match &kind {
             WorkloadKind::Random(w) => w.keys_per_partition,
             WorkloadKind::Groups { groups, .. } => *groups,
+            WorkloadKind::Bank { accounts, .. } => accounts.div_ceil(topology.partition_count()),
         };
         let keys = KeySpace::with_prefix(topology, keys_per_partition, prefix);
         let zipf = match &kind {
@@ -254,6 +305,26 @@ impl Generator {
         match &self.kind {
             WorkloadKind::Random(w) if w.shape == TxnShape::ReadOrWrite => self.read_or_write_txn(rng, w),
             WorkloadKind::Random(w) => self.random_txn(rng, w, dc),
+            WorkloadKind::Bank { accounts, initial, max_amount, audit_fraction } => {
+                let account = |i: u32| {
+                    let n = self.keys.partitions() as u32;
+                    self.keys.partition((i % n) as usize)[(i / n) as usize].clone()
+                };
+                if rng.random_bool(*audit_fraction) {
+                    let all = (0..*accounts).map(account).collect();
+                    return TxnPlan { read_rounds: vec![all], writes: Vec::new(), abort: false, transfer: None };
+                }
+                let from = rng.random_range(0..*accounts);
+                let to = (from + rng.random_range(1..*accounts)) % accounts;
+                let transfer = Transfer {
+                    from: account(from),
+                    to: account(to),
+                    amount: rng.random_range(1..=*max_amount),
+                    initial: *initial,
+                };
+                let read_rounds = vec![vec![transfer.from.clone(), transfer.to.clone()]];
+                TxnPlan { read_rounds, writes: Vec::new(), abort: false, transfer: Some(transfer) }
+            }
             WorkloadKind::Groups { groups, read_only_fraction } => {
                 let g = rng.random_range(0..*groups as usize);
                 let group: Vec<Key> = (0..self.keys.partitions()).map(|p| self.keys.partition(p)[g].clone()).collect();
@@ -266,10 +337,10 @@ impl Generator {
                     } else {
                         vec![group]
                     };
-                    TxnPlan { read_rounds, writes: Vec::new(), abort: false }
+                    TxnPlan { read_rounds, writes: Vec::new(), abort: false, transfer: None }
                 } else {
                     let writes = group.into_iter().map(PlannedWrite::value).collect();
-                    TxnPlan { read_rounds: Vec::new(), writes, abort: false }
+                    TxnPlan { read_rounds: Vec::new(), writes, abort: false, transfer: None }
                 }
             }
         }
@@ -299,12 +370,13 @@ impl Generator {
             }
         }
         if read_only {
-            TxnPlan { read_rounds: vec![keys], writes: Vec::new(), abort: false }
+            TxnPlan { read_rounds: vec![keys], writes: Vec::new(), abort: false, transfer: None }
         } else {
             TxnPlan {
                 read_rounds: Vec::new(),
                 writes: keys.into_iter().map(PlannedWrite::value).collect(),
                 abort: false,
+                transfer: None,
             }
         }
     }
@@ -348,7 +420,7 @@ impl Generator {
             read_rounds = reads.chunks(per).map(|c| c.to_vec()).collect();
         }
         let abort = !writes.is_empty() && rng.random_bool(w.abort_fraction);
-        TxnPlan { read_rounds, writes, abort }
+        TxnPlan { read_rounds, writes, abort, transfer: None }
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod bank;
 mod checker_sees_bugs;
 mod crashes;
 mod cure_properties;
