@@ -49,8 +49,8 @@ fn books(report: &SimReport) -> Books {
     let finals_conserved = report.history.finals.iter().all(|f| {
         let balances: Vec<Option<u64>> = f
             .state
-            .iter()
-            .map(|(_, v)| balance(Some(v)))
+            .values()
+            .map(|v| balance(Some(v)))
             .chain((f.state.len()..ACCOUNTS as usize).map(|_| Some(INITIAL)))
             .collect();
         balances.iter().all(Option::is_some) && balances.iter().flatten().sum::<u64>() == total
