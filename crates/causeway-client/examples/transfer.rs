@@ -17,7 +17,9 @@
 //!
 //! Under causal consistency two transfers that read the same balances do
 //! not conflict: the last writer wins and the other update is lost. Money
-//! moved this way needs one writer per account, or a serializable protocol.
+//! moved this way needs one writer per account, or a serializable protocol
+//! (Geo-SDUR, `protocol = "sdur"`), which aborts one of two such transfers;
+//! the transfer runs in `Client::retry`, which runs it again.
 
 use causeway_client::{Bytes, Client, Error, SessionToken, Stamp};
 use std::process::ExitCode;
@@ -71,22 +73,37 @@ async fn transfer(
         say("continuing the session of the token given".to_string());
     }
 
-    client.begin().await?;
-    let values = client.read(&[from, to]).await?;
-    let (a, b) = (balance(&values[0])?, balance(&values[1])?);
-    if a.unwrap_or(0) < amount {
-        client.abort().await?;
-        say(format!("{from} holds {}, less than {amount}: nothing moved", shown(a)));
-        if token.is_none() {
-            say(WHY.to_string());
+    // The whole transaction, run again if a serializable store aborts it
+    // for a conflict (under TCC it always commits, and the last writer wins).
+    let (f, t) = (from.to_owned(), to.to_owned());
+    let moved = client
+        .retry(5, move |c| {
+            let (from, to) = (f.clone(), t.clone());
+            Box::pin(async move {
+                c.begin().await?;
+                let values = c.read(&[from.as_str(), to.as_str()]).await?;
+                let (a, b) = (balance(&values[0])?, balance(&values[1])?);
+                if a.unwrap_or(0) < amount {
+                    c.abort().await?;
+                    return Ok(Err(a));
+                }
+                let (a, b) = (a.unwrap_or(0), b.unwrap_or(0));
+                c.write(from, (a - amount).to_string()).await?;
+                c.write(to, (b + amount).to_string()).await?;
+                Ok(Ok(c.commit().await?))
+            })
+        })
+        .await?;
+    match moved {
+        Ok(stamp) => say(format!("moved {amount} from {from} to {to}: {}", committed(stamp))),
+        Err(held) => {
+            say(format!("{from} holds {}, less than {amount}: nothing moved", shown(held)));
+            if token.is_none() {
+                say(WHY.to_string());
+            }
+            return Ok(());
         }
-        return Ok(());
     }
-    let (a, b) = (a.unwrap_or(0), b.unwrap_or(0));
-    client.write(from.to_owned(), (a - amount).to_string()).await?;
-    client.write(to.to_owned(), (b + amount).to_string()).await?;
-    let stamp = client.commit().await?;
-    say(format!("moved {amount} from {from} to {to}: {}", committed(stamp)));
 
     // Another connection sees the transfer once it resumes this session.
     let token = client.export_session().await?;

@@ -350,6 +350,62 @@ impl Client {
     /// connection broke or timed out once the commit was sent (the
     /// connection is then closed). A connection already closed before the
     /// commit was sent gives [`Error::Disconnected`]: nothing was sent.
+    /// Runs the transaction `txn` — begin, reads, writes, commit, all of it —
+    /// and runs it again, up to `attempts` times in all, while the store
+    /// aborts it for a reason another attempt may not meet
+    /// ([`Error::is_retryable`]: a serializable protocol's certification
+    /// found a conflicting transaction). Between attempts it waits a pause
+    /// that doubles from 2 ms up to 250 ms, with jitter, so that two
+    /// transactions that keep aborting each other drift apart. Any other
+    /// error, or the last attempt's, is returned as it is.
+    ///
+    /// `txn` must be a whole transaction, and must decide what to write from
+    /// what it reads in that attempt (not from an earlier one's):
+    ///
+    /// ```no_run
+    /// # async fn deposit(client: &mut causeway_client::Client) -> Result<(), causeway_client::Error> {
+    /// client
+    ///     .retry(10, |c| {
+    ///         Box::pin(async move {
+    ///             c.begin().await?;
+    ///             let v = c.read(&["alice"]).await?;
+    ///             let balance: i64 = v[0].as_deref().and_then(|b| std::str::from_utf8(b).ok()?.parse().ok()).unwrap_or(0);
+    ///             c.write("alice", (balance + 10).to_string()).await?;
+    ///             c.commit().await
+    ///         })
+    ///     })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn retry<T>(
+        &mut self,
+        attempts: u32,
+        mut txn: impl for<'c> FnMut(
+            &'c mut Client,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, Error>> + Send + 'c>>,
+    ) -> Result<T, Error> {
+        let mut pause = std::time::Duration::from_millis(2);
+        let mut attempt = 1;
+        loop {
+            match txn(self).await {
+                Err(e) if e.is_retryable() && attempt < attempts => {
+                    // The transaction is over (the store aborted it); a
+                    // pause of a random share of `pause` up to it whole.
+                    let nanos = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.subsec_nanos());
+                    let jitter = pause.mul_f64(0.5 + f64::from(nanos % 1_000) / 2_000.0);
+                    tokio::time::sleep(jitter).await;
+                    pause = (pause * 2).min(std::time::Duration::from_millis(250));
+                    attempt += 1;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
     pub async fn commit(&mut self) -> Result<Option<Stamp>, Error> {
         self.settle_for_commit().await?;
         if let Some(cause) = self.refused.take() {

@@ -224,6 +224,15 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl Error {
+    /// Whether the store aborted a sound transaction that may commit if run
+    /// again: a conflict found by certification (a serializable protocol,
+    /// Geo-SDUR), or a snapshot that outlived what the store keeps. The
+    /// transaction is over; [`Client::retry`](crate::Client::retry) runs it
+    /// again.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Aborted(AbortReason::Conflict(_) | AbortReason::Expired(_)))
+    }
+
     /// Whether this error ended the connection: every later call on the client fails.
     pub fn is_fatal(&self) -> bool {
         matches!(

@@ -68,6 +68,17 @@
 //! # }
 //! ```
 //!
+//! # Serializable transactions, and retrying them
+//!
+//! Under a serializable protocol (Geo-SDUR, `protocol = "sdur"`) a commit
+//! may fail with [`Error::Aborted`] for a
+//! [conflict](wire::AbortReason::Conflict): certification found a
+//! concurrent transaction it could not be ordered with. The transaction is
+//! over and nothing of it took effect; run it again —
+//! [`Client::retry`] does, with a growing pause between attempts. Under
+//! TCC (the default, Wren) two such transactions both commit and the last
+//! writer wins instead.
+//!
 //! # Errors
 //!
 //! Every call returns a typed [`Error`]: [`Error::Unreachable`],

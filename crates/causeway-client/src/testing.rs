@@ -50,6 +50,11 @@ pub enum Behavior {
         /// Which commits: every one with 1.
         every: u64,
     },
+    /// Aborts the first `first` commits of the server (counted over all
+    /// connections) as a serializable store's certification would, with
+    /// [`AbortReason::Conflict`](crate::wire::AbortReason::Conflict);
+    /// commits the later ones.
+    AbortCommits { first: u64 },
 }
 
 /// The mock server's settings.
@@ -245,11 +250,19 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
     match config.behavior {
         Behavior::Silent => return Ignore,
         Behavior::CloseAfterHello => return Close,
-        Behavior::Normal | Behavior::VersionMismatch | Behavior::StuckDump | Behavior::CommitThenClose { .. } => {}
+        Behavior::Normal
+        | Behavior::VersionMismatch
+        | Behavior::StuckDump
+        | Behavior::CommitThenClose { .. }
+        | Behavior::AbortCommits { .. } => {}
     }
     let close_after = match (&config.behavior, &request) {
         (Behavior::CommitThenClose { every }, Request::Commit) => {
             (shared.commits.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of((*every).max(1))
+        }
+        (Behavior::AbortCommits { .. }, Request::Commit) => {
+            shared.commits.fetch_add(1, Ordering::Relaxed);
+            false
         }
         _ => false,
     };
@@ -280,6 +293,13 @@ fn answer(session: &mut Session, shared: &Shared, config: &MockConfig, request: 
             None => Err(SessionError::NoActiveTransaction),
             Some(Txn { refused: Some(e), .. }) => Err(SessionError::RefusedEarlier { cause: e.to_string() }),
             Some(txn) if txn.writes.is_empty() => Ok(R::Committed(None)),
+            Some(_)
+                if matches!(config.behavior, Behavior::AbortCommits { first }
+                    if shared.commits.load(Ordering::Relaxed) <= first) =>
+            {
+                let why = "a concurrent transaction wrote what it read".to_string();
+                Ok(R::TxnAborted(crate::wire::AbortReason::Conflict(why)))
+            }
             Some(txn) => {
                 let ts = shared.clock.fetch_add(1, Ordering::Relaxed) + 1;
                 let mut store = shared.store.lock().unwrap();

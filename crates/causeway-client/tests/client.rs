@@ -556,3 +556,38 @@ async fn a_dump_whose_cursor_does_not_move_is_refused_not_read_forever() {
         other => panic!("expected a protocol error, got {other:?}"),
     }
 }
+
+/// A serializable store's certification aborts a commit; `retry` runs the
+/// whole transaction again (its reads too) until it commits, and gives the
+/// abort back when the attempts run out.
+#[tokio::test]
+async fn retry_runs_an_aborted_transaction_again_until_it_commits() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+    type Txn<'c> = Pin<Box<dyn Future<Output = Result<Option<causeway_client::Stamp>, Error>> + Send + 'c>>;
+    fn increment(c: &mut Client) -> Txn<'_> {
+        ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async move {
+            c.begin().await?;
+            let v = c.read(&["n"]).await?;
+            let n: u64 = v[0].as_deref().and_then(|b| std::str::from_utf8(b).ok()?.parse().ok()).unwrap_or(0);
+            c.write("n", (n + 1).to_string()).await?;
+            c.commit().await
+        })
+    }
+    let server =
+        MockServer::start_with(MockConfig { behavior: Behavior::AbortCommits { first: 3 }, ..Default::default() })
+            .await
+            .unwrap();
+    let mut client = Client::connect(&server.addr().to_string()).await.unwrap();
+    let short = client.retry(2, increment).await;
+    assert!(matches!(&short, Err(e @ Error::Aborted(_)) if e.is_retryable()), "{short:?}");
+    assert_eq!(ATTEMPTS.load(Ordering::Relaxed), 2, "two attempts, both aborted");
+    let stamp = client.retry(10, increment).await.expect("commits once the aborts end");
+    assert!(stamp.is_some());
+    assert_eq!(ATTEMPTS.load(Ordering::Relaxed), 4, "the third abort, then the commit");
+    assert_eq!(server.get("n").as_deref(), Some(&b"1"[..]), "one increment took effect, not four");
+    assert!(!Error::Disconnected.is_retryable(), "only aborts are retried");
+}
