@@ -296,6 +296,11 @@ impl<E: Clone> Raft<E> {
         self.role = Role::Follower;
         self.leader = None;
         self.election_due_us = now + self.election_timeout();
+        if self.term == 0 && self.log.last_index() == 0 && self.cfg.preferred == Some(self.me) {
+            // A group that has never had a leader: its preferred member
+            // need not wait a timeout to ask (nobody leads to disrupt).
+            self.election_due_us = now;
+        }
         if self.members.len() == 1 {
             self.start_election(now, false, out);
         }

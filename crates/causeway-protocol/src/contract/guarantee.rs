@@ -15,9 +15,11 @@ pub enum Guarantee {
     /// visibility, last-writer-wins arbitration that respects causality,
     /// convergence.
     Causal,
-    /// Serializability. The checker does not judge it yet beyond what TCC
-    /// requires (a serializable history is TCC); the serializability check
-    /// comes with the first protocol that promises it.
+    /// Serializability: one serial order of the committed transactions
+    /// explains every read (Geo-SDUR). The checker judges it by the direct
+    /// serialization graph, after the TCC passes (a serializable history
+    /// of a store that orders versions by commit timestamp is TCC too, but
+    /// for the reads of transactions it aborted).
     Serializable,
 }
 

@@ -49,9 +49,10 @@ pub enum AbortReason {
     /// protocols).
     #[error("aborted: it conflicts with a concurrent transaction ({0})")]
     Conflict(String),
-    /// A partition the transaction wrote did not answer its prepare in
-    /// time (it may have crashed): the coordinator gave the commit up.
-    #[error("aborted: {0} did not answer in time")]
+    /// A partition the transaction needed did not answer in time (it may
+    /// have crashed, or lost its majority): the transaction was given up.
+    /// The text says what did not answer, as a sentence.
+    #[error("aborted: {0}")]
     Unavailable(String),
     /// The transaction ran longer than the store keeps the versions its
     /// snapshot may need (PrompTCC's transaction timeout): start it again.

@@ -475,7 +475,7 @@ impl ClientRole for EigerClient {
                 }
                 self.reading = None;
                 Some(Reply::Aborted(AbortReason::Unavailable(
-                    "the coordinator of a transaction open where it read".into(),
+                    "the coordinator of a transaction open where it read did not answer in time".into(),
                 )))
             }
         }

@@ -31,6 +31,10 @@ pub enum SdurMsg {
     Forward(Box<Part>),
     /// Member → session: how the transaction ended.
     Outcome(Outcome),
+    /// Member → session: the read cannot be answered here: this member
+    /// has not applied what the session saw, and has no leader to learn it
+    /// from (a majority of its group is unreachable).
+    Unreadable { tag: ReadTag, partition: PartitionId, why: String },
     /// Member → session: the part was never proposed (its group has no
     /// leader): the transaction cannot commit.
     Refused { tx: SdurTxId, partition: PartitionId, why: String },
@@ -65,6 +69,7 @@ impl Message for SdurMsg {
             SdurMsg::Read { .. }
             | SdurMsg::Values { .. }
             | SdurMsg::TooOld { .. }
+            | SdurMsg::Unreadable { .. }
             | SdurMsg::Submit(_)
             | SdurMsg::Outcome(_)
             | SdurMsg::Refused { .. } => SdurMsg::CLIENT,
@@ -82,7 +87,7 @@ impl Message for SdurMsg {
 
     fn read_reply(&self) -> Option<ReadTag> {
         match self {
-            SdurMsg::Values { tag, .. } | SdurMsg::TooOld { tag, .. } => Some(*tag),
+            SdurMsg::Values { tag, .. } | SdurMsg::TooOld { tag, .. } | SdurMsg::Unreadable { tag, .. } => Some(*tag),
             _ => None,
         }
     }

@@ -46,7 +46,11 @@
 //!    has applied everything `s` sees — it waits until it has, so a member
 //!    set back by a restart never answers with less. A first read carries
 //!    the session's floor for `p` (its last commit there, or the prefix it
-//!    last read) and waits until the member has applied that position.
+//!    last read) and waits until the member has applied that position. A
+//!    member that must wait but has had no leader for an election timeout
+//!    (a majority of its group is out of its reach) says so instead, and
+//!    the transaction aborts, unavailable: nothing it could learn the
+//!    missing positions from is reachable, nor could the commit be.
 //!    *Invariant R*: a snapshot is a state of `p` — a key's visible version
 //!    is its newest write among the visible positions, because no applied
 //!    entry has an earlier intersecting entry that is not (step 6).

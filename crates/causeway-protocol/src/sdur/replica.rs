@@ -317,6 +317,47 @@ impl SdurReplica {
         }
     }
 
+    /// Answers a read arriving, parks it until this member has applied what
+    /// it must see, or — with no leader for an election timeout, so
+    /// nothing to learn that from — says at once that it cannot.
+    fn on_read(
+        &mut self,
+        now: PhysicalMicros,
+        from: Addr,
+        tag: ReadTag,
+        keys: Vec<Key>,
+        floor: u64,
+        snap: Option<Snap>,
+        out: &mut Out,
+    ) {
+        if !self.ready(floor, snap.as_ref()) && self.leaderless(now) {
+            out.send(from, self.unreadable(tag));
+            return;
+        }
+        self.read(from, tag, keys, floor, snap, out);
+    }
+
+    fn unreadable(&self, tag: ReadTag) -> SdurMsg {
+        let p = self.id.partition;
+        let why = format!(
+            "{p} has no leader: a majority of its replicas is unreachable, and this one has not applied \
+             what the session saw"
+        );
+        SdurMsg::Unreadable { tag, partition: p, why }
+    }
+
+    /// The reads parked here, once this member has been without a leader
+    /// for an election timeout: answered that they cannot be, so their
+    /// sessions try elsewhere or give up rather than wait for the group.
+    fn refuse_parked(&mut self, now: PhysicalMicros, out: &mut Out) {
+        if self.parked.is_empty() || !self.leaderless(now) {
+            return;
+        }
+        for p in std::mem::take(&mut self.parked) {
+            out.send(p.from, self.unreadable(p.tag));
+        }
+    }
+
     /// Answers a read, or parks it until this member has applied what it
     /// must see.
     fn read(&mut self, from: Addr, tag: ReadTag, keys: Vec<Key>, floor: u64, snap: Option<Snap>, out: &mut Out) {
@@ -629,7 +670,7 @@ impl Replica for SdurReplica {
                     self.refused += 1;
                     return;
                 }
-                self.read(from, tag, keys, floor, snap, out);
+                self.on_read(now, from, tag, keys, floor, snap, out);
             }
             SdurMsg::Submit(part) => {
                 if from_replica {
@@ -688,7 +729,11 @@ impl Replica for SdurReplica {
                 };
                 self.on_snapshot(now, r, term, index, snap_term, seq, last, records, out);
             }
-            SdurMsg::Values { .. } | SdurMsg::TooOld { .. } | SdurMsg::Outcome(_) | SdurMsg::Refused { .. } => {
+            SdurMsg::Values { .. }
+            | SdurMsg::TooOld { .. }
+            | SdurMsg::Unreadable { .. }
+            | SdurMsg::Outcome(_)
+            | SdurMsg::Refused { .. } => {
                 // Answers meant for a session.
                 self.refused += 1;
             }
@@ -702,6 +747,7 @@ impl Replica for SdurReplica {
                 let mut rout = RaftOut::default();
                 self.raft.tick(now, &mut rout);
                 self.carry_out(now, rout, out);
+                self.refuse_parked(now, out);
                 self.resend(now, out);
                 self.compact(now);
                 out.set_timer(SdurTimer::Tick, (self.cfg.raft.heartbeat_us / 2).max(1));

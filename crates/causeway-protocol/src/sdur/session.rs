@@ -380,6 +380,31 @@ impl ClientRole for SdurClient {
                 self.submit_if_ready(out);
                 None
             }
+            // A member that cannot answer has had no leader for an election
+            // timeout: a majority of its group is out of its reach, and of
+            // this session's (the nearest member), so the transaction could
+            // not commit either. It ends at once, unavailable, rather than
+            // at its timeout.
+            (SdurMsg::Unreadable { tag, partition, why }, Awaiting::Read) if member.partition == partition => {
+                let reading = self.reading.as_ref()?;
+                if tag != (ReadTag { tx: self.n, round: reading.round }) || !reading.waiting.contains(&partition) {
+                    return None;
+                }
+                self.reading = None;
+                Some(Reply::Aborted(AbortReason::Unavailable(why)))
+            }
+            (SdurMsg::Unreadable { tag, partition, why }, Awaiting::Commit)
+                if member.partition == partition && tag == (ReadTag { tx: self.n, round: SNAPSHOT_ROUND }) =>
+            {
+                // Nothing is submitted before every snapshot is in: giving
+                // up here aborts a transaction no partition has seen.
+                let c = self.committing.as_ref()?;
+                if !c.snapshots.contains(&partition) || !c.parts.is_empty() {
+                    return None;
+                }
+                self.committing = None;
+                Some(Reply::Aborted(AbortReason::Unavailable(why)))
+            }
             (SdurMsg::Outcome(outcome), Awaiting::Commit) => self.on_outcome(outcome),
             (SdurMsg::Refused { tx, why, .. }, Awaiting::Commit) => {
                 let c = self.committing.as_ref()?;
@@ -408,7 +433,7 @@ impl ClientRole for SdurClient {
                 }
                 let silent: Vec<String> = reading.waiting.iter().map(ToString::to_string).collect();
                 self.reading = None;
-                Some(Reply::Aborted(AbortReason::Unavailable(format!("{} did not answer a read", silent.join(", ")))))
+                Some(Reply::Aborted(AbortReason::Unavailable(format!("{} did not answer a read in time", silent.join(", ")))))
             }
             SdurClientTimer::ReadRetry(n, round, k) => {
                 let reading = self.reading.as_ref()?;

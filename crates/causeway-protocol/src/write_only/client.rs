@@ -75,7 +75,7 @@ impl<D> Commit<D> {
 pub fn on_aborted<D>(committing: &mut Option<Commit<D>>, tx: WtxId) -> Option<Reply> {
     committing.as_ref().filter(|c| c.tx == tx)?;
     *committing = None;
-    Some(Reply::Aborted(AbortReason::Unavailable("a partition the transaction wrote".into())))
+    Some(Reply::Aborted(AbortReason::Unavailable("a partition the transaction wrote did not answer in time".into())))
 }
 
 /// The commit timer of transaction `n` fired: if the session still waits

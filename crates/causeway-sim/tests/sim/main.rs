@@ -24,5 +24,6 @@ mod paris_scenarios;
 mod reach;
 mod reseed_scenarios;
 mod sdur_properties;
+mod sdur_scenarios;
 mod wren_properties;
 mod wren_scenarios;

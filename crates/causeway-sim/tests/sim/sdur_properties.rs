@@ -119,16 +119,6 @@ pub fn sdur_config(seed: u64) -> SimConfig {
     config
 }
 
-#[test]
-fn sdur_smoke() {
-    let config = sdur_config(1);
-    eprintln!("{config:?}");
-    let (report, verdict) = run::<Sdur>(config, &sim_sdur());
-    eprintln!("{report}");
-    let problems = problems::<Sdur>(&report, &verdict);
-    assert!(problems.is_empty(), "{problems:?}");
-}
-
 /// The property: every seed serializable, settled, every acknowledged
 /// write kept.
 #[test]
