@@ -372,7 +372,9 @@ struct Pass<'a, 'h> {
 /// causal snapshots too. A TCC store promises every transaction one; a
 /// serializable store promises nothing of a transaction it aborted (an
 /// optimistic one certifies reads at commit, and aborts what saw a
-/// fractured state), so its aborted transactions' reads are not judged.
+/// fractured state), so its aborted transactions' reads are not judged,
+/// nor those of unknown outcome that nobody read from (they may have
+/// aborted).
 pub(crate) fn check(ix: &Index, res: &Resolved, judge_aborted: bool, found: &mut Found) -> Unknowns {
     let n = ix.history.txns.len();
     let g = Graph::build(ix, res);
@@ -495,8 +497,11 @@ pub(crate) fn check(ix: &Index, res: &Resolved, judge_aborted: bool, found: &mut
                     format!("{what}, yet its reads depend on a later transaction of its own session {}", rec.session),
                 );
             }
-            let aborted = !ix.committed[tu] && !ix.unknown[tu];
-            if judge_aborted || !aborted {
+            // Under serializability an unknown transaction nobody read from
+            // may have aborted, so its reads are judged only as the cycle
+            // pass judges it: once a reader proves it committed.
+            let proven = ix.committed[tu] || observed.get(tu).copied().unwrap_or(false);
+            if judge_aborted || proven {
                 for read in res.ext_reads(t) {
                     pass.judge_read(t, read, clock);
                 }
