@@ -41,6 +41,9 @@ pub struct Metrics {
     pub stable_lag: Family<Labels, Gauge<f64, AtomicU64>>,
     pub queue_length: Family<Labels, Gauge>,
     pub versions: Family<Labels, Gauge>,
+    /// Whether a replica leads its group's ordered log (protocols of
+    /// replica groups only).
+    pub group_leader: Family<Labels, Gauge>,
     pub metadata_per_version: Family<Labels, Gauge>,
     pub client_connections: Gauge,
     /// Client connections closed by a limit, by why (`max_clients`,
@@ -135,6 +138,7 @@ impl Metrics {
             stable_lag: Family::default(),
             queue_length: Family::default(),
             versions: Family::default(),
+            group_leader: Family::default(),
             metadata_per_version: Family::default(),
             client_connections: Gauge::default(),
             client_connections_refused: Family::default(),
@@ -198,6 +202,8 @@ impl Metrics {
                     (local: LST, remote: RST; PaRiS: the UST; BPR: what the replica installed)" => m.stable_lag,
                 "queue_length": "Messages waiting in a queue (replica inbox, peer link)" => m.queue_length,
                 "versions": "Versions stored, per replica" => m.versions,
+                "group_leader": "Whether the replica leads its partition's replica group, proposing to its \
+                    ordered log (1) or not (0); Geo-SDUR only" => m.group_leader,
                 "version_metadata" in Bytes: "Bytes of protocol metadata per stored version (Wren: two timestamps)"
                     => m.metadata_per_version,
                 "client_connections": "Open client connections" => m.client_connections,

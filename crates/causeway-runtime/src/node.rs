@@ -195,7 +195,7 @@ async fn start_typed<P: Protocol>(
     let dcs = plan.topology.dc_count();
     let mut replicas = Vec::new();
     for ((id, rx), (replica, log, spill)) in receivers.into_iter().zip(restored) {
-        let gauges = Arc::new(ReplicaGauges::new(dcs));
+        let gauges = Arc::new(ReplicaGauges::new(dcs, P::REPLICA_GROUPS));
         replicas.push((id, gauges.clone()));
         let task = tokio::spawn(replica_task::run::<P>(
             replica,
@@ -395,6 +395,12 @@ fn scrape_refresh(
                 .stream_spilled
                 .get_or_create(&vec![("replica", name.clone())])
                 .set(g.spilled.load(std::sync::atomic::Ordering::Relaxed) as i64);
+            if let Some(leads) = &g.leads {
+                metrics
+                    .group_leader
+                    .get_or_create(&vec![("replica", name.clone())])
+                    .set(leads.load(std::sync::atomic::Ordering::Relaxed).into());
+            }
             metrics
                 .metadata_per_version
                 .get_or_create(&vec![("replica", name)])

@@ -14,7 +14,7 @@ use causeway_protocol::{DcId, Message, Protocol, ReadWaitProbe, Replica, Replica
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -31,16 +31,22 @@ pub struct ReplicaGauges {
     pub inbox: AtomicU64,
     /// Bytes of the replica's spill on disk.
     pub spilled: AtomicU64,
+    /// Whether the replica leads its group's ordered log; `None` for
+    /// protocols without replica groups.
+    pub leads: Option<AtomicBool>,
 }
 
 impl ReplicaGauges {
-    pub fn new(dcs: u16) -> Self {
+    /// The gauges of a replica in a cluster of `dcs` DCs; `groups`: its
+    /// protocol orders each partition's log in a replica group.
+    pub fn new(dcs: u16, groups: bool) -> Self {
         ReplicaGauges {
             visible: (0..dcs).map(|_| AtomicU64::new(0)).collect(),
             versions: AtomicU64::new(0),
             metadata_per_version: AtomicU64::new(0),
             inbox: AtomicU64::new(0),
             spilled: AtomicU64::new(0),
+            leads: groups.then(|| AtomicBool::new(false)),
         }
     }
 
@@ -232,6 +238,9 @@ fn publish<P: Protocol>(
     gauges.versions.store(replica.counters().versions, Ordering::Relaxed);
     gauges.metadata_per_version.store(replica.version_metadata_bytes(), Ordering::Relaxed);
     gauges.inbox.store(inbox.len() as u64, Ordering::Relaxed);
+    if let Some(leads) = &gauges.leads {
+        leads.store(replica.leads(), Ordering::Relaxed);
+    }
 }
 
 /// Sends `msg` from replica `me`, measuring a read answer that waited.

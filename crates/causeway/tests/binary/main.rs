@@ -14,6 +14,7 @@ mod damaged_logs;
 mod first_hour;
 mod golden;
 mod hung_up_clients;
+mod killed_leaders;
 mod killed_servers;
 mod logins;
 mod multiprocess;

@@ -102,4 +102,5 @@ pub async fn metrics_text(addr: std::net::SocketAddr) -> String {
 pub fn metric(text: &str, name: &str) -> f64 {
     text.lines().filter(|l| l.starts_with(name)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
 }
+pub mod cluster;
 pub mod six;
