@@ -204,6 +204,8 @@ pub mod entry;
 pub mod messages;
 pub mod replica;
 pub mod session;
+#[cfg(test)]
+mod session_tests;
 pub mod slot;
 #[cfg(test)]
 mod tests;

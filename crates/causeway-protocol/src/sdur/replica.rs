@@ -35,10 +35,10 @@ struct Submitted {
     sent: Option<(ReplicaId, PhysicalMicros)>,
 }
 
-/// A read waiting for this member to apply what it must see: the
-/// session's floor (a fresh snapshot), or everything its snapshot saw
-/// (a later read of a transaction, after a restart that set this member
-/// back).
+/// A read, as it arrived or parked: it waits for this member to apply
+/// what it must see — the session's floor (a fresh snapshot), or
+/// everything its snapshot saw (a later read of a transaction, after a
+/// restart that set this member back).
 #[derive(Debug)]
 struct Parked {
     from: Addr,
@@ -320,21 +320,12 @@ impl SdurReplica {
     /// Answers a read arriving, parks it until this member has applied what
     /// it must see, or — with no leader for an election timeout, so
     /// nothing to learn that from — says at once that it cannot.
-    fn on_read(
-        &mut self,
-        now: PhysicalMicros,
-        from: Addr,
-        tag: ReadTag,
-        keys: Vec<Key>,
-        floor: u64,
-        snap: Option<Snap>,
-        out: &mut Out,
-    ) {
-        if !self.ready(floor, snap.as_ref()) && self.leaderless(now) {
-            out.send(from, self.unreadable(tag));
+    fn on_read(&mut self, now: PhysicalMicros, read: Parked, out: &mut Out) {
+        if !self.ready(read.floor, read.snap.as_ref()) && self.leaderless(now) {
+            out.send(read.from, self.unreadable(read.tag));
             return;
         }
-        self.read(from, tag, keys, floor, snap, out);
+        self.read(read, out);
     }
 
     fn unreadable(&self, tag: ReadTag) -> SdurMsg {
@@ -360,13 +351,13 @@ impl SdurReplica {
 
     /// Answers a read, or parks it until this member has applied what it
     /// must see.
-    fn read(&mut self, from: Addr, tag: ReadTag, keys: Vec<Key>, floor: u64, snap: Option<Snap>, out: &mut Out) {
-        if !self.ready(floor, snap.as_ref()) {
-            self.parked.push(Parked { from, tag, keys, floor, snap });
+    fn read(&mut self, read: Parked, out: &mut Out) {
+        if !self.ready(read.floor, read.snap.as_ref()) {
+            self.parked.push(read);
             return;
         }
-        let snap = snap.unwrap_or_else(|| self.cert.snapshot());
-        self.answer_read(from, tag, &keys, snap, out);
+        let snap = read.snap.unwrap_or_else(|| self.cert.snapshot());
+        self.answer_read(read.from, read.tag, &read.keys, snap, out);
     }
 
     fn wake_reads(&mut self, out: &mut Out) {
@@ -375,7 +366,7 @@ impl SdurReplica {
         }
         let parked = std::mem::take(&mut self.parked);
         for p in parked {
-            self.read(p.from, p.tag, p.keys, p.floor, p.snap, out);
+            self.read(p, out);
         }
     }
 
@@ -670,7 +661,7 @@ impl Replica for SdurReplica {
                     self.refused += 1;
                     return;
                 }
-                self.on_read(now, from, tag, keys, floor, snap, out);
+                self.on_read(now, Parked { from, tag, keys, floor, snap }, out);
             }
             SdurMsg::Submit(part) => {
                 if from_replica {

@@ -433,7 +433,10 @@ impl ClientRole for SdurClient {
                 }
                 let silent: Vec<String> = reading.waiting.iter().map(ToString::to_string).collect();
                 self.reading = None;
-                Some(Reply::Aborted(AbortReason::Unavailable(format!("{} did not answer a read in time", silent.join(", ")))))
+                Some(Reply::Aborted(AbortReason::Unavailable(format!(
+                    "{} did not answer a read in time",
+                    silent.join(", ")
+                ))))
             }
             SdurClientTimer::ReadRetry(n, round, k) => {
                 let reading = self.reading.as_ref()?;

@@ -325,7 +325,13 @@ impl<S: Snapshot> Coordinator<S> {
                 continue;
             }
             let silent = cohorts.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
-            self.give_up(tx, client, cohorts.into_iter(), format!("a partition of {silent} did not answer in time"), out);
+            self.give_up(
+                tx,
+                client,
+                cohorts.into_iter(),
+                format!("a partition of {silent} did not answer in time"),
+                out,
+            );
         }
     }
 
