@@ -332,7 +332,8 @@ mod tests {
             assert!(e.to_string().contains("may have taken effect"), "{e}");
         }
         // What the server answered stays what it is.
-        let aborted = Error::Aborted(AbortReason::Unavailable("a partition of DC 0 did not answer in time".into())).commit_in_flight();
+        let aborted = Error::Aborted(AbortReason::Unavailable("a partition of DC 0 did not answer in time".into()))
+            .commit_in_flight();
         assert!(matches!(aborted, Error::Aborted(_)));
     }
 

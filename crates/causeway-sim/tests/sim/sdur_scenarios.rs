@@ -136,4 +136,3 @@ fn a_region_with_a_groups_majority_cut_off_keeps_it_and_the_rest_stop_committing
         assert!(after > 0, "seed {seed}: Oregon committed nothing on partition 0 after the cut healed");
     }
 }
-

@@ -57,10 +57,7 @@ async fn sdur_leaders_killed_under_load_are_replaced_and_the_history_is_serializ
             assert!(since.elapsed() < Duration::from_secs(10), "nothing committed after {name}'s group elected");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        eprintln!(
-            "killed leaders: {} leads partition {p} {took:.1?} after; commits go on",
-            cluster.nodes[next].name
-        );
+        eprintln!("killed leaders: {} leads partition {p} {took:.1?} after; commits go on", cluster.nodes[next].name);
         cluster.start(leader);
         cluster.wait_serving(leader).await;
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -76,10 +73,7 @@ async fn sdur_leaders_killed_under_load_are_replaced_and_the_history_is_serializ
     eprintln!("killed leaders: two of partition 0's three members down {:.1?} into the run", started.elapsed());
     let topology = Topology::full(3, 2).unwrap();
     let key_of = |p: u32| {
-        (0..)
-            .map(|n| format!("probe-{n}"))
-            .find(|k| topology.partition_of(k.as_bytes()) == PartitionId(p))
-            .unwrap()
+        (0..).map(|n| format!("probe-{n}")).find(|k| topology.partition_of(k.as_bytes()) == PartitionId(p)).unwrap()
     };
     let (k0, k1) = (key_of(0), key_of(1));
     let since = Instant::now();

@@ -188,7 +188,6 @@ impl Drop for Cluster {
     }
 }
 
-
 impl Cluster {
     /// Whether node `i` is running (started, not killed since).
     pub fn is_up(&self, i: usize) -> bool {
