@@ -385,7 +385,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     }
     let mut ok = outcome.errors.is_empty();
     if let (Some(h), Some(out)) = (&outcome.history, history) {
-        verdict::write_history(h, out)?;
+        verdict::write_history_of(h, spec.protocol.name(), spec.protocol.guarantee(), out)?;
         ok &= verdict::judge(h, spec.protocol.guarantee());
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -104,7 +104,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     let outcome = run_and_summarize(&spec)?;
     let history = outcome.history.expect("the demo records its history");
     if let Some(out) = out {
-        verdict::write_history(&history, out)?;
+        verdict::write_history_of(&history, spec.protocol.name(), spec.protocol.guarantee(), out)?;
     }
     // The demo's cluster is healthy: an outage is a failure here, as an
     // error is.

@@ -33,7 +33,7 @@ struct Cli {
 enum Command {
     /// Run a simulated multi-DC cluster under a workload, check its history, print a summary.
     Sim(sim::SimArgs),
-    /// Check that a history file is transactionally causally consistent (exit 0 if so, 1 if not, 2 if it cannot be read).
+    /// Check a history file against a consistency model: TCC, serializability or eventual consistency (the history's meta line, or --model; exit 0 if it keeps it, 1 if not, 2 if it cannot be read).
     Check(check::CheckArgs),
     /// Start a local 3-DC cluster, run a workload against it, print a summary and the checker's verdict.
     Demo(demo::DemoArgs),

@@ -372,7 +372,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         );
     }
     if let Some(out) = history {
-        verdict::write_history(&report.history, out)?;
+        verdict::write_history_of(&report.history, report.protocol, report.guarantee, out)?;
     }
     let mut ok = verdict::judge(&report.history, report.guarantee) && report.settled();
     if !report.settled() {

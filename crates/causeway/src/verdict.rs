@@ -2,14 +2,18 @@
 
 use crate::output::OutputFile;
 use anyhow::Result;
-use causeway_history::{check_for, Guarantee, History};
+use causeway_history::{check_for, Guarantee, History, HistoryFile, HistoryMeta};
 use std::time::Instant;
 
-/// Writes the history into `out` (opened before the run) and says where.
-pub fn write_history(history: &History, out: OutputFile) -> Result<()> {
+/// Writes the history of a run of `protocol` into `out`, headed by a meta
+/// line that names the protocol and its guarantee, so that `causeway check`
+/// judges it against that guarantee unless told otherwise.
+pub fn write_history_of(history: &History, protocol: &str, guarantee: Guarantee, out: OutputFile) -> Result<()> {
     let path = out.path().display().to_string();
-    out.write(|w| history.write_jsonl(w))?;
-    println!("  history        {} lines in {path}", history.txns.len() + history.finals.len());
+    let meta = HistoryMeta { protocol: Some(protocol.to_string()), guarantee: Some(guarantee) };
+    let file = HistoryFile { meta: Some(meta), history: history.clone() };
+    out.write(|w| file.write_jsonl(w))?;
+    println!("  history        {} lines in {path}", history.txns.len() + history.finals.len() + 1);
     Ok(())
 }
 

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 /// The protocols whose histories are pinned; a new protocol adds its name
 /// here and blesses its digests.
-const PROTOCOLS: [&str; 4] = ["wren", "cure", "h-cure", "ec"];
+const PROTOCOLS: [&str; 5] = ["wren", "cure", "h-cure", "ec", "sdur"];
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
