@@ -77,7 +77,16 @@ async fn embedded(spec: &BenchSpec) -> Result<Target> {
     let wan = spec.wan.as_ref().map(|file| WanModel::load(file.as_deref())).transpose().map_err(anyhow::Error::msg)?;
     let mut plan = ClusterPlan::embedded(spec.protocol, spec.dcs, spec.partitions, spec.replication, wan.as_ref(), 0)
         .and_then(|p| p.with_intervals_ms(spec.delta_r_ms, spec.delta_g_ms))
+        .and_then(|p| p.with_ordered(spec.ordered.clone()))
         .map_err(anyhow::Error::msg)?;
+    if let Some(groups) = &spec.groups {
+        plan = plan.with_groups(groups).map_err(anyhow::Error::msg)?;
+        let mut topology = Topology::clone(&plan.topology);
+        for (from, partition, to) in nearest_holders(&topology, wan.as_ref()) {
+            topology = topology.prefer(from, partition, to).map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        plan.topology = Arc::new(topology);
+    }
     for r in plan.topology.all_replicas() {
         plan.clock_offsets_us.insert(r, spec.clock_offset_us(r.dc.0, r.partition.0));
     }
@@ -98,6 +107,25 @@ async fn embedded(spec: &BenchSpec) -> Result<Target> {
         connect: ClientOptions::default(),
         _running: Running::Embedded(node),
     })
+}
+
+/// For each DC and each partition it holds no member of, the nearest DC
+/// that does, by the WAN model's round-trip times (the lowest DC among
+/// equals): where a replica group's clients elsewhere read and send their
+/// commits (a cluster file's `preferred`). Without a WAN model, none: the
+/// engine's round-robin choice.
+pub fn nearest_holders(topology: &Topology, wan: Option<&WanModel>) -> Vec<(DcId, PartitionId, DcId)> {
+    let Some(rtt) = wan.and_then(|m| m.rtt_matrix(topology.dc_count()).ok()) else { return Vec::new() };
+    let mut out = Vec::new();
+    for from in topology.dcs() {
+        for p in topology.partitions().filter(|&p| !topology.holds(from, p)) {
+            let holders = topology.replicas_of(p);
+            if let Some(&to) = holders.iter().min_by_key(|d| (rtt[usize::from(from.0)][usize::from(d.0)], d.0)) {
+                out.push((from, p, to));
+            }
+        }
+    }
+    out
 }
 
 /// A server process ends when the benchmark does, however it ends (a
@@ -151,6 +179,26 @@ pub fn processes_config(spec: &BenchSpec, topology: &Topology, ports: &[u16]) ->
         "[tuning]\napply_interval_ms = {}\nstabilization_interval_ms = {}",
         spec.delta_r_ms, spec.delta_g_ms
     );
+    if spec.protocol == ProtocolKind::Sdur {
+        let o = &spec.ordered;
+        let _ = writeln!(
+            s,
+            "[ordered]\nheartbeat_ms = {}\nelection_ms = {}\nreorder_threshold = {}",
+            o.heartbeat_us as f64 / 1000.0,
+            o.election_us as f64 / 1000.0,
+            o.reorder_threshold
+        );
+        match spec.delay() {
+            Some(rtt) if rtt == "rtt" => s.push_str("delay_ms = \"rtt\"\n"),
+            Some(ms) => {
+                let _ = writeln!(s, "delay_ms = {ms}");
+            }
+            None => {}
+        }
+        if let Some(bits) = o.bloom_bits {
+            let _ = writeln!(s, "bloom_bits = {bits}\nbloom_history = {}", o.bloom_history);
+        }
+    }
     let _ = writeln!(s, "[limits]\nmax_value_bytes = {}", (spec.value_size.max(64 << 10)) as u32);
     // A node takes at most its DC's clients (and the harness's probes).
     let _ = writeln!(
@@ -165,20 +213,34 @@ pub fn processes_config(spec: &BenchSpec, topology: &Topology, ports: &[u16]) ->
             let _ = writeln!(s, "[wan]\nemulate = true\nfile = {:?}", path.display().to_string());
         }
     }
+    // Replica groups: a DC reads and commits a partition it holds no
+    // member of at the nearest DC that does.
+    let wan = spec.wan.as_ref().and_then(|file| WanModel::load(file.as_deref()).ok());
+    let nearest = if spec.groups.is_some() { nearest_holders(topology, wan.as_ref()) } else { Vec::new() };
     for d in 0..spec.dcs {
         let _ = writeln!(s, "[[dc]]\nname = \"dc{d}\"");
+        let preferred: Vec<String> = nearest
+            .iter()
+            .filter(|(from, ..)| from.0 == d)
+            .map(|(_, p, to)| format!("{} = \"dc{}\"", p.0, to.0))
+            .collect();
+        if !preferred.is_empty() {
+            let _ = writeln!(s, "preferred = {{ {} }}", preferred.join(", "));
+        }
     }
     let mut i = 0;
-    for ReplicaId { dc: DcId(d), partition: PartitionId(p), .. } in topology.all_replicas() {
+    // Two nodes of one DC that list a partition are two members of its group.
+    for ReplicaId { dc: DcId(d), partition: PartitionId(p), member } in topology.all_replicas() {
+        let name = if member == 0 { format!("dc{d}-p{p}") } else { format!("dc{d}-p{p}-m{member}") };
         let _ = writeln!(
             s,
-            "[[node]]\nname = \"dc{d}-p{p}\"\ndc = \"dc{d}\"\npartitions = [{p}]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\nclock_offset_ms = {}",
+            "[[node]]\nname = \"{name}\"\ndc = \"dc{d}\"\npartitions = [{p}]\npeer = \"127.0.0.1:{}\"\nclient = \"127.0.0.1:{}\"\nclock_offset_ms = {}",
             ports[i],
             ports[i + 1],
             spec.clock_offset_us(d, p) as f64 / 1000.0
         );
         if let Some(dir) = &spec.data_dir {
-            let _ = writeln!(s, "data_dir = {:?}", dir.join(format!("dc{d}-p{p}")).display().to_string());
+            let _ = writeln!(s, "data_dir = {:?}", dir.join(&name).display().to_string());
         }
         i += 2;
     }
@@ -327,5 +389,53 @@ mod tests {
             assert!((plan.clock_offset_us(r) - want).abs() <= 1, "{r:?}");
         }
         assert!(plan.clock_offsets_us.values().any(|&o| o != 0));
+    }
+
+    /// Geo-SDUR's "WAN 1" as server processes: a node per member, two of
+    /// them in one DC for a partition's majority, and the log's settings.
+    #[test]
+    fn the_processes_config_places_replica_groups_and_the_logs_settings() {
+        let spec = BenchSpec {
+            protocol: ProtocolKind::Sdur,
+            dcs: 3,
+            partitions: 2,
+            groups: Some(vec![vec![2, 2, 1], vec![0, 0, 1]]),
+            ordered: causeway_protocol::OrderedTuning {
+                reorder_threshold: 80,
+                delaying: causeway_protocol::DelayTuning::Fixed { delay_us: 20_000 },
+                ..Default::default()
+            },
+            wan: None,
+            ..BenchSpec::default()
+        };
+        let topology = spec.topology().unwrap();
+        let ports: Vec<u16> = (0..12).map(|i| 21_000 + i).collect();
+        let text = processes_config(&spec, &topology, &ports);
+        let plan = config::parse(&text, std::path::Path::new("bench.toml")).expect("a valid config");
+        assert_eq!(plan.nodes.len(), 6);
+        assert_eq!(*plan.topology, topology, "the groups asked for");
+        assert_eq!(plan.tuning.ordered.reorder_threshold, 80);
+        assert_eq!(plan.tuning.ordered.delaying, causeway_protocol::DelayTuning::Fixed { delay_us: 20_000 });
+        assert!(plan.nodes.iter().any(|n| n.name == "dc2-p0-m1"), "{text}");
+        // No WAN model here: the engine's own choice of where DC 0 reads p0.
+        assert_eq!(plan.topology.serving_dc(DcId(0), PartitionId(0)), DcId(1));
+        // With the paper's RTTs: US-EAST reads partition 0 in EU (90 ms)
+        // rather than US-WEST (100 ms), EU partition 1 in US-EAST.
+        let model = WanModel::load(Some(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../config/wan-geo-sdur.toml"
+        ))))
+        .unwrap();
+        let near = nearest_holders(&topology, Some(&model));
+        assert_eq!(near, vec![(DcId(0), PartitionId(0), DcId(2)), (DcId(2), PartitionId(1), DcId(0))]);
+        let file =
+            std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/wan-geo-sdur.toml")).unwrap();
+        let on_wan = BenchSpec { wan: Some(Some(file)), ..spec.clone() };
+        let text = processes_config(&on_wan, &topology, &ports);
+        let plan = config::parse(&text, std::path::Path::new("bench.toml")).expect("a valid config");
+        assert_eq!(plan.topology.serving_dc(DcId(0), PartitionId(0)), DcId(2), "{text}");
+        assert_eq!(plan.topology.serving_dc(DcId(1), PartitionId(0)), DcId(1), "held: its own");
+        assert_eq!(spec.members_spec(), "2,2,1/0,0,1");
+        assert_eq!(BenchSpec { groups: None, ..spec.clone() }.members_spec(), "0,1,2/0,1,2");
     }
 }

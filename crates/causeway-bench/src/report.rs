@@ -75,6 +75,97 @@ pub struct BenchReport {
     /// timestamps; Cure: 8 per DC).
     pub metadata_bytes_per_version: u64,
     pub cpu: Cpu,
+    /// The ordered log's setting (Geo-SDUR runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordered: Option<OrderedReport>,
+    /// Throughput and latency by transaction class (`local`, `global`;
+    /// `timeline`, `post`, `follow-local`, `follow-global`), for workloads
+    /// that class their transactions; absent otherwise. The top level's
+    /// `latency_*` are over every class.
+    #[serde(default, skip_serializing_if = "ByClass::is_empty")]
+    pub txn_classes: ByClass<ClassReport>,
+    /// Which repetition of a sweep's runs (`sweep --rounds`); 0 (absent)
+    /// for a single run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub round: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Geo-SDUR's replica groups, log timing and techniques in a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OrderedReport {
+    /// The DC of each member, partition by partition (`--members`:
+    /// `2,2,1/0,0,1` is the paper's WAN 1, `0,1,2/0,1,2` its WAN 2).
+    pub members: String,
+    /// Log positions a local may be applied ahead of a pending global
+    /// (`--reorder`; 0: off).
+    pub reorder_threshold: u64,
+    /// `--delay-ms`: milliseconds, or `rtt`; absent: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    pub heartbeat_ms: f64,
+    pub election_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bloom_bits: Option<u32>,
+}
+
+impl OrderedReport {
+    /// The DCs of each partition's members.
+    pub fn groups(&self) -> Vec<Vec<u16>> {
+        self.members.split('/').map(|g| g.split(',').filter_map(|d| d.trim().parse().ok()).collect()).collect()
+    }
+
+    /// The paper's name for the placement: `WAN 1` when every partition
+    /// has a majority of its members in one DC, `WAN 2` when every member
+    /// of a partition is in a DC of its own; `None` otherwise.
+    pub fn deployment(&self) -> Option<&'static str> {
+        let groups = self.groups();
+        let majority_in_one = |g: &Vec<u16>| g.iter().any(|d| g.iter().filter(|x| *x == d).count() * 2 > g.len());
+        let all_apart = |g: &Vec<u16>| {
+            let mut d = g.clone();
+            d.sort_unstable();
+            d.dedup();
+            d.len() == g.len()
+        };
+        if groups.iter().all(|g| g.len() > 1 && majority_in_one(g)) {
+            Some("WAN 1")
+        } else if groups.iter().all(|g| g.len() > 1 && all_apart(g)) {
+            Some("WAN 2")
+        } else {
+            None
+        }
+    }
+
+    /// The delay in milliseconds, if a fixed one.
+    pub fn delay_ms(&self) -> Option<f64> {
+        self.delay.as_deref().and_then(|d| d.parse().ok())
+    }
+}
+
+/// One class of transactions in a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ClassReport {
+    /// Committed per measured second.
+    pub throughput_tps: f64,
+    pub committed: u64,
+    pub aborted: u64,
+    /// Of the committed ones, begin to the commit's answer.
+    pub latency: Distribution,
+    /// Mean and p99 by the clients' DC.
+    #[serde(default)]
+    pub by_dc: Vec<DcLatency>,
+}
+
+/// A class's latency from the clients of one DC.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DcLatency {
+    pub dc: u16,
+    pub committed: u64,
+    pub mean_ms: f64,
+    pub p99_ms: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -95,6 +186,13 @@ pub struct WorkloadReport {
     /// paper's (reads then writes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_fraction: Option<f64>,
+    /// The Geo-SDUR paper's workloads: `sdur-micro` or `social`; absent
+    /// for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The microbenchmark's share of global transactions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_fraction: Option<f64>,
 }
 
 impl WorkloadReport {
@@ -193,6 +291,17 @@ pub struct Traffic {
 /// Wren paper; other protocols declare their own).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ByClass<T>(pub Vec<(String, T)>);
+
+impl<T> ByClass<T> {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The entry of class `name`, if any.
+    pub fn find(&self, name: &str) -> Option<&T> {
+        self.0.iter().find(|(c, _)| c == name).map(|(_, v)| v)
+    }
+}
 
 impl<T: Copy + Default> ByClass<T> {
     /// The number of class `name`; zero for a class the protocol does not have.
@@ -326,6 +435,24 @@ impl BenchReport {
                 self.latency_max_ms
             ),
         );
+        for (class, c) in &self.txn_classes.0 {
+            let d = &c.latency;
+            line(
+                &mut s,
+                format!(
+                    "  {class:<14} {:.0} txn/s ({} committed, {} aborted), latency mean {:.2} ms   p50 {:.2}   p99 {:.2}   max {:.1} ms",
+                    c.throughput_tps, c.committed, c.aborted, d.mean_ms, d.p50_ms, d.p99_ms, d.max_ms
+                ),
+            );
+            if c.by_dc.len() > 1 {
+                let dcs: Vec<String> = c
+                    .by_dc
+                    .iter()
+                    .map(|x| format!("dc{} {:.1}/{:.1} ms ({})", x.dc, x.mean_ms, x.p99_ms, x.committed))
+                    .collect();
+                line(&mut s, format!("  {:<14}   mean/p99 by DC: {}", "", dcs.join(", ")));
+            }
+        }
         let r = &self.reads;
         line(
             &mut s,
@@ -399,8 +526,91 @@ impl BenchReport {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A report of nothing in particular, for tests to change.
+    pub(crate) fn sample() -> BenchReport {
+        BenchReport {
+            protocol: "sdur".into(),
+            deployment: "embedded".into(),
+            tls: false,
+            dcs: 3,
+            partitions: 2,
+            replication: None,
+            clients_per_partition: 1,
+            clients_per_dc: 2,
+            clients: 6,
+            workload: WorkloadReport {
+                reads_per_txn: 2,
+                writes_per_txn: 2,
+                partitions_per_txn: 2,
+                keys_per_partition: 1000,
+                zipf: 0.0,
+                value_size: 4,
+                multi_dc_fraction: None,
+                write_fraction: None,
+                kind: Some("sdur-micro".into()),
+                global_fraction: Some(0.1),
+            },
+            wan: true,
+            preload: false,
+            skew_ms: 0.0,
+            delta_r_ms: 5.0,
+            delta_g_ms: 5.0,
+            warmup_s: 1.0,
+            duration_s: 1.0,
+            throughput_tps: 10.0,
+            committed: 10,
+            aborted: 0,
+            errors: 0,
+            unknown: 0,
+            unavailable: 0,
+            reconnects: 0,
+            latency_mean_ms: 1.0,
+            latency_p50_ms: 1.0,
+            latency_p90_ms: 1.0,
+            latency_p99_ms: 1.0,
+            latency_max_ms: 1.0,
+            reads: ReadWaits::default(),
+            visibility: Visibility::default(),
+            traffic: Traffic::default(),
+            metadata_bytes_per_version: 8,
+            cpu: Cpu::default(),
+            ordered: Some(OrderedReport { members: "2,2,1/0,0,1".into(), ..OrderedReport::default() }),
+            txn_classes: ByClass(vec![(
+                "local".into(),
+                ClassReport { throughput_tps: 9.0, committed: 9, ..ClassReport::default() },
+            )]),
+            round: 0,
+        }
+    }
+
+    /// The classes and the log's setting go into the JSON under their names
+    /// and come back; reports without them read as before.
+    #[test]
+    fn classes_and_the_logs_setting_round_trip_through_json() {
+        let r = sample();
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["txn_classes"]["local"]["throughput_tps"], 9.0);
+        assert_eq!(v["txn_classes"]["local"]["latency"]["cdf"], serde_json::json!([]));
+        assert_eq!(v["ordered"]["members"], "2,2,1/0,0,1");
+        assert_eq!(v["workload"]["kind"], "sdur-micro");
+        assert!(v.get("round").is_none(), "a single run has no round");
+        let back: BenchReport = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back.txn_classes.find("local").map(|c| c.committed), Some(9));
+        assert_eq!(back.ordered.as_ref().and_then(OrderedReport::deployment), Some("WAN 1"));
+        let mut old = v;
+        for field in ["txn_classes", "ordered"] {
+            old.as_object_mut().unwrap().remove(field);
+        }
+        let old: BenchReport = serde_json::from_value(old).unwrap();
+        assert!(old.txn_classes.is_empty() && old.ordered.is_none());
+        assert!(r.summary().contains("local "), "{}", r.summary());
+        let wan2 = OrderedReport { members: "0,1,2/0,1,2".into(), ..OrderedReport::default() };
+        assert_eq!(wan2.deployment(), Some("WAN 2"));
+        assert_eq!(OrderedReport { members: "0,0/1".into(), ..OrderedReport::default() }.deployment(), None);
+    }
 
     #[test]
     fn read_only_rounds_summarize_to_a_mean_and_the_shares_of_second_and_third_rounds() {

@@ -5,17 +5,19 @@
 use crate::cpu::{self, CpuTime};
 use crate::deploy::{self, Servers, Target};
 use crate::report::{
-    BenchReport, ByClass, Cpu, CpuReport, Distribution, ReadWaits, Traffic, Visibility, WorkloadReport,
+    BenchReport, ByClass, ClassReport, Cpu, CpuReport, DcLatency, Distribution, OrderedReport, ReadWaits, Traffic,
+    Visibility, WorkloadReport,
 };
 use crate::spec::BenchSpec;
 use anyhow::{Context, Result};
 use causeway_client::wire::NodeStats;
 use causeway_history::History;
+use causeway_load::driver::ClassMeasure;
 use causeway_load::probe::Probe;
 use causeway_load::visibility::Witness;
 use causeway_load::{settle, visibility, LoadConfig, Phase, Progress};
 use causeway_protocol::{ProtocolKind, Topology};
-use causeway_workload::WorkloadKind;
+use causeway_workload::{TxnShape, WorkloadKind};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -73,6 +75,41 @@ fn classes(nodes: &[NodeStats]) -> Vec<(String, u64, u64)> {
 
 fn waited_txns(nodes: &[NodeStats]) -> BTreeSet<(u16, u64)> {
     nodes.iter().flat_map(|n| n.waited_txns.iter().copied()).collect()
+}
+
+/// Per class, over every DC and by DC, in the classes' order.
+fn class_reports(measures: &[ClassMeasure], secs: f64) -> ByClass<ClassReport> {
+    let mut out: Vec<(String, ClassReport, hdrhistogram::Histogram<u64>)> = Vec::new();
+    for m in measures {
+        let name = m.class.name();
+        let i = match out.iter().position(|(c, ..)| c == name) {
+            Some(i) => i,
+            None => {
+                out.push((name.to_string(), ClassReport::default(), visibility::histogram()));
+                out.len() - 1
+            }
+        };
+        let (_, c, all) = &mut out[i];
+        c.committed += m.committed;
+        c.aborted += m.aborted;
+        let _ = all.add(&m.latency);
+        let h = &m.latency;
+        c.by_dc.push(DcLatency {
+            dc: m.dc.0,
+            committed: m.committed,
+            mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
+            p99_ms: if h.is_empty() { 0.0 } else { h.value_at_quantile(0.99) as f64 / 1000.0 },
+        });
+    }
+    ByClass(
+        out.into_iter()
+            .map(|(name, mut c, all)| {
+                c.throughput_tps = c.committed as f64 / secs.max(1e-9);
+                c.latency = Distribution::of(&all);
+                (name, c)
+            })
+            .collect(),
+    )
 }
 
 /// Runs `spec`; `progress` is called about once a second.
@@ -184,7 +221,9 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             zipf: w.zipf,
             value_size: spec.value_size,
             multi_dc_fraction: (!topology.is_fully_replicated()).then_some(w.multi_dc_fraction),
-            write_fraction: (w.shape == causeway_workload::TxnShape::ReadOrWrite).then_some(w.write_fraction()),
+            write_fraction: (w.shape == TxnShape::ReadOrWrite).then_some(w.write_fraction()),
+            kind: matches!(w.shape, TxnShape::SdurMicro { .. } | TxnShape::Social(_)).then(|| w.shape.name().into()),
+            global_fraction: w.shape.global_fraction(),
         },
         wan: spec.wan.is_some(),
         preload: spec.preload,
@@ -232,6 +271,16 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             .max()
             .unwrap_or(0),
         cpu: Cpu { servers: cpu_of(first.servers, last.servers), clients: cpu_of(first.clients, last.clients) },
+        ordered: (*protocol == ProtocolKind::Sdur).then(|| OrderedReport {
+            members: spec.members_spec(),
+            reorder_threshold: spec.ordered.reorder_threshold,
+            delay: spec.delay(),
+            heartbeat_ms: spec.ordered.heartbeat_us as f64 / 1000.0,
+            election_ms: spec.ordered.election_us as f64 / 1000.0,
+            bloom_bits: spec.ordered.bloom_bits,
+        }),
+        txn_classes: class_reports(&report.classes, secs),
+        round: spec.round,
     };
     let history = if spec.record {
         let endpoints: Vec<_> = endpoints.iter().map(|(dc, a)| (dc.0, *a)).collect();

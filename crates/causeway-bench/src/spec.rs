@@ -2,7 +2,7 @@
 //! long. Every field has the paper's default.
 
 use causeway_client::wire::Limits;
-use causeway_protocol::{ProtocolKind, Topology};
+use causeway_protocol::{DcId, DelayTuning, OrderedTuning, ProtocolKind, Topology};
 use causeway_workload::{TxnShape, WorkloadConfig};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -87,6 +87,15 @@ pub struct BenchSpec {
     /// Log in as this user of a running cluster (`--config`); clusters the
     /// run starts admit its clients anonymously.
     pub credentials: Option<causeway_client::Credentials>,
+    /// Replica groups (Geo-SDUR, `--members`): the DC of each member of
+    /// each partition; `None`: one replica per partition and DC.
+    pub groups: Option<Vec<Vec<u16>>>,
+    /// The ordered log's settings (Geo-SDUR): Raft timing, reordering,
+    /// delaying, bloom filters.
+    pub ordered: OrderedTuning,
+    /// Which repetition of a sweep's runs this is (`sweep --rounds`; 0 for
+    /// a single run).
+    pub round: u32,
 }
 
 impl Default for BenchSpec {
@@ -122,6 +131,9 @@ impl Default for BenchSpec {
             fsync: causeway_runtime::disk::Fsync::default(),
             tls: false,
             credentials: None,
+            groups: None,
+            ordered: OrderedTuning::default(),
+            round: 0,
         }
     }
 }
@@ -142,6 +154,11 @@ pub fn new_run_id() -> String {
     z ^= z >> 31;
     const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     (0..8).map(|i| DIGITS[(z >> (i * 6)) as usize % 36] as char).collect()
+}
+
+/// `2,2,1/0,0,1`: the DC of each member, partition by partition.
+pub fn members_spec(groups: &[Vec<u16>]) -> String {
+    groups.iter().map(|g| g.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")).collect::<Vec<_>>().join("/")
 }
 
 /// The paper's transaction: `reads` + `writes` over 4 partitions, zipf
@@ -181,9 +198,38 @@ pub fn promptcc_workload(keys: u32, write_fraction: f64) -> WorkloadConfig {
 
 impl BenchSpec {
     /// The cluster's shape: every partition in every DC, or in
-    /// `replication` of them.
+    /// `replication` of them, or in the replica groups asked for.
     pub fn topology(&self) -> Result<Topology, String> {
-        Topology::placed(self.dcs, self.partitions, self.replication).map_err(|e| e.to_string())
+        match &self.groups {
+            Some(groups) => {
+                let groups = groups.iter().map(|g| g.iter().map(|&dc| DcId(dc)).collect()).collect();
+                Topology::with_groups(self.dcs, self.partitions, groups).map_err(|e| e.to_string())
+            }
+            None => Topology::placed(self.dcs, self.partitions, self.replication).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The replica groups as `--members` writes them (`2,2,1/0,0,1`): the DC
+    /// of each member, partition by partition; one member per DC without
+    /// groups.
+    pub fn members_spec(&self) -> String {
+        match &self.groups {
+            Some(groups) => members_spec(groups),
+            None => (0..self.partitions)
+                .map(|_| (0..self.dcs).map(|d| d.to_string()).collect::<Vec<_>>().join(","))
+                .collect::<Vec<_>>()
+                .join("/"),
+        }
+    }
+
+    /// The delay of `--delay-ms`, as the report gives it: milliseconds, or
+    /// `rtt`; `None` off.
+    pub fn delay(&self) -> Option<String> {
+        match &self.ordered.delaying {
+            DelayTuning::Off => None,
+            DelayTuning::Fixed { delay_us } => Some(format!("{}", *delay_us as f64 / 1000.0)),
+            DelayTuning::FromRtt { .. } => Some("rtt".into()),
+        }
     }
 
     /// The prefix of every key the run reads and writes ([`BenchSpec::key_prefix`]).
@@ -218,13 +264,51 @@ impl BenchSpec {
         )?;
         // The flags that set the transaction's size.
         let (reads, writes) = match w.shape {
-            TxnShape::ReadThenWrite => ("--reads", "--writes"),
             TxnShape::ReadOrWrite => ("--keys-per-txn", "--keys-per-txn"),
+            _ => ("--reads", "--writes"),
         };
         let empty = match w.shape {
-            TxnShape::ReadThenWrite => "a transaction needs at least one read or write (--reads, --writes)",
             TxnShape::ReadOrWrite => "--keys-per-txn must be at least 1 (the paper: 5, from 2 to 64)",
+            _ => "a transaction needs at least one read or write (--reads, --writes)",
         };
+        if let Some(groups) = &self.groups {
+            check(
+                groups.len() == self.partitions as usize,
+                &format!(
+                    "--members places {} partitions; the cluster has {} (--partitions)",
+                    groups.len(),
+                    self.partitions
+                ),
+            )?;
+            check(self.replication.is_none(), "--members places the replicas itself: leave out --replication")?;
+            check(
+                groups.iter().all(|g| !g.is_empty() && g.iter().all(|&dc| dc < self.dcs)),
+                &format!(
+                    "--members names a DC the cluster does not have (DCs are 0 to {})",
+                    self.dcs.saturating_sub(1)
+                ),
+            )?;
+        }
+        match w.shape {
+            TxnShape::SdurMicro { global_ppm } => {
+                check(
+                    global_ppm <= 1_000_000,
+                    "--global-fraction must be between 0 and 1 (the paper: 0, 0.01, 0.1, 0.5)",
+                )?;
+                check(
+                    global_ppm == 0 || self.partitions >= 2,
+                    "--global-fraction above 0 needs two partitions or more (a global transaction touches two)",
+                )?;
+            }
+            TxnShape::Social(_) => {
+                check(
+                    !self.preload,
+                    "--preload does not apply to --workload social (a user's lists start as its id says)",
+                )?;
+                check(w.keys_per_partition >= 2, "--users must be at least 2 per partition")?;
+            }
+            TxnShape::ReadThenWrite | TxnShape::ReadOrWrite => {}
+        }
         check(w.reads_per_txn + w.writes_per_txn >= 1, empty)?;
         if w.shape == TxnShape::ReadOrWrite {
             check(
@@ -275,7 +359,8 @@ impl BenchSpec {
         for (v, flag) in [(self.delta_r_ms, "--delta-r-ms"), (self.delta_g_ms, "--delta-g-ms")] {
             check(v.is_finite() && v > 0.0 && v <= 60_000.0, &format!("{flag} must be in (0, 60000] ms"))?;
         }
-        Ok(())
+        // What the flags above do not name (the workload's own rules).
+        causeway_workload::WorkloadKind::Random(w.clone()).validate()
     }
 
     /// Each replica's emulated clock offset in microseconds, drawn from the

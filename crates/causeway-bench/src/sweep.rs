@@ -1,14 +1,18 @@
 //! A series of runs: every combination of the protocols, client counts,
 //! partition counts, DC counts, read:write mixes, (under partial
 //! replication) localities and workload variants — value sizes, zipf
-//! exponents, and with the PrompTCC paper's transactions keys per
-//! transaction and write fractions — asked for, each a fresh cluster, saved
-//! as JSON next to the figures drawn from them.
+//! exponents, with the PrompTCC paper's transactions keys per transaction
+//! and write fractions, with the Geo-SDUR paper's microbenchmark global
+//! fractions — and, for Geo-SDUR, replica placements, delays and
+//! reordering thresholds, asked for, each a fresh cluster, the whole series
+//! repeated `rounds` times (so that runs to compare alternate), saved as
+//! JSON next to the figures drawn from them.
 
 use crate::report::BenchReport;
 use crate::spec::BenchSpec;
 use anyhow::{Context, Result};
-use causeway_protocol::ProtocolKind;
+use causeway_protocol::{DelayTuning, ProtocolKind};
+use causeway_workload::TxnShape;
 use std::path::Path;
 
 #[derive(Clone, Debug)]
@@ -28,6 +32,50 @@ pub struct Sweep {
     /// base workload's.
     pub multi_dc: Vec<f64>,
     pub variants: Variants,
+    /// Geo-SDUR's settings the sweep varies.
+    pub ordered: OrderedVariants,
+    /// How many times the whole series runs, one round after the other
+    /// (at least 1).
+    pub rounds: u32,
+}
+
+/// Geo-SDUR's settings a sweep varies; an empty list keeps the base run's.
+#[derive(Clone, Debug, Default)]
+pub struct OrderedVariants {
+    /// Replica placements (`--members`): the DC of each member per
+    /// partition; `None`, one replica per DC.
+    pub members: Vec<Option<Vec<Vec<u16>>>>,
+    /// Delays of global transactions (`--delay-ms`).
+    pub delays: Vec<DelayTuning>,
+    /// Reordering thresholds (`--reorder`).
+    pub reorders: Vec<u64>,
+}
+
+impl OrderedVariants {
+    fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.delays.is_empty() && self.reorders.is_empty()
+    }
+
+    /// Every combination, placements outermost, each applied to a copy of `base`.
+    fn apply(&self, base: &BenchSpec) -> Vec<BenchSpec> {
+        let members = if self.members.is_empty() { vec![base.groups.clone()] } else { self.members.clone() };
+        let delays = if self.delays.is_empty() { vec![base.ordered.delaying.clone()] } else { self.delays.clone() };
+        let reorders =
+            if self.reorders.is_empty() { vec![base.ordered.reorder_threshold] } else { self.reorders.clone() };
+        let mut out = Vec::new();
+        for m in &members {
+            for d in &delays {
+                for &r in &reorders {
+                    let mut s = base.clone();
+                    s.groups = m.clone();
+                    s.ordered.delaying = d.clone();
+                    s.ordered.reorder_threshold = r;
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Workload parameters a sweep varies; an empty list keeps the base run's.
@@ -40,6 +88,9 @@ pub struct Variants {
     pub keys_per_txn: Vec<u32>,
     /// Shares of transactions that write (the PrompTCC paper's only).
     pub write_fractions: Vec<f64>,
+    /// Shares of global transactions (the Geo-SDUR paper's microbenchmark
+    /// only).
+    pub global_fractions: Vec<f64>,
 }
 
 impl Variants {
@@ -54,15 +105,20 @@ impl Variants {
             for zipf in or(&self.zipfs, w.zipf) {
                 for &k in &keys {
                     for wf in or(&self.write_fractions, w.write_fraction()) {
-                        let mut s = base.clone();
-                        s.value_size = size;
-                        s.workload.zipf = zipf;
-                        if s.workload.shape == causeway_workload::TxnShape::ReadOrWrite {
-                            s.workload.reads_per_txn = k;
-                            s.workload.writes_per_txn = k;
-                            s.workload.read_only_fraction = 1.0 - wf;
+                        for g in or(&self.global_fractions, w.shape.global_fraction().unwrap_or(0.0)) {
+                            let mut s = base.clone();
+                            s.value_size = size;
+                            s.workload.zipf = zipf;
+                            if s.workload.shape == TxnShape::ReadOrWrite {
+                                s.workload.reads_per_txn = k;
+                                s.workload.writes_per_txn = k;
+                                s.workload.read_only_fraction = 1.0 - wf;
+                            }
+                            if let TxnShape::SdurMicro { global_ppm } = &mut s.workload.shape {
+                                *global_ppm = causeway_workload::fraction_ppm(g);
+                            }
+                            out.push(s);
                         }
-                        out.push(s);
                     }
                 }
             }
@@ -72,10 +128,31 @@ impl Variants {
 }
 
 impl Sweep {
-    /// The runs, in the order they run: for each workload variant, mix, DC
-    /// count, partition count and locality, every protocol at rising load.
+    /// The runs, in the order they run: round by round; in each, for each
+    /// placement, delay and reordering threshold, workload variant, mix,
+    /// DC count, partition count and locality, every protocol at rising
+    /// load.
     pub fn specs(&self) -> Vec<BenchSpec> {
-        self.variants.apply(&self.base).iter().flat_map(|base| self.specs_of(base)).collect()
+        let one: Vec<BenchSpec> = self
+            .ordered
+            .apply(&self.base)
+            .iter()
+            .flat_map(|base| self.variants.apply(base))
+            .flat_map(|base| self.specs_of(&base))
+            .collect();
+        (1..=self.rounds.max(1))
+            .flat_map(|round| {
+                one.iter().map(move |s| {
+                    let mut s = s.clone();
+                    if self.rounds > 1 {
+                        s.round = round;
+                    }
+                    s.run_id = crate::spec::new_run_id();
+                    s.data_dir = self.base.data_dir.as_ref().map(|d| d.join(&s.run_id));
+                    s
+                })
+            })
+            .collect()
     }
 
     fn specs_of(&self, base: &BenchSpec) -> Vec<BenchSpec> {
@@ -134,10 +211,21 @@ impl Sweep {
                 return Err(format!("{what} needs at least one value"));
             }
         }
-        let promptcc = self.base.workload.shape == causeway_workload::TxnShape::ReadOrWrite;
+        let promptcc = self.base.workload.shape == TxnShape::ReadOrWrite;
         let v = &self.variants;
         if !promptcc && (v.keys_per_txn.len() > 1 || v.write_fractions.len() > 1) {
             return Err("--keys-per-txn and --write-fraction lists vary the PrompTCC paper's transactions: give --workload promptcc".into());
+        }
+        let micro = matches!(self.base.workload.shape, TxnShape::SdurMicro { .. });
+        if !micro && v.global_fractions.len() > 1 {
+            return Err(
+                "a --global-fraction list varies the Geo-SDUR microbenchmark: give --workload sdur-micro".into()
+            );
+        }
+        if !self.ordered.is_empty() && self.protocols.iter().any(|p| *p != ProtocolKind::Sdur) {
+            return Err(
+                "--members, --delay-ms and --reorder lists vary Geo-SDUR's settings: give --protocols sdur".into()
+            );
         }
         self.specs().iter().try_for_each(BenchSpec::validate)
     }
@@ -149,6 +237,26 @@ impl Sweep {
 /// paper's transactions `promptcc-1dc-8p-5k-w10-z99-v128-128cpd` (5 keys,
 /// 10 % write, zipf 0.99, 128-byte values).
 pub fn run_name(r: &BenchReport) -> String {
+    let round = if r.round > 0 { format!("-round{}", r.round) } else { String::new() };
+    if let Some(o) = &r.ordered {
+        // Geo-SDUR: `sdur-wan1-micro-g10-r320-d20-12cpd` (the placement,
+        // the workload and its global percent, reordering, delaying).
+        let placement = match o.deployment() {
+            Some(d) => d.to_lowercase().replace(' ', ""),
+            None => format!("m{}", o.members.replace(',', "").replace('/', "-")),
+        };
+        let w = &r.workload;
+        let workload = match (w.kind.as_deref(), w.global_fraction) {
+            (Some("sdur-micro"), Some(g)) => format!("micro-g{}", fraction_name(g)),
+            (Some(kind), _) => kind.to_string(),
+            (None, _) => format!("{}r{}w", w.reads_per_txn, w.writes_per_txn),
+        };
+        let delay = o.delay.as_ref().map_or(String::new(), |d| format!("-d{d}"));
+        return format!(
+            "{}-{}dc-{}p-{placement}-{workload}-r{}{delay}-{}cpd{round}",
+            r.protocol, r.dcs, r.partitions, o.reorder_threshold, r.clients_per_dc
+        );
+    }
     if let Some(wf) = r.workload.write_fraction {
         let w = &r.workload;
         return format!(
@@ -169,9 +277,19 @@ pub fn run_name(r: &BenchReport) -> String {
         _ => String::new(),
     };
     format!(
-        "{}-{}dc-{}p{placement}-{}r{}w-{}cpd",
+        "{}-{}dc-{}p{placement}-{}r{}w-{}cpd{round}",
         r.protocol, r.dcs, r.partitions, r.workload.reads_per_txn, r.workload.writes_per_txn, r.clients_per_dc
     )
+}
+
+/// A percent for a name: `10`, `1`, `0.5` → `0p5`.
+fn fraction_name(f: f64) -> String {
+    let pct = f * 100.0;
+    if (pct - pct.round()).abs() < 1e-9 {
+        format!("{}", pct.round())
+    } else {
+        format!("{pct}").replace('.', "p")
+    }
 }
 
 /// Writes one run's report as `DIR/runs/NAME.json`.
@@ -214,6 +332,8 @@ mod tests {
             mixes: vec![(19, 1), (10, 10)],
             multi_dc: vec![],
             variants: Variants::default(),
+            ordered: OrderedVariants::default(),
+            rounds: 1,
         };
         let specs = sweep.specs();
         assert_eq!(specs.len(), 2 * 2 * 2 * 2);
@@ -255,7 +375,10 @@ mod tests {
                 zipfs: vec![],
                 keys_per_txn: vec![2, 16],
                 write_fractions: vec![0.5],
+                global_fractions: vec![],
             },
+            ordered: OrderedVariants::default(),
+            rounds: 1,
         };
         let specs = sweep.specs();
         assert_eq!(specs.len(), 2 * 2 * 2, "sizes × keys × protocols");
@@ -271,5 +394,60 @@ mod tests {
             "EC beside each"
         );
         assert_eq!(sweep.validate(), Ok(()));
+    }
+
+    /// Geo-SDUR's sweeps: placements, delays, thresholds and global
+    /// fractions multiply the runs; rounds repeat the whole series in order.
+    #[test]
+    fn geo_sdur_settings_and_rounds_multiply_the_runs_round_after_round() {
+        let base = BenchSpec {
+            protocol: ProtocolKind::Sdur,
+            workload: causeway_workload::WorkloadConfig::sdur_micro(0.1),
+            ..BenchSpec::default()
+        };
+        let wan1 = Some(vec![vec![2, 2, 1], vec![0, 0, 1]]);
+        let sweep = Sweep {
+            base,
+            protocols: vec![ProtocolKind::Sdur],
+            clients: vec![4],
+            clients_per_dc: vec![],
+            partitions: vec![2],
+            dcs: vec![3],
+            mixes: vec![(19, 1)],
+            multi_dc: vec![],
+            variants: Variants { global_fractions: vec![0.01, 0.5], ..Variants::default() },
+            ordered: OrderedVariants {
+                members: vec![wan1.clone(), None],
+                delays: vec![DelayTuning::Off, DelayTuning::Fixed { delay_us: 20_000 }],
+                reorders: vec![0, 320],
+            },
+            rounds: 3,
+        };
+        assert_eq!(sweep.validate(), Ok(()));
+        let specs = sweep.specs();
+        assert_eq!(specs.len(), 3 * 2 * 2 * 2 * 2, "rounds × placements × delays × thresholds × fractions");
+        let one = specs.len() / 3;
+        for (i, s) in specs.iter().enumerate() {
+            assert_eq!(s.round as usize, i / one + 1, "round after round");
+            let first = &specs[i % one];
+            assert_eq!(
+                (&s.groups, &s.ordered.delaying, s.ordered.reorder_threshold, s.workload.shape),
+                (&first.groups, &first.ordered.delaying, first.ordered.reorder_threshold, first.workload.shape),
+                "each round the same series"
+            );
+            assert_eq!(s.workload.reads_per_txn, 2, "a mix does not apply to the microbenchmark");
+        }
+        assert_eq!(specs[0].groups, wan1);
+        assert_eq!(specs[0].workload.shape.global_fraction(), Some(0.01));
+        assert_eq!(specs[1].workload.shape.global_fraction(), Some(0.5));
+        assert_eq!(specs[2].ordered.reorder_threshold, 320);
+        assert_eq!(specs[4].ordered.delaying, DelayTuning::Fixed { delay_us: 20_000 });
+        assert_eq!(specs[8].groups, None);
+        let ids: std::collections::BTreeSet<&str> = specs.iter().map(|s| s.run_id.as_str()).collect();
+        assert_eq!(ids.len(), specs.len(), "every run its own id");
+        let wren = Sweep { protocols: vec![ProtocolKind::Wren], ..sweep.clone() };
+        assert!(wren.validate().unwrap_err().contains("--protocols sdur"));
+        let paper = Sweep { base: BenchSpec { protocol: ProtocolKind::Sdur, ..BenchSpec::default() }, ..sweep };
+        assert!(paper.validate().unwrap_err().contains("--workload sdur-micro"), "fractions need the microbenchmark");
     }
 }

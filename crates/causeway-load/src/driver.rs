@@ -15,8 +15,8 @@ use crate::visibility::{self, Commit};
 use bytes::Bytes;
 use causeway_client::{Client, ClientOptions, Error};
 use causeway_history::{CommitTs, Op, StampElem, Status, TxnRecord};
-use causeway_protocol::{DcId, Topology};
-use causeway_workload::{Generator, TxnPlan, WorkloadKind};
+use causeway_protocol::{DcId, Key, PartitionId, Topology, Value};
+use causeway_workload::{Generator, Transfer, TxnClass, TxnPlan, WorkloadKind};
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -97,7 +97,23 @@ pub struct LoadReport {
     pub reconnects: u64,
     /// Latency of committed transactions, in microseconds.
     pub latency: Histogram<u64>,
+    /// The same measurements by transaction class and client DC, for the
+    /// workloads that class their transactions ([`TxnClass`]); empty
+    /// otherwise.
+    pub classes: Vec<ClassMeasure>,
     pub records: Vec<TxnRecord>,
+}
+
+/// What the clients of one DC measured of one class of transactions after
+/// the warm-up.
+#[derive(Clone, Debug)]
+pub struct ClassMeasure {
+    pub class: TxnClass,
+    pub dc: DcId,
+    pub committed: u64,
+    pub aborted: u64,
+    /// Latency of the committed ones, in microseconds.
+    pub latency: Histogram<u64>,
 }
 
 #[derive(Default)]
@@ -156,6 +172,9 @@ pub async fn run(
             session: name.clone(),
             name,
             dc,
+            // Clients are dealt over the DC's endpoints as they are over
+            // its replicas (one endpoint per replica, or one for the DC).
+            home: generator.home_of(dc, i),
             addr,
             options,
             client: Some(client),
@@ -171,6 +190,7 @@ pub async fn run(
             measure_from,
             measured: Measured::default(),
             latency: visibility::histogram(),
+            classes: Vec::new(),
             records: Vec::new(),
         };
         tasks.push(tokio::spawn(worker.run(stop.clone())));
@@ -207,6 +227,7 @@ pub async fn run(
         unavailable: 0,
         reconnects: 0,
         latency: visibility::histogram(),
+        classes: Vec::new(),
         records: Vec::new(),
     };
     for t in tasks {
@@ -219,12 +240,23 @@ pub async fn run(
                 report.unavailable += w.outages.unavailable;
                 report.reconnects += w.outages.reconnects;
                 let _ = report.latency.add(&w.latency);
+                for c in w.classes {
+                    match report.classes.iter_mut().find(|m| (m.class, m.dc) == (c.class, c.dc)) {
+                        Some(m) => {
+                            m.committed += c.committed;
+                            m.aborted += c.aborted;
+                            let _ = m.latency.add(&c.latency);
+                        }
+                        None => report.classes.push(c),
+                    }
+                }
                 report.records.extend(w.records);
                 report.errors.extend(w.error);
             }
             Err(e) => report.errors.push(format!("a client task failed: {e}")),
         }
     }
+    report.classes.sort_by_key(|m| (m.class, m.dc));
     Ok(report)
 }
 
@@ -235,6 +267,8 @@ struct Worker {
     /// `NAME/rN` after the Nth reconnect.
     session: String,
     dc: DcId,
+    /// The partition of the replica its session is attached to.
+    home: PartitionId,
     /// The node it connects to, and again after a failure.
     addr: SocketAddr,
     options: ClientOptions,
@@ -252,6 +286,8 @@ struct Worker {
     measure_from: Instant,
     measured: Measured,
     latency: Histogram<u64>,
+    /// By class, for classed workloads.
+    classes: Vec<ClassMeasure>,
     records: Vec<TxnRecord>,
 }
 
@@ -296,6 +332,7 @@ fn is_outage(e: &Error) -> bool {
 struct Finished {
     outages: Outages,
     latency: Histogram<u64>,
+    classes: Vec<ClassMeasure>,
     committed: u64,
     aborted: u64,
     attempted: u64,
@@ -312,11 +349,11 @@ impl Worker {
                 break;
             }
             seq += 1;
-            let plan = self.generator.next(&mut self.rng, self.dc);
+            let mut plan = self.generator.next_at(&mut self.rng, self.dc, self.home);
             let txid = format!("{}-{seq}", self.name);
             let started = Instant::now();
             let mut ops = Vec::new();
-            let outcome = self.transaction(&plan, &txid, &mut ops).await;
+            let outcome = self.transaction(&mut plan, &txid, &mut ops).await;
             let ended = Instant::now();
             let measured = ended >= self.measure_from && !stop.load(Ordering::Relaxed);
             if measured {
@@ -330,6 +367,10 @@ impl Worker {
                     if measured {
                         let _ = self.latency.record(us);
                         self.measured.committed += 1;
+                        if let Some(c) = self.class(&plan) {
+                            c.committed += 1;
+                            let _ = c.latency.record(us);
+                        }
                     }
                     if let (Some(s), Some(tx), true) = (stamp, &self.commits, measured) {
                         let mut partitions: Vec<u32> =
@@ -343,6 +384,9 @@ impl Worker {
                 Ok(Outcome::Aborted) => {
                     if measured {
                         self.measured.aborted += 1;
+                        if let Some(c) = self.class(&plan) {
+                            c.aborted += 1;
+                        }
                     }
                     Status::Aborted
                 }
@@ -355,6 +399,9 @@ impl Worker {
                 Err(Error::Aborted(causeway_client::wire::AbortReason::Conflict(_))) => {
                     if measured {
                         self.measured.aborted += 1;
+                        if let Some(c) = self.class(&plan) {
+                            c.aborted += 1;
+                        }
                     }
                     Status::Aborted
                 }
@@ -408,12 +455,27 @@ impl Worker {
         Finished {
             outages: self.outages,
             latency: self.latency,
+            classes: self.classes,
             committed,
             aborted,
             attempted,
             records: self.records,
             error,
         }
+    }
+
+    /// The measurements of `plan`'s class in this client's DC, if it has one.
+    fn class(&mut self, plan: &TxnPlan) -> Option<&mut ClassMeasure> {
+        let class = plan.class?;
+        let i = match self.classes.iter().position(|c| c.class == class) {
+            Some(i) => i,
+            None => {
+                let latency = visibility::histogram();
+                self.classes.push(ClassMeasure { class, dc: self.dc, committed: 0, aborted: 0, latency });
+                self.classes.len() - 1
+            }
+        };
+        Some(&mut self.classes[i])
     }
 
     /// Connects again to the client's node, with backoff, until it answers
@@ -434,34 +496,75 @@ impl Worker {
         false
     }
 
-    async fn transaction(&mut self, plan: &TxnPlan, txid: &str, ops: &mut Vec<Op>) -> Result<Outcome, Error> {
+    /// Runs `plan`. A timeline's second read round and the writes of a
+    /// transfer, a post or a follow follow from what it read: they are
+    /// added to the plan as they become known (the history and the
+    /// visibility tracker see them there).
+    async fn transaction(&mut self, plan: &mut TxnPlan, txid: &str, ops: &mut Vec<Op>) -> Result<Outcome, Error> {
         let client = self.client.as_mut().ok_or(Error::Disconnected)?;
-        // A read-only transaction in one round trip when it reads once.
-        if plan.writes.is_empty() && plan.read_rounds.len() == 1 && !plan.abort {
-            let keys = &plan.read_rounds[0];
-            let values = client.read_only(keys).await?;
-            if self.record {
+        let record = self.record;
+        let note = |ops: &mut Vec<Op>, keys: &[Key], values: &[Option<Value>]| {
+            if record {
                 for (k, v) in keys.iter().zip(values) {
-                    ops.push(Op::read(text(k), v.map(|v| text(&v))));
+                    ops.push(Op::read(text(k), v.as_ref().map(|v| text(v))));
                 }
             }
+        };
+        // A read-only transaction in one round trip when it reads once.
+        if plan.is_one_read_only_call() {
+            let keys = &plan.read_rounds[0];
+            let values = client.read_only(keys).await?;
+            note(ops, keys, &values);
             return Ok(Outcome::Committed(None));
         }
         // Begin travels with the first read, and the writes with the commit:
         // two round trips for the paper's transaction.
-        for (round, keys) in plan.read_rounds.iter().enumerate() {
+        let mut last: Vec<(Key, Option<Value>)> = Vec::new();
+        let mut round = 0;
+        while round < plan.read_rounds.len() {
+            let keys = &plan.read_rounds[round];
             let values = if round == 0 { client.begin_read(keys).await? } else { client.read(keys).await? };
-            if self.record {
-                for (k, v) in keys.iter().zip(values) {
-                    ops.push(Op::read(text(k), v.map(|v| text(&v))));
+            note(ops, keys, &values);
+            last = keys.iter().cloned().zip(values).collect();
+            if let (0, Some((step, social))) = (round, &plan.social) {
+                let more = social.second_round(step, &last);
+                if !more.is_empty() {
+                    plan.read_rounds.push(more);
                 }
             }
+            round += 1;
         }
         if plan.read_rounds.is_empty() {
             client.begin().await?;
         }
-        let mut writes = Vec::with_capacity(plan.writes.len());
-        for (i, write) in plan.writes.iter().enumerate() {
+        // Writes that follow from the reads: exact values (a list, a
+        // balance), never padded or cut.
+        let mut derived: Vec<(Key, String)> = Vec::new();
+        if let Some((step, social)) = &plan.social {
+            derived = social.writes(step, &last, txid, txid);
+        } else if let Some(transfer) = &plan.transfer {
+            let find = |key: &Key| last.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.clone());
+            let (from, to) = (find(&transfer.from), find(&transfer.to));
+            if let Some(moved) = transfer.writes(from.as_deref(), to.as_deref()) {
+                derived = moved
+                    .into_iter()
+                    .map(|(key, balance)| {
+                        let tag = format!("{txid}:{}", text(&key));
+                        (key, Transfer::value(balance, &tag))
+                    })
+                    .collect();
+            }
+        }
+        let mut writes = Vec::with_capacity(plan.writes.len() + derived.len());
+        for (key, value) in derived {
+            if self.record {
+                ops.push(Op::write(text(&key), value.clone()));
+            }
+            plan.writes.push(causeway_workload::PlannedWrite::value(key.clone()));
+            writes.push((key, Some(Bytes::from(value))));
+        }
+        let planned = plan.writes.len() - writes.len();
+        for (i, write) in plan.writes[..planned].iter().enumerate() {
             let key = &write.key;
             if write.delete {
                 if self.record {
@@ -471,7 +574,7 @@ impl Worker {
                 continue;
             }
             // Unique values, `txid:key`; an overwritten (intermediate) write gets a suffix.
-            let mut value = if plan.writes[i + 1..].iter().any(|w| w.key == *key) {
+            let mut value = if plan.writes[i + 1..planned].iter().any(|w| w.key == *key) {
                 format!("{txid}:{}:{i}", text(key))
             } else {
                 format!("{txid}:{}", text(key))

@@ -18,4 +18,4 @@ pub mod probe;
 pub mod settle;
 pub mod visibility;
 
-pub use driver::{run, LoadConfig, LoadReport, Phase, Progress};
+pub use driver::{run, ClassMeasure, LoadConfig, LoadReport, Phase, Progress};

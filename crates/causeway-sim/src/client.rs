@@ -3,7 +3,7 @@
 
 use causeway_history::{CommitTs, Op, StampElem, Status, TxnRecord};
 use causeway_protocol::contract::session::{CallResult, SessionEffects};
-use causeway_protocol::{CommitStamp, Key, PhysicalMicros, Session, SessionError, SessionEvent, Value};
+use causeway_protocol::{CommitStamp, Key, PartitionId, PhysicalMicros, Session, SessionError, SessionEvent, Value};
 use causeway_workload::{Generator, TxnPlan};
 use rand_chacha::ChaCha8Rng;
 
@@ -29,6 +29,10 @@ pub struct WorkloadClient<S> {
     /// From this time of the run (µs since its start) on, the client only
     /// reads ([`crate::config::Readers`]).
     pub reads_only_from: Option<u64>,
+    /// The partition of the replica the client's session is attached to:
+    /// its home, for the workloads that plan around one (the Geo-SDUR
+    /// paper's). `None`: its DC's first replica's.
+    pub home: Option<PartitionId>,
     pub rng: ChaCha8Rng,
     seq: u64,
     phase: Phase,
@@ -63,6 +67,7 @@ impl<S: Session> WorkloadClient<S> {
             sessions_given_up: 0,
             dc,
             reads_only_from: None,
+            home: None,
             rng,
             seq: 0,
             phase: Phase::Idle,
@@ -120,7 +125,11 @@ impl<S: Session> WorkloadClient<S> {
         out: &mut SessionEffects<S>,
     ) -> Option<TxnRecord> {
         debug_assert!(self.is_idle());
-        let mut plan = gen.next(&mut self.rng, causeway_protocol::DcId(self.dc));
+        let dc = causeway_protocol::DcId(self.dc);
+        let mut plan = match self.home {
+            Some(home) => gen.next_at(&mut self.rng, dc, home),
+            None => gen.next(&mut self.rng, dc),
+        };
         if self.reads_only_from.is_some_and(|from| elapsed >= from) {
             plan.writes.clear();
             plan.abort = false;
@@ -132,7 +141,7 @@ impl<S: Session> WorkloadClient<S> {
         self.round_trips = 0;
         // A read-only transaction of one round is one call.
         let first = match plan.read_rounds.as_slice() {
-            [keys] if plan.writes.is_empty() && !plan.abort && plan.transfer.is_none() => {
+            [keys] if plan.is_one_read_only_call() => {
                 self.phase = Phase::ReadingOnly;
                 self.read_only_call = true;
                 self.session.read_only(now, keys, out)
@@ -206,7 +215,17 @@ impl<S: Session> WorkloadClient<S> {
     /// Issues READ call `round`, or, past the last one, the writes and the
     /// commit (or abort).
     fn read_round(&mut self, now: PhysicalMicros, round: usize, out: &mut SessionEffects<S>) -> CallResult {
-        let plan = self.plan.as_ref().expect("a running transaction has a plan");
+        let plan = self.plan.as_mut().expect("a running transaction has a plan");
+        // A timeline's second round: the posts of whom its first round
+        // says it follows.
+        if let (1, Some((step, social))) = (round, &plan.social) {
+            if plan.read_rounds.len() == 1 {
+                let keys = social.second_round(step, &self.read);
+                if !keys.is_empty() {
+                    plan.read_rounds.push(keys);
+                }
+            }
+        }
         if let Some(keys) = plan.read_rounds.get(round) {
             self.phase = Phase::Reading(round);
             let keys = keys.clone();
@@ -224,6 +243,16 @@ impl<S: Session> WorkloadClient<S> {
                     self.session.write(key.clone(), Some(Value::from(value.clone())))?;
                     self.ops.push(Op::write(text(&key), value));
                 }
+            }
+            self.phase = Phase::Committing;
+            return self.session.commit(now, out);
+        }
+        if let Some((step, social)) = plan.social.clone() {
+            // A post's and a follow's lists, from what the first round read
+            // (the new post is named by the transaction).
+            for (key, value) in social.writes(&step, &self.read, &self.txid, &self.txid) {
+                self.session.write(key.clone(), Some(Value::from(value.clone())))?;
+                self.ops.push(Op::write(text(&key), value));
             }
             self.phase = Phase::Committing;
             return self.session.commit(now, out);

@@ -284,6 +284,7 @@ impl<P: Protocol> Simulation<P> {
                     let client_rng = ChaCha8Rng::seed_from_u64(rng.random());
                     let mut client = WorkloadClient::new(session, id.to_string(), dc.0, client_rng);
                     client.reads_only_from = sim.cfg.readers.iter().find(|r| r.dc == dc.0).map(|r| r.from_us);
+                    client.home = Some(p);
                     sim.clients.push(client);
                 }
             }

@@ -8,8 +8,11 @@
 //! * [`locality`] — local-DC against multi-DC transactions under partial
 //!   replication.
 //! * [`zipf`] — zipf key popularity, sampled through a guide table.
-//! * [`plan`] — the workload's shape ([`WorkloadKind`]) and the transaction
-//!   plans a [`Generator`] draws from it.
+//! * [`plan`] — the workload's shape ([`WorkloadKind`], [`TxnShape`]) and
+//!   the transaction plans a [`Generator`] draws from it, classed for
+//!   measurement ([`TxnClass`]) where the workload tells kinds apart.
+//! * [`social`] — the Geo-SDUR paper's social network: users, their lists
+//!   and the keys that keep a user's lists in its partition.
 //!
 //! **Architecture invariant:** no I/O but reading a WAN file the caller
 //! names, no clock, and randomness only from the generator the caller
@@ -18,11 +21,15 @@
 pub mod keys;
 pub mod locality;
 pub mod plan;
+pub mod social;
 pub mod wan;
 pub mod zipf;
 
 pub use keys::KeySpace;
 pub use locality::Locality;
-pub use plan::{Generator, PlannedWrite, Transfer, TxnPlan, TxnShape, WorkloadConfig, WorkloadKind};
+pub use plan::{
+    fraction_ppm, Generator, PlannedWrite, Transfer, TxnClass, TxnPlan, TxnShape, WorkloadConfig, WorkloadKind,
+};
+pub use social::{List, SocialKeys, SocialMix, SocialStep, User};
 pub use wan::{WanError, WanModel, DEFAULT_WAN_TOML};
 pub use zipf::ZipfTable;

@@ -11,7 +11,7 @@ use causeway_bench::{figures, paper_workload, promptcc_workload, BenchReport, Be
 use causeway_load::Progress;
 use causeway_protocol::ProtocolKind;
 use causeway_runtime::disk::Fsync;
-use causeway_workload::Locality;
+use causeway_workload::{Locality, SocialMix, TxnShape, WorkloadConfig};
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -51,12 +51,15 @@ pub struct RunFlags {
     /// partitions].
     #[arg(long)]
     partitions_per_txn: Option<u32>,
-    /// Keys per partition.
-    #[arg(long, default_value_t = 100_000)]
-    keys: u32,
+    /// Keys per partition [default: 100,000; 1,000,000 with --workload
+    /// sdur-micro, the Geo-SDUR paper's].
+    #[arg(long)]
+    keys: Option<u32>,
     /// Zipf exponent of key popularity inside a partition (0: uniform); a
-    /// sweep takes a comma-separated list (the PrompTCC paper's Figs. 3–4).
-    #[arg(long, value_delimiter = ',', default_value = "0.99")]
+    /// sweep takes a comma-separated list (the PrompTCC paper's Figs. 3–4)
+    /// [default: 0.99; 0 with --workload sdur-micro, the Geo-SDUR paper's
+    /// uniform keys].
+    #[arg(long, value_delimiter = ',')]
     zipf: Vec<f64>,
     /// Under partial replication (--replication), LOCAL:MULTI: how many
     /// transactions touch only partitions the client's DC holds against how
@@ -70,11 +73,23 @@ pub struct RunFlags {
     #[arg(long, value_delimiter = ',')]
     value_size: Vec<usize>,
     /// Whose transactions: the Wren paper's (reads then writes: --reads,
-    /// --writes over --partitions-per-txn) or the PrompTCC paper's (each
+    /// --writes over --partitions-per-txn), the PrompTCC paper's (each
     /// either reads or writes --keys-per-txn keys drawn by zipf from the
-    /// whole key space; --write-fraction of them write).
+    /// whole key space; --write-fraction of them write), or the Geo-SDUR
+    /// paper's: sdur-micro (two reads then two writes of the same keys, in
+    /// the client's home partition or, --global-fraction of them, one there
+    /// and one in another; 4-byte values) or social (its social network:
+    /// 85 % timelines, 7.5 % posts, 7.5 % follows of which half global,
+    /// --users per partition).
     #[arg(long, value_enum, default_value = "wren")]
     workload: WorkloadArg,
+    /// Share of global transactions, with --workload sdur-micro (the paper:
+    /// 0, 0.01, 0.1, 0.5); a sweep takes a comma-separated list (Fig. 2).
+    #[arg(long, value_delimiter = ',', default_value = "0.1")]
+    global_fraction: Vec<f64>,
+    /// Users per partition, with --workload social (the paper: 100,000).
+    #[arg(long, default_value_t = 100_000)]
+    users: u32,
     /// Keys each transaction reads or writes, with --workload promptcc (the
     /// paper: 5; 2 to 64); a sweep takes a comma-separated list (Fig. 5).
     #[arg(long, value_delimiter = ',', default_value = "5")]
@@ -115,6 +130,10 @@ pub struct RunFlags {
 pub enum WorkloadArg {
     Wren,
     Promptcc,
+    /// The Geo-SDUR paper's microbenchmark.
+    SdurMicro,
+    /// The Geo-SDUR paper's social network.
+    Social,
 }
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
@@ -126,7 +145,8 @@ impl RunFlags {
     fn one_each(&self) -> Result<()> {
         for (flag, n) in [
             ("--locality", self.locality.len()),
-            ("--zipf", self.zipf.len()),
+            ("--zipf", self.zipf.len().max(1)),
+            ("--global-fraction", self.global_fraction.len()),
             ("--value-size", self.value_size.len().max(1)),
             ("--keys-per-txn", self.keys_per_txn.len()),
             ("--write-fraction", self.write_fraction.len()),
@@ -146,6 +166,11 @@ impl RunFlags {
             keys_per_txn: if promptcc || self.keys_per_txn.len() > 1 { self.keys_per_txn.clone() } else { vec![] },
             write_fractions: if promptcc || self.write_fraction.len() > 1 {
                 self.write_fraction.clone()
+            } else {
+                vec![]
+            },
+            global_fractions: if self.workload == WorkloadArg::SdurMicro || self.global_fraction.len() > 1 {
+                self.global_fraction.clone()
             } else {
                 vec![]
             },
@@ -178,6 +203,12 @@ impl RunFlags {
             anyhow::ensure!(!used, "--data-dir {} is not empty: give a new or empty directory", dir.display());
         }
         let (delta_r_ms, delta_g_ms) = net.intervals_ms()?;
+        for g in &self.global_fraction {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(g),
+                "--global-fraction must be between 0 and 1 (the paper: 0, 0.01, 0.1, 0.5), got {g}"
+            );
+        }
         let first = |v: &[f64]| v.first().copied().unwrap_or_default();
         let mut workload = match self.workload {
             WorkloadArg::Wren => paper_workload(19, 1),
@@ -185,18 +216,29 @@ impl RunFlags {
             WorkloadArg::Promptcc => {
                 promptcc_workload(self.keys_per_txn.first().copied().unwrap_or(5), first(&self.write_fraction))
             }
+            WorkloadArg::SdurMicro => WorkloadConfig::sdur_micro(first(&self.global_fraction)),
+            WorkloadArg::Social => WorkloadConfig::social(self.users, SocialMix::default()),
         };
-        workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
-        workload.keys_per_partition = self.keys;
-        workload.zipf = first(&self.zipf);
+        // The Geo-SDUR paper's: a million uniform keys per partition, 4-byte
+        // values; the Wren paper's otherwise.
+        let (keys, zipf, value_size) = match self.workload {
+            WorkloadArg::SdurMicro => (1_000_000, 0.0, 4),
+            WorkloadArg::Social => (self.users, 0.0, 8),
+            WorkloadArg::Wren => (100_000, 0.99, 8),
+            WorkloadArg::Promptcc => (100_000, 0.99, 128),
+        };
+        if self.workload != WorkloadArg::Social {
+            workload.keys_per_partition = self.keys.unwrap_or(keys);
+        }
+        if !matches!(self.workload, WorkloadArg::SdurMicro | WorkloadArg::Social) {
+            workload.partitions_per_txn = self.partitions_per_txn.unwrap_or(4);
+        }
+        workload.zipf = self.zipf.first().copied().unwrap_or(zipf);
         workload.multi_dc_fraction = self.locality.first().copied().unwrap_or_default().multi_dc_fraction();
         Ok(BenchSpec {
             deployment,
             workload,
-            value_size: self.value_size.first().copied().unwrap_or(match self.workload {
-                WorkloadArg::Wren => 8,
-                WorkloadArg::Promptcc => 128,
-            }),
+            value_size: self.value_size.first().copied().unwrap_or(value_size),
             warmup: secs(self.warmup, "--warmup")?,
             duration: secs(self.duration, "--duration")?,
             wan: net.wan()?,
@@ -302,25 +344,37 @@ fn describe(spec: &BenchSpec) -> String {
         None => String::new(),
     };
     let txns = match w.shape {
-        causeway_workload::TxnShape::ReadThenWrite => format!(
+        TxnShape::ReadThenWrite => format!(
             "{}+{} per txn over {}",
             w.reads_per_txn,
             w.writes_per_txn,
             count(w.partitions_per_txn.min(spec.partitions), "partition")
         ),
-        causeway_workload::TxnShape::ReadOrWrite => {
+        TxnShape::ReadOrWrite => {
             format!("{} keys read or written per txn ({:.0} % write)", w.reads_per_txn, w.write_fraction() * 100.0)
         }
+        TxnShape::SdurMicro { .. } => format!(
+            "Geo-SDUR microbenchmark ({} reads then the same writes, {} % global)",
+            w.reads_per_txn,
+            w.shape.global_fraction().unwrap_or(0.0) * 100.0
+        ),
+        TxnShape::Social(_) => format!("Geo-SDUR social network ({} users per partition)", w.keys_per_partition),
+    };
+    let keys = match w.shape {
+        TxnShape::Social(_) => String::new(),
+        _ => format!(", {} keys per partition, zipf {}, {}-byte values", w.keys_per_partition, w.zipf, spec.value_size),
+    };
+    let ordered = if spec.protocol == ProtocolKind::Sdur {
+        let delay = spec.delay().map_or("off".to_string(), |d| if d == "rtt" { d } else { format!("{d} ms") });
+        format!(", members {}, reordering {}, delaying {delay}", spec.members_spec(), spec.ordered.reorder_threshold)
+    } else {
+        String::new()
     };
     format!(
-        "{} on {place}, WAN emulation {}, {} per DC, {txns}, {} keys per partition, zipf {}, \
-         {}-byte values, warm-up {} s, measured {} s{disk}",
+        "{} on {place}{ordered}, WAN emulation {}, {} per DC, {txns}{keys}, warm-up {} s, measured {} s{disk}",
         spec.protocol,
         if spec.wan.is_some() { "on" } else { "off" },
         count(spec.clients_per_dc(), "client"),
-        w.keys_per_partition,
-        w.zipf,
-        spec.value_size,
         spec.warmup.as_secs_f64(),
         spec.duration.as_secs_f64()
     )
@@ -343,9 +397,18 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     spec.replication = args.cluster.replication;
     spec.clients_per_partition = args.clients.clients;
     spec.clients_per_dc = args.clients_per_dc;
+    // Geo-SDUR's replica groups and log (the flags mean nothing to the others).
+    let c = &args.cluster;
+    spec.groups = c.ordered.groups(c.dcs, c.partitions)?;
+    spec.ordered = c.ordered.tuning(c.net.model()?.as_ref(), c.dcs)?;
     if args.run.workload == WorkloadArg::Wren {
         spec.workload.reads_per_txn = args.reads;
         spec.workload.writes_per_txn = args.writes;
+    }
+    if args.run.workload == WorkloadArg::SdurMicro && (args.reads, args.writes) != (19, 1) {
+        // Keys read, then written: one number.
+        spec.workload.reads_per_txn = args.reads;
+        spec.workload.writes_per_txn = args.reads;
     }
     spec.record = args.history.is_some();
     spec.key_prefix = args.key_prefix.clone();
@@ -430,6 +493,24 @@ pub struct SweepArgs {
     /// Reads:writes per transaction, comma-separated (the paper: 19:1, 18:2, 10:10).
     #[arg(long, value_delimiter = ',', default_value = "19:1")]
     mix: Vec<Mix>,
+    /// Geo-SDUR's replica groups (sdur), as `causeway bench --members`
+    /// takes them; repeat the flag to compare placements (the paper's WAN 1
+    /// and WAN 2: `--members 2,2,1/0,0,1 --members 0,1,2/0,1,2`).
+    #[arg(long = "members", value_name = "wan1|wan2|SPEC")]
+    members: Vec<String>,
+    /// Reordering thresholds (sdur), comma-separated (the paper: 80, 160,
+    /// 320; 0: off).
+    #[arg(long, value_delimiter = ',', value_name = "POSITIONS")]
+    reorder: Vec<u64>,
+    /// Delays of global transactions (sdur), comma-separated: milliseconds
+    /// or `rtt` (the paper: 20, 40, 60; 0: off).
+    #[arg(long, value_delimiter = ',', value_name = "MS|rtt")]
+    delay_ms: Vec<String>,
+    /// Run the whole series this many times, one round after the other, so
+    /// that the runs compared alternate; figures take each setting's
+    /// median.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
     #[command(flatten)]
     net: NetworkArgs,
     #[command(flatten)]
@@ -468,6 +549,8 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
     }
     let mut base = args.run.spec(&args.net)?;
     base.replication = args.replication;
+    anyhow::ensure!((1..=100).contains(&args.rounds), "--rounds must be 1 to 100");
+    let ordered = ordered_variants(&args)?;
     let sweep = Sweep {
         base,
         protocols: args.protocols,
@@ -478,6 +561,8 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
         mixes: args.mix.iter().map(|m| (m.0, m.1)).collect(),
         multi_dc: args.run.locality.iter().map(|l| l.multi_dc_fraction()).collect(),
         variants: args.run.variants(),
+        ordered,
+        rounds: args.rounds,
     };
     sweep.validate().map_err(anyhow::Error::msg)?;
     // Checked before the runs: a directory that cannot be written fails now.
@@ -505,6 +590,12 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
                     "  {:.0} txn/s, mean latency {:.2} ms, read wait {:.3} ms, {} errors",
                     r.throughput_tps, r.latency_mean_ms, r.reads.wait_mean_ms, r.errors
                 );
+                for (class, c) in &r.txn_classes.0 {
+                    println!(
+                        "    {class:<14} {:.0} txn/s, latency mean {:.1} ms, p99 {:.1} ms ({} committed, {} aborted)",
+                        c.throughput_tps, c.latency.mean_ms, c.latency.p99_ms, c.committed, c.aborted
+                    );
+                }
                 if r.errors > 0 {
                     for e in o.errors.iter().take(3) {
                         println!("    error: {e}");
@@ -526,6 +617,41 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
         println!("    {}", f.display());
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The Geo-SDUR settings a sweep varies, parsed as `bench` parses each.
+fn ordered_variants(args: &SweepArgs) -> Result<causeway_bench::sweep::OrderedVariants> {
+    use crate::args::OrderedArgs;
+    let one = |flag: &str, n: usize| {
+        anyhow::ensure!(
+            n == 1,
+            "{flag} lists go with one --dcs and one --partitions (the placement names each member)"
+        );
+        Ok(())
+    };
+    let mut members = Vec::new();
+    if !args.members.is_empty() {
+        one("--members", args.dcs.len().max(args.partitions.len()))?;
+        for spec in &args.members {
+            let o = OrderedArgs { members: Some(spec.clone()), ..OrderedArgs::default() };
+            members.push(o.groups(args.dcs[0], args.partitions[0])?);
+        }
+    }
+    let model = args.net.model()?;
+    let dcs = args.dcs.iter().copied().max().unwrap_or(1);
+    let mut delays = Vec::new();
+    for d in &args.delay_ms {
+        // The timing is bench's default; only the delay is read here.
+        let o = OrderedArgs {
+            delay_ms: Some(d.clone()),
+            heartbeat_ms: 50.0,
+            election_ms: 1000.0,
+            bloom_history: 10_000,
+            ..OrderedArgs::default()
+        };
+        delays.push(o.tuning(model.as_ref(), dcs)?.delaying);
+    }
+    Ok(causeway_bench::sweep::OrderedVariants { members, delays, reorders: args.reorder.clone() })
 }
 
 #[derive(Args, Debug)]

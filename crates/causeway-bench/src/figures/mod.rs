@@ -27,6 +27,14 @@
 //! EC's against value size, zipf, keys per transaction, write fraction and
 //! partitions, and the read-only round trips.
 //!
+//! Runs of the Geo-SDUR paper's workloads (`--workload sdur-micro`,
+//! `social`) redraw its figures instead ([`sdur`]): local and global
+//! transactions against the global fraction in each placement
+//! (`sdur-fig2-wan1`, with CDFs), against the delay (`sdur-fig3-delay-…`),
+//! the reordering threshold (`sdur-fig4-reorder-wan1`,
+//! `sdur-fig5-reorder-wan2`), and the social network's operations with and
+//! without reordering (`sdur-fig6-social-…`).
+//!
 //! Text is drawn with the DejaVu Sans font compiled into the binary, so
 //! figures come out the same on a machine without fonts.
 
@@ -43,6 +51,7 @@ use std::sync::Once;
 
 mod paris;
 mod promptcc;
+mod sdur;
 
 const SIZE: (u32, u32) = (960, 640);
 
@@ -121,9 +130,19 @@ fn lines_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart)
 where
     DB::ErrorType: 'static,
 {
+    lines_in(&root, chart)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// `chart` drawn into `root` (a whole figure, or a panel of one).
+fn lines_in<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &LineChart) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     root.fill(&WHITE).map_err(err)?;
     let ((x0, x1), (y0, y1)) = bounds(&chart.series);
-    let mut builder = ChartBuilder::on(&root);
+    let mut builder = ChartBuilder::on(root);
     builder.caption(&chart.title, ("sans-serif", 20)).margin(16).x_label_area_size(48).y_label_area_size(64);
     if chart.log_y {
         // From the decade below the least value to half again the most, as
@@ -140,7 +159,6 @@ where
         curves(&mut c, chart)?;
         legend(&mut c, chart.legend.clone())?;
     }
-    root.present().map_err(err)?;
     Ok(())
 }
 
@@ -347,9 +365,12 @@ fn peak<'a>(runs: &[&'a BenchReport]) -> Option<&'a BenchReport> {
 /// Draws every figure the reports allow into `dir`; returns the files.
 pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+    let (geo, reports): (Vec<&BenchReport>, Vec<&BenchReport>) =
+        reports.iter().partition(|r| r.workload.kind.is_some());
     let (ptcc, reports): (Vec<&BenchReport>, Vec<&BenchReport>) =
-        reports.iter().partition(|r| r.workload.write_fraction.is_some());
+        reports.into_iter().partition(|r| r.workload.write_fraction.is_some());
     let mut files = promptcc::draw(&ptcc, dir)?;
+    files.extend(sdur::draw(&geo, dir)?);
     let mut groups: BTreeMap<GroupKey, Vec<&BenchReport>> = BTreeMap::new();
     for r in reports {
         groups.entry(group_key(r)).or_default().push(r);

@@ -25,5 +25,6 @@ mod reach;
 mod reseed_scenarios;
 mod sdur_properties;
 mod sdur_scenarios;
+mod sdur_workloads;
 mod wren_properties;
 mod wren_scenarios;

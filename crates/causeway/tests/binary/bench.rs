@@ -305,6 +305,143 @@ fn a_promptcc_workload_sweep_draws_its_papers_figures_normalized_to_ec() {
     assert!(!dir.join("fig3a-throughput-latency.png").exists(), "no Wren-paper figures for these runs");
 }
 
+/// A short Geo-SDUR run in the paper's WAN 1 placement (WAN emulation off,
+/// so that a second holds many transactions); returns the report.
+fn sdur_bench(name: &str, extra: &[&str]) -> Value {
+    let path = scratch(&format!("{name}.json"));
+    let mut args = vec![
+        "bench",
+        "--protocol",
+        "sdur",
+        "--dcs",
+        "3",
+        "--partitions",
+        "2",
+        "--members",
+        "2,2,1/0,0,1",
+        "--wan",
+        "off",
+        "--clients",
+        "1",
+        "--duration",
+        "1",
+        "--warmup",
+        "0.3",
+        "--json",
+        path.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = causeway(&args);
+    assert!(out.status.success(), "{}", text(&out));
+    json(&path)
+}
+
+/// The classes of a class-minded workload: each with its throughput and
+/// latency distribution in the JSON, the summary printing a line each.
+fn assert_classes(r: &Value, classes: &[&str]) {
+    let mut committed = 0.0;
+    for class in classes {
+        let c = &r["txn_classes"][class];
+        assert!(f(c, "throughput_tps") > 0.0 && f(c, "committed") > 0.0, "{class}: {r}");
+        assert!(f(c, "latency.mean_ms") > 0.0, "{class}");
+        assert!(f(c, "latency.p50_ms") <= f(c, "latency.p99_ms"), "{class}");
+        assert!(f(c, "latency.p99_ms") <= f(c, "latency.max_ms"), "{class}");
+        assert_eq!(c["latency"]["cdf"].as_array().map(Vec::len), Some(100), "{class}");
+        assert!(!c["by_dc"].as_array().expect("by DC").is_empty(), "{class}");
+        committed += f(c, "committed");
+    }
+    assert_eq!(committed, f(r, "committed"), "every committed transaction in one class: {r}");
+    assert_eq!(r["txn_classes"].as_object().map(|o| o.len()), Some(classes.len()), "{r}");
+}
+
+#[test]
+fn bench_reports_the_geo_sdur_microbenchmarks_local_and_global_transactions() {
+    let history = scratch("sdur-micro.jsonl");
+    let r = sdur_bench(
+        "sdur-micro",
+        &[
+            "--workload",
+            "sdur-micro",
+            "--global-fraction",
+            "0.5",
+            "--keys",
+            "5000",
+            "--reorder",
+            "80",
+            "--history",
+            history.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r["workload"]["kind"], "sdur-micro");
+    assert_eq!(f(&r["workload"], "global_fraction"), 0.5);
+    assert_eq!((f(&r["workload"], "reads_per_txn"), f(&r["workload"], "value_size")), (2.0, 4.0));
+    assert_eq!(r["ordered"]["members"], "2,2,1/0,0,1", "{r}");
+    assert_eq!(f(&r["ordered"], "reorder_threshold"), 80.0);
+    assert_classes(&r, &["local", "global"]);
+    // About half global, by count of commits.
+    let (l, g) = (f(&r, "txn_classes.local.committed"), f(&r, "txn_classes.global.committed"));
+    assert!(g > 0.25 * (l + g) && g < 0.75 * (l + g), "{l} local, {g} global");
+    let check = causeway(&["check", history.to_str().unwrap()]);
+    assert!(check.status.success(), "serializable: {}", text(&check));
+}
+
+/// The social network through the client library: a timeline's second read
+/// and a post's or a follow's writes follow from what it read, and the
+/// history of it all is serializable.
+#[test]
+fn bench_runs_the_geo_sdur_social_network_and_checks_its_history() {
+    let history = scratch("social.jsonl");
+    let r = sdur_bench("social", &["--workload", "social", "--users", "200", "--history", history.to_str().unwrap()]);
+    assert_eq!(r["workload"]["kind"], "social");
+    assert_classes(&r, &["timeline", "post", "follow-local", "follow-global"]);
+    let timelines = f(&r, "txn_classes.timeline.committed");
+    assert!(timelines > 5.0 * f(&r, "txn_classes.post.committed"), "85 % timelines: {r}");
+    let check = causeway(&["check", history.to_str().unwrap()]);
+    assert!(check.status.success(), "serializable: {}", text(&check));
+    let lines = std::fs::read_to_string(&history).unwrap();
+    assert!(lines.contains(";social") || lines.contains("u0."), "list keys in the history");
+}
+
+/// The Geo-SDUR paper's figures from a sweep of tiny runs: its placements,
+/// global fractions, delays and two rounds; the social network's with and
+/// without reordering drawn together by `plot`.
+#[test]
+fn a_geo_sdur_sweep_draws_the_papers_figures() {
+    let micro = scratch("sweep-sdur");
+    let common = ["--protocols", "sdur", "--dcs", "3", "--partitions", "2", "--clients", "1", "--wan", "off"];
+    let reports = short_sweep(
+        &micro,
+        &[
+            &common[..],
+            &["--members", "2,2,1/0,0,1", "--workload", "sdur-micro", "--keys", "1000"],
+            &["--global-fraction", "0,0.5", "--delay-ms", "0,20", "--rounds", "2"],
+        ]
+        .concat(),
+    );
+    let reports = reports.as_array().expect("an array");
+    assert_eq!(reports.len(), 2 * 2 * 2, "2 delays × 2 fractions × 2 rounds");
+    let rounds: Vec<f64> = reports.iter().map(|r| f(r, "round")).collect();
+    assert_eq!(rounds, [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0], "round after round");
+    assert!(micro.join("runs/sdur-3dc-2p-wan1-micro-g50-r0-d20-2cpd-round2.json").exists(), "runs named by setting");
+    let social = scratch("sweep-social");
+    let reports = short_sweep(
+        &social,
+        &[&common[..], &["--members", "0,1,2/0,1,2", "--workload", "social", "--users", "100", "--reorder", "0,80"]]
+            .concat(),
+    );
+    assert_eq!(reports.as_array().map(Vec::len), Some(2));
+    let both = scratch("sweep-sdur-plot");
+    let plot = causeway(&["plot", micro.to_str().unwrap(), social.to_str().unwrap(), "--out", both.to_str().unwrap()]);
+    assert!(plot.status.success(), "{}", text(&plot));
+    for (stem, says) in
+        [("sdur-fig2-wan1", "locals"), ("sdur-fig3-delay-wan1", "D = 20 ms"), ("sdur-fig6-social-wan2", "R = 80")]
+    {
+        let svg = std::fs::read_to_string(both.join(format!("{stem}.svg"))).unwrap_or_default();
+        assert!(png(&both.join(format!("{stem}.png"))) && svg.contains(says), "{stem}.png and .svg, with {says:?}");
+    }
+    assert!(!both.join("fig3a-throughput-latency.png").exists(), "no Wren-paper figures for these runs");
+}
+
 #[test]
 fn bench_and_sweep_refuse_bad_flags_with_a_message() {
     for (args, says) in [
@@ -328,6 +465,14 @@ fn bench_and_sweep_refuse_bad_flags_with_a_message() {
         (vec!["plot", "/nonexistent"], "cannot read"),
         (vec!["bench", "--preload", "--history", "h.jsonl"], "--preload cannot go with --history"),
         (vec!["bench", "--reads", "129"], "--reads must be at most 128"),
+        (vec!["bench", "--workload", "sdur-micro", "--partitions", "1"], "needs two partitions"),
+        (
+            vec!["bench", "--workload", "sdur-micro", "--global-fraction", "1.5"],
+            "--global-fraction must be between 0 and 1",
+        ),
+        (vec!["bench", "--workload", "social", "--preload"], "--preload does not apply"),
+        (vec!["sweep", "--global-fraction", "0,0.1"], "give --workload sdur-micro"),
+        (vec!["sweep", "--reorder", "0,80"], "give --protocols sdur"),
     ] {
         let out = causeway(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
