@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Every metric a node serves, with its type.
-const EXPECTED: [(&str, &str); 28] = [
+const EXPECTED: [(&str, &str); 29] = [
     ("transactions_started", "counter"),
     ("transactions_committed", "counter"),
     ("transactions_aborted", "counter"),
@@ -34,6 +34,8 @@ const EXPECTED: [(&str, &str); 28] = [
     ("stable_lag_seconds", "gauge"),
     ("queue_length", "gauge"),
     ("versions", "gauge"),
+    // Listed for every protocol; samples only from replicas of replica groups (Geo-SDUR).
+    ("group_leader", "gauge"),
     ("version_metadata_bytes", "gauge"),
     ("client_connections", "gauge"),
     ("client_connections_closed_by_limit", "counter"),
