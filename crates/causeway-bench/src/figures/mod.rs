@@ -362,6 +362,17 @@ fn peak<'a>(runs: &[&'a BenchReport]) -> Option<&'a BenchReport> {
     runs.iter().copied().max_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps))
 }
 
+/// The name under a bar chart's category at `x`: category `i` spans
+/// `i..i + 1`, its name under the middle, nothing at the other ticks.
+fn category_label(names: &[String], x: f64) -> String {
+    let i = x.floor() as usize;
+    if (x - x.floor() - 0.5).abs() < 0.26 && i < names.len() {
+        names[i].clone()
+    } else {
+        String::new()
+    }
+}
+
 /// Draws every figure the reports allow into `dir`; returns the files.
 pub fn draw_all(reports: &[BenchReport], dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
@@ -564,14 +575,7 @@ where
     c.configure_mesh()
         .disable_x_mesh()
         .x_labels(n * 2 + 1)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 0.26 && i < names.len() {
-                names[i].clone()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| category_label(&names, *x))
         .y_desc("kB per committed transaction")
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 17))

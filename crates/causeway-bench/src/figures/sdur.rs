@@ -21,7 +21,7 @@
 //! is their median, and a CDF the run of median throughput.
 //! When a sweep ran several loads, each gets its figures (`-12cpd`).
 
-use super::{err, lines_in, register_font, LineChart, Series, PALETTE, SIZE};
+use super::{category_label, err, lines_in, register_font, LineChart, Series, PALETTE, SIZE};
 use crate::report::{BenchReport, ClassReport};
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -184,14 +184,7 @@ where
     c.configure_mesh()
         .disable_x_mesh()
         .x_labels(n * 2 + 1)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 0.26 && i < names.len() {
-                names[i].clone()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| category_label(&names, *x))
         .y_desc(p.y.as_str())
         .y_label_formatter(&|v| if top > 20.0 { format!("{v:.0}") } else { format!("{v:.1}") })
         .label_style(("sans-serif", 13))

@@ -33,13 +33,20 @@ fn f(v: &Value, path: &str) -> f64 {
 
 /// A short run of `protocol` on 2 DCs × 2 partitions; returns the report.
 fn bench(protocol: &str, extra: &[&str]) -> Value {
-    let path = scratch(&format!("{protocol}-{}.json", extra.join("_").replace(['-', '/'], "")));
+    let name = format!("{protocol}-{}", extra.join("_").replace(['-', '/'], ""));
+    bench_on(&name, protocol, "2", extra)
+}
+
+/// A short run of `protocol` on `dcs` DCs × 2 partitions, its report in
+/// `{name}.json`; returns the report.
+fn bench_on(name: &str, protocol: &str, dcs: &str, extra: &[&str]) -> Value {
+    let path = scratch(&format!("{name}.json"));
     let mut args = vec![
         "bench",
         "--protocol",
         protocol,
         "--dcs",
-        "2",
+        dcs,
         "--partitions",
         "2",
         "--clients",
@@ -308,32 +315,7 @@ fn a_promptcc_workload_sweep_draws_its_papers_figures_normalized_to_ec() {
 /// A short Geo-SDUR run in the paper's WAN 1 placement (WAN emulation off,
 /// so that a second holds many transactions); returns the report.
 fn sdur_bench(name: &str, extra: &[&str]) -> Value {
-    let path = scratch(&format!("{name}.json"));
-    let mut args = vec![
-        "bench",
-        "--protocol",
-        "sdur",
-        "--dcs",
-        "3",
-        "--partitions",
-        "2",
-        "--members",
-        "2,2,1/0,0,1",
-        "--wan",
-        "off",
-        "--clients",
-        "1",
-        "--duration",
-        "1",
-        "--warmup",
-        "0.3",
-        "--json",
-        path.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let out = causeway(&args);
-    assert!(out.status.success(), "{}", text(&out));
-    json(&path)
+    bench_on(name, "sdur", "3", &[&["--members", "2,2,1/0,0,1", "--wan", "off"][..], extra].concat())
 }
 
 /// The classes of a class-minded workload: each with its throughput and
