@@ -61,15 +61,6 @@ impl Bloom {
         self.count > 0 && self.probes(key).all(|bit| self.bits[bit / 64] & (1 << (bit % 64)) != 0)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// Bytes on the wire, about.
-    pub fn size_bytes(&self) -> usize {
-        self.bits.len() * 8 + 5
-    }
-
     /// Whether a filter from the network is one this member would make:
     /// at most `max_bits` (so a hostile one cannot make it allocate or
     /// probe without bound) and at least one word.

@@ -116,10 +116,6 @@ impl Certifier {
         }
     }
 
-    pub fn partition(&self) -> PartitionId {
-        self.me
-    }
-
     /// The last position delivered.
     pub fn processed(&self) -> u64 {
         self.processed
@@ -316,8 +312,17 @@ impl Certifier {
             (ReadSet::Keys(reads), _) => {
                 // Through the key index: entries that write what it reads,
                 // or touch what it writes.
+                // A key's list is in log order, and the snapshot saw every
+                // position before its oldest hole: only the rest can conflict.
+                let from = snap.holes.first().copied().unwrap_or(snap.upto + 1);
+                let unseen = |key: &Key| {
+                    self.touch
+                        .get(key)
+                        .into_iter()
+                        .flat_map(move |list| list.range(list.partition_point(|&p| p < from)..))
+                };
                 for key in reads {
-                    for &pos in self.touch.get(key).into_iter().flatten() {
+                    for &pos in unseen(key) {
                         if pos < at && Self::concurrent(snap, pos) && self.slot(pos).is_some_and(|s| s.writes_key(key))
                         {
                             found.insert(pos, true);
@@ -325,7 +330,7 @@ impl Certifier {
                     }
                 }
                 for key in &write_keys {
-                    for &pos in self.touch.get(*key).into_iter().flatten() {
+                    for &pos in unseen(key) {
                         if pos < at && Self::concurrent(snap, pos) {
                             found.insert(pos, true);
                         }
@@ -376,13 +381,7 @@ impl Certifier {
             time,
             deadline: part.deadline,
             ts: part.deps.next().max(time),
-            votes: BTreeMap::new(),
-            blockers: 0,
-            waiters: Vec::new(),
-            follows: Vec::new(),
-            why: None,
-            exact_abort: false,
-            fenced: None,
+            ..Slot::empty()
         };
         // What the transaction did not see begins at its oldest hole.
         let age = pos.saturating_sub(part.snap.holes.first().copied().unwrap_or(part.snap.upto).min(part.snap.upto));
@@ -510,14 +509,13 @@ impl Certifier {
 
     fn push_slot(&mut self, pos: u64, slot: Slot) {
         debug_assert_eq!(self.first + self.slots.len() as u64, pos);
-        let touched: Vec<Key> = match &slot.reads {
-            ReadSet::Keys(keys) => keys.iter().chain(slot.write_keys.iter()).cloned().collect(),
-            ReadSet::Filter { .. } => slot.write_keys.clone(),
-        };
-        for key in touched {
-            let list = self.touch.entry(key).or_default();
-            if list.back() != Some(&pos) {
-                list.push_back(pos);
+        for key in slot.touched_keys() {
+            match self.touch.get_mut(key) {
+                Some(list) if list.back() == Some(&pos) => {}
+                Some(list) => list.push_back(pos),
+                None => {
+                    self.touch.insert(key.clone(), VecDeque::from([pos]));
+                }
             }
         }
         self.unapplied.insert(pos);
@@ -703,17 +701,13 @@ impl Certifier {
             let slot = self.slots.pop_front().expect("checked");
             let pos = self.first;
             self.first += 1;
-            let touched = match &slot.reads {
-                ReadSet::Keys(keys) => keys.iter().chain(slot.write_keys.iter()).cloned().collect::<Vec<_>>(),
-                ReadSet::Filter { .. } => slot.write_keys.clone(),
-            };
-            for key in touched {
-                if let Some(list) = self.touch.get_mut(&key) {
+            for key in slot.touched_keys() {
+                if let Some(list) = self.touch.get_mut(key) {
                     while list.front().is_some_and(|&p| p <= pos) {
                         list.pop_front();
                     }
                     if list.is_empty() {
-                        self.touch.remove(&key);
+                        self.touch.remove(key);
                     }
                 }
             }

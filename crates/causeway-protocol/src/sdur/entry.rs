@@ -70,13 +70,6 @@ impl ReadSet {
             ReadSet::Filter { audit, .. } => audit.as_deref(),
         }
     }
-
-    pub fn is_empty(&self) -> bool {
-        match self {
-            ReadSet::Keys(keys) => keys.is_empty(),
-            ReadSet::Filter { filter, .. } => filter.is_empty(),
-        }
-    }
 }
 
 /// One partition's part of a transaction (step 3).
@@ -105,10 +98,6 @@ pub struct Part {
 impl Part {
     pub fn is_global(&self) -> bool {
         self.parts.len() > 1
-    }
-
-    pub fn writes_key(&self, key: &[u8]) -> bool {
-        self.writes.iter().any(|(k, _)| k.as_ref() == key)
     }
 }
 

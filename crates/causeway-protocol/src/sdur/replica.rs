@@ -177,14 +177,6 @@ impl SdurReplica {
         }
     }
 
-    pub fn raft(&self) -> &Raft<LogEntry> {
-        &self.raft
-    }
-
-    pub fn certifier(&self) -> &Certifier {
-        &self.cert
-    }
-
     /// The members of partition `p`'s group.
     fn group(&self, p: PartitionId) -> &[ReplicaId] {
         self.topology.members_of(p)
@@ -214,13 +206,14 @@ impl SdurReplica {
         while self.cert.processed() < self.raft.commit_index() {
             let pos = self.cert.processed() + 1;
             let Some(entry) = self.raft.log().get(pos) else { break };
+            // Borrowed from the log, which keeps it for followers that lag:
+            // the certifier copies what it keeps of it.
             let data = match &entry.payload {
-                Payload::Data(e) => Some(e.clone()),
+                Payload::Data(e) => Some(e),
                 Payload::Noop => None,
             };
-            let digest = Self::digest(entry.term, entry.time, data.as_ref());
-            let time = entry.time;
-            self.cert.deliver(pos, time, data.as_ref(), &mut events);
+            let digest = Self::digest(entry.term, entry.time, data);
+            self.cert.deliver(pos, entry.time, data, &mut events);
             if self.deliveries.len() >= MAX_DELIVERIES_KEPT {
                 self.deliveries.drain(..MAX_DELIVERIES_KEPT / 2);
             }

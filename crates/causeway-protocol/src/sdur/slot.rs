@@ -75,6 +75,16 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// The keys the key index lists this entry under: what it read (when
+    /// its reads are keys, not a filter) and what it wrote.
+    pub fn touched_keys(&self) -> impl Iterator<Item = &Key> {
+        let reads: &[Key] = match &self.reads {
+            ReadSet::Keys(keys) => keys,
+            ReadSet::Filter { .. } => &[],
+        };
+        reads.iter().chain(self.write_keys.iter())
+    }
+
     pub fn empty() -> Slot {
         Slot {
             tx: None,
