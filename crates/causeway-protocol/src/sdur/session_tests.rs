@@ -57,6 +57,17 @@ fn submits(out: &Out) -> Vec<PartitionId> {
         .collect()
 }
 
+/// The reads the session sent: to whom, their tag, and the partition.
+fn reads_asked(out: &Out) -> Vec<(Addr, ReadTag, PartitionId)> {
+    out.messages
+        .iter()
+        .filter_map(|(to, m)| match (to, m) {
+            (Addr::Replica(r), SdurMsg::Read { tag, .. }) => Some((*to, *tag, r.partition)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Begins a write-only global (one key of each partition) and commits it:
 /// the session asks each partition for a snapshot, which the members give;
 /// returns the effects of the last answer (where the parts leave) and the
@@ -70,14 +81,7 @@ fn commit_a_global(delaying: Delaying) -> (SdurSession, Out) {
     s.write(key_of(&t, P1), Some(Bytes::from_static(b"y"))).unwrap();
     let mut out = Out::default();
     let _ = s.commit(now, &mut out);
-    let asked: Vec<(Addr, ReadTag, PartitionId)> = out
-        .messages
-        .iter()
-        .filter_map(|(to, m)| match (to, m) {
-            (Addr::Replica(r), SdurMsg::Read { tag, .. }) => Some((*to, *tag, r.partition)),
-            _ => None,
-        })
-        .collect();
+    let asked = reads_asked(&out);
     assert_eq!(asked.len(), 2, "a snapshot of each partition written: {:?}", out.messages);
     let mut last = Out::default();
     for (member, tag, partition) in asked {
@@ -145,14 +149,7 @@ fn a_local_transaction_is_never_delayed() {
     s.write(key_of(&t, P1), Some(Bytes::from_static(b"y"))).unwrap();
     let mut out = Out::default();
     let _ = s.commit(0, &mut out);
-    let (member, tag) = out
-        .messages
-        .iter()
-        .find_map(|(to, m)| match m {
-            SdurMsg::Read { tag, .. } => Some((*to, *tag)),
-            _ => None,
-        })
-        .expect("a snapshot asked");
+    let (member, tag, _) = reads_asked(&out).into_iter().next().expect("a snapshot asked");
     let mut out = Out::default();
     let snap = Snap { upto: 1, holes: Vec::new(), ts: Timestamp::ZERO };
     let _ =
@@ -168,14 +165,7 @@ fn a_member_that_cannot_serve_a_read_ends_the_transaction_at_once_as_unavailable
     let _ = s.begin(0, &mut out);
     let mut out = Out::default();
     let _ = s.read(0, &[key_of(&t, P0)], &mut out);
-    let (member, tag) = out
-        .messages
-        .iter()
-        .find_map(|(to, m)| match m {
-            SdurMsg::Read { tag, .. } => Some((*to, *tag)),
-            _ => None,
-        })
-        .expect("a read sent");
+    let (member, tag, _) = reads_asked(&out).into_iter().next().expect("a read sent");
     let why = "p0 has no leader".to_string();
     // Another transaction's answer, or another partition's, is ignored.
     let stale = ReadTag { tx: tag.tx + 1, ..tag };

@@ -50,10 +50,6 @@ fn part(n: u64, me: PartitionId, parts: &[PartitionId], snap: Snap, reads: &[&st
     }))
 }
 
-fn at(upto: u64) -> Snap {
-    Snap { upto, holes: Vec::new(), ts: Timestamp::ZERO }
-}
-
 /// A certifier with the log it was given, its time, and what it said.
 struct Log {
     cert: Certifier,
@@ -116,26 +112,26 @@ impl Log {
 #[test]
 fn a_local_commits_and_a_concurrent_one_that_read_what_it_wrote_aborts() {
     let mut log = Log::new(P0, 0);
-    log.deliver(part(1, P0, &[P0], at(0), &["x"], &["x"]));
+    log.deliver(part(1, P0, &[P0], Snap::at(0), &["x"], &["x"]));
     // Read x before 1 committed (at position 0), then wrote it: a lost update.
-    log.deliver(part(2, P0, &[P0], at(0), &["x"], &["x"]));
+    log.deliver(part(2, P0, &[P0], Snap::at(0), &["x"], &["x"]));
     // Read after it: fine.
-    log.deliver(part(3, P0, &[P0], at(1), &["x"], &["x"]));
+    log.deliver(part(3, P0, &[P0], Snap::at(1), &["x"], &["x"]));
     assert!(log.committed(1));
     assert!(log.aborted(2), "DUR's test: it read x, which a concurrent transaction wrote");
     assert!(log.committed(3));
     assert_eq!(log.value("x").as_deref(), Some("3:x"));
     // Blind writes never fail the test.
-    log.deliver(part(4, P0, &[P0], at(0), &[], &["x"]));
+    log.deliver(part(4, P0, &[P0], Snap::at(0), &[], &["x"]));
     assert!(log.committed(4));
 }
 
 #[test]
 fn read_only_locals_are_certified() {
     let mut log = Log::new(P0, 0);
-    log.deliver(part(1, P0, &[P0], at(0), &[], &["x"]));
-    log.deliver(part(2, P0, &[P0], at(0), &["x"], &[]));
-    log.deliver(part(3, P0, &[P0], at(1), &["x"], &[]));
+    log.deliver(part(1, P0, &[P0], Snap::at(0), &[], &["x"]));
+    log.deliver(part(2, P0, &[P0], Snap::at(0), &["x"], &[]));
+    log.deliver(part(3, P0, &[P0], Snap::at(1), &["x"], &[]));
     assert!(log.aborted(2), "it read x before a concurrent write of it");
     assert!(log.committed(3));
     assert_eq!(log.cert.store().version_count(), 1, "read-only transactions write nothing");
@@ -144,7 +140,7 @@ fn read_only_locals_are_certified() {
 #[test]
 fn a_global_is_pending_until_every_partition_votes_and_takes_the_largest_timestamp() {
     let mut log = Log::new(P0, 0);
-    let pos = log.deliver(part(1, P0, &[P0, P1], at(0), &["x"], &["x"]));
+    let pos = log.deliver(part(1, P0, &[P0, P1], Snap::at(0), &["x"], &["x"]));
     let mine = log.voted(1).expect("a vote at delivery");
     assert!(mine.commit);
     assert_eq!(mine.pos, pos);
@@ -162,7 +158,7 @@ fn a_global_is_pending_until_every_partition_votes_and_takes_the_largest_timesta
 #[test]
 fn one_abort_vote_aborts_a_global() {
     let mut log = Log::new(P0, 0);
-    log.deliver(part(1, P0, &[P0, P1], at(0), &["x"], &["x"]));
+    log.deliver(part(1, P0, &[P0, P1], Snap::at(0), &["x"], &["x"]));
     log.vote(1, P1, Vote { commit: false, ts: Timestamp(5), pos: 3 });
     assert!(log.aborted(1));
     assert!(log.value("x").is_none());
@@ -173,7 +169,7 @@ fn one_abort_vote_aborts_a_global() {
 fn a_vote_that_comes_before_the_part_is_kept() {
     let mut log = Log::new(P0, 0);
     log.vote(1, P1, Vote { commit: true, ts: Timestamp(5), pos: 3 });
-    log.deliver(part(1, P0, &[P0, P1], at(0), &[], &["x"]));
+    log.deliver(part(1, P0, &[P0, P1], Snap::at(0), &[], &["x"]));
     assert!(log.committed(1));
 }
 
@@ -184,9 +180,9 @@ fn a_vote_that_comes_before_the_part_is_kept() {
 #[test]
 fn locals_wait_behind_a_pending_global_in_the_baseline() {
     let mut log = Log::new(P0, 0);
-    log.deliver(part(1, P0, &[P0, P1], at(0), &["g"], &["g"]));
-    log.deliver(part(2, P0, &[P0], at(0), &["a"], &["a"]));
-    log.deliver(part(3, P0, &[P0], at(0), &["g"], &["g"]));
+    log.deliver(part(1, P0, &[P0, P1], Snap::at(0), &["g"], &["g"]));
+    log.deliver(part(2, P0, &[P0], Snap::at(0), &["a"], &["a"]));
+    log.deliver(part(3, P0, &[P0], Snap::at(0), &["g"], &["g"]));
     assert!(log.done(2).is_none(), "not visible before the global");
     assert!(log.done(3).is_none(), "waits for the global it intersects");
     assert_eq!(log.cert.snapshot().upto, 0);
@@ -201,8 +197,8 @@ fn locals_wait_behind_a_pending_global_in_the_baseline() {
 #[test]
 fn a_local_waiting_for_a_global_that_aborts_commits() {
     let mut log = Log::new(P0, 0);
-    log.deliver(part(1, P0, &[P0, P1], at(0), &["g"], &["g"]));
-    log.deliver(part(2, P0, &[P0], at(0), &["g"], &["g"]));
+    log.deliver(part(1, P0, &[P0, P1], Snap::at(0), &["g"], &["g"]));
+    log.deliver(part(2, P0, &[P0], Snap::at(0), &["g"], &["g"]));
     log.vote(1, P1, Vote { commit: false, ts: Timestamp(10), pos: 1 });
     assert!(log.aborted(1));
     assert!(log.committed(2));
@@ -214,10 +210,10 @@ fn a_local_waiting_for_a_global_that_aborts_commits() {
 #[test]
 fn reordering_applies_locals_ahead_of_a_pending_global_within_the_threshold() {
     let mut log = Log::new(P0, 2);
-    log.deliver(part(1, P0, &[P0, P1], at(0), &["g"], &["g"]));
-    log.deliver(part(2, P0, &[P0], at(0), &["a"], &["a"]));
-    log.deliver(part(3, P0, &[P0], at(0), &["b"], &["b"]));
-    log.deliver(part(4, P0, &[P0], at(0), &["c"], &["c"]));
+    log.deliver(part(1, P0, &[P0, P1], Snap::at(0), &["g"], &["g"]));
+    log.deliver(part(2, P0, &[P0], Snap::at(0), &["a"], &["a"]));
+    log.deliver(part(3, P0, &[P0], Snap::at(0), &["b"], &["b"]));
+    log.deliver(part(4, P0, &[P0], Snap::at(0), &["c"], &["c"]));
     assert!(log.committed(2) && log.committed(3), "reordered ahead of the global");
     assert!(log.done(4).is_none(), "three positions after it: past the threshold of 2");
     let snap = log.cert.snapshot();
@@ -236,10 +232,10 @@ fn reordering_applies_locals_ahead_of_a_pending_global_within_the_threshold() {
 #[test]
 fn globals_crossing_in_two_logs_cannot_both_commit_a_write_skew() {
     // T1 reads a (P0), writes b (P1); T2 reads b (P1), writes a (P0).
-    let t1_p0 = part(1, P0, &[P0, P1], at(0), &["a"], &[]);
-    let t1_p1 = part(1, P1, &[P0, P1], at(0), &[], &["b"]);
-    let t2_p0 = part(2, P0, &[P0, P1], at(0), &[], &["a"]);
-    let t2_p1 = part(2, P1, &[P0, P1], at(0), &["b"], &[]);
+    let t1_p0 = part(1, P0, &[P0, P1], Snap::at(0), &["a"], &[]);
+    let t1_p1 = part(1, P1, &[P0, P1], Snap::at(0), &[], &["b"]);
+    let t2_p0 = part(2, P0, &[P0, P1], Snap::at(0), &[], &["a"]);
+    let t2_p1 = part(2, P1, &[P0, P1], Snap::at(0), &["b"], &[]);
     let (mut p0, mut p1) = (Log::new(P0, 0), Log::new(P1, 0));
     p0.deliver(t1_p0);
     p0.deliver(t2_p0);
@@ -253,6 +249,7 @@ fn globals_crossing_in_two_logs_cannot_both_commit_a_write_skew() {
     let committed = [1, 2].iter().filter(|&&n| p0.committed(n)).count();
     assert!(committed <= 1, "both committed: a write skew");
     for n in [1, 2] {
+        assert!(p0.done(n).is_some() && p1.done(n).is_some(), "{n} ended at both partitions");
         assert_eq!(p0.committed(n), p1.committed(n), "both partitions agree on {n}");
     }
     // Planted fault: ignoring concurrent globals lets both commit.
@@ -261,10 +258,10 @@ fn globals_crossing_in_two_logs_cannot_both_commit_a_write_skew() {
     let (mut q0, mut q1) = (Log::new(P0, 0), Log::new(P1, 0));
     q0.cert = Certifier::new(P0, bad.clone());
     q1.cert = Certifier::new(P1, bad);
-    q0.deliver(part(1, P0, &[P0, P1], at(0), &["a"], &[]));
-    q0.deliver(part(2, P0, &[P0, P1], at(0), &[], &["a"]));
-    q1.deliver(part(2, P1, &[P0, P1], at(0), &["b"], &[]));
-    q1.deliver(part(1, P1, &[P0, P1], at(0), &[], &["b"]));
+    q0.deliver(part(1, P0, &[P0, P1], Snap::at(0), &["a"], &[]));
+    q0.deliver(part(2, P0, &[P0, P1], Snap::at(0), &[], &["a"]));
+    q1.deliver(part(2, P1, &[P0, P1], Snap::at(0), &["b"], &[]));
+    q1.deliver(part(1, P1, &[P0, P1], Snap::at(0), &[], &["b"]));
     for n in [1, 2] {
         let (v0, v1) = (q0.voted(n).unwrap(), q1.voted(n).unwrap());
         q0.vote(n, P1, v1);
@@ -281,11 +278,12 @@ fn a_fence_aborts_a_transaction_whose_part_never_came_and_its_part_is_skipped() 
     assert!(!vote.commit);
     assert_eq!(log.cert.vote_of(&tx(1)).map(|v| v.commit), Some(false));
     assert!(log.cert.fenced(&tx(1)));
-    log.deliver(part(1, P1, &[P0, P1], at(0), &[], &["x"]));
+    log.deliver(part(1, P1, &[P0, P1], Snap::at(0), &[], &["x"]));
     assert!(log.value("x").is_none(), "the late part is skipped");
     // A part delivered twice is skipped the second time.
-    log.deliver(part(2, P1, &[P1], at(0), &[], &["y"]));
-    log.deliver(part(2, P1, &[P1], at(0), &[], &["z"]));
+    log.deliver(part(2, P1, &[P1], Snap::at(0), &[], &["y"]));
+    log.deliver(part(2, P1, &[P1], Snap::at(0), &[], &["z"]));
+    assert!(log.value("y").is_some(), "the first delivery of 2 applied");
     assert!(log.value("z").is_none());
 }
 
@@ -296,19 +294,20 @@ fn a_snapshot_older_than_what_is_kept_aborts_at_certification_and_at_read() {
     let mut log = Log::new(P0, 0);
     log.cert = Certifier::new(P0, small);
     for n in 1..=8 {
-        log.deliver(part(n, P0, &[P0], at(n - 1), &["x"], &["x"]));
+        log.deliver(part(n, P0, &[P0], Snap::at(n - 1), &["x"], &["x"]));
     }
-    log.deliver(part(9, P0, &[P0], at(2), &["y"], &["y"]));
+    log.deliver(part(9, P0, &[P0], Snap::at(2), &["y"], &["y"]));
     assert!(log.aborted(9));
     assert!(log.done(9).unwrap().why.as_deref().unwrap().contains("positions old"));
-    assert!(log.cert.read(b"x", &at(1)).is_err(), "collected");
-    assert!(log.cert.read(b"x", &at(7)).is_ok());
+    assert!(log.cert.read(b"x", &Snap::at(1)).is_err(), "collected");
+    assert!(log.cert.read(b"x", &Snap::at(7)).is_ok());
 }
 
 /// Invariant D: members that get the same log, and the other partitions'
 /// votes at different moments, vote and end alike, with the same stamps.
 #[test]
 fn members_agree_whatever_the_timing_of_votes() {
+    let (mut committed, mut aborted) = (0, 0);
     for seed in 0..200u64 {
         let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         let mut next = move |n: u64| {
@@ -330,7 +329,7 @@ fn members_agree_whatever_the_timing_of_votes() {
             let mut writes = writes;
             writes.sort();
             writes.dedup();
-            entries.push(part(n, P0, &parts, at(snap_upto), &reads, &writes));
+            entries.push(part(n, P0, &parts, Snap::at(snap_upto), &reads, &writes));
             if global {
                 remote.push((n, Vote { commit: next(4) != 0, ts: Timestamp(1_000 + next(800)), pos: n }));
             }
@@ -356,22 +355,30 @@ fn members_agree_whatever_the_timing_of_votes() {
         }
         for n in 1..=40u64 {
             let outcomes: Vec<Option<&Outcome>> = members.iter().map(|m| m.done(n)).collect();
+            // Every remote vote arrived: every transaction ended, at every member.
+            assert!(outcomes.iter().all(Option::is_some), "seed {seed}, txn {n} never ended: {outcomes:?}");
             let stamps: Vec<_> = outcomes.iter().map(|o| o.map(|o| o.stamp)).collect();
             assert!(stamps.windows(2).all(|w| w[0] == w[1]), "seed {seed}, txn {n}: {stamps:?}");
+            if stamps[0].is_some_and(|s| s.is_some()) {
+                committed += 1;
+            } else {
+                aborted += 1;
+            }
             let votes: Vec<_> = members.iter().map(|m| m.voted(n)).collect();
             assert!(votes.windows(2).all(|w| w[0] == w[1]), "seed {seed}, txn {n}: {votes:?}");
         }
         let latest: Vec<_> = members.iter().map(|m| m.cert.store().latest()).collect();
         assert!(latest.windows(2).all(|w| w[0] == w[1]), "seed {seed}: states differ");
     }
+    assert!(committed > 0 && aborted > 0, "{committed} committed, {aborted} aborted: agreement on both outcomes");
 }
 
 #[test]
 fn the_certifier_survives_its_image() {
     let mut log = Log::new(P0, 0);
-    log.deliver(part(1, P0, &[P0], at(0), &[], &["x"]));
-    log.deliver(part(2, P0, &[P0, P1], at(1), &["x"], &["y"]));
-    log.deliver(part(3, P0, &[P0], at(1), &["x"], &["z"]));
+    log.deliver(part(1, P0, &[P0], Snap::at(0), &[], &["x"]));
+    log.deliver(part(2, P0, &[P0, P1], Snap::at(1), &["x"], &["y"]));
+    log.deliver(part(3, P0, &[P0], Snap::at(1), &["x"], &["z"]));
     let mut copy = Certifier::new(P0, cfg(0));
     for record in log.cert.image() {
         copy.restore(record);

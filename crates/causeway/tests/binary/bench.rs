@@ -365,6 +365,7 @@ fn bench_reports_the_geo_sdur_microbenchmarks_local_and_global_transactions() {
     assert!(g > 0.25 * (l + g) && g < 0.75 * (l + g), "{l} local, {g} global");
     let check = causeway(&["check", history.to_str().unwrap()]);
     assert!(check.status.success(), "serializable: {}", text(&check));
+    assert!(text(&check).contains("model: serializable"), "judged by its meta line: {}", text(&check));
 }
 
 /// The social network through the client library: a timeline's second read
@@ -380,8 +381,9 @@ fn bench_runs_the_geo_sdur_social_network_and_checks_its_history() {
     assert!(timelines > 5.0 * f(&r, "txn_classes.post.committed"), "85 % timelines: {r}");
     let check = causeway(&["check", history.to_str().unwrap()]);
     assert!(check.status.success(), "serializable: {}", text(&check));
+    assert!(text(&check).contains("model: serializable"), "judged by its meta line: {}", text(&check));
     let lines = std::fs::read_to_string(&history).unwrap();
-    assert!(lines.contains(";social") || lines.contains("u0."), "list keys in the history");
+    assert!(lines.contains("u0.") && lines.contains("u1."), "both partitions' list keys in the history");
 }
 
 /// The Geo-SDUR paper's figures from a sweep of tiny runs: its placements,

@@ -11,10 +11,25 @@ use causeway_workload::{WorkloadConfig, WorkloadKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 /// How many seeds a property test runs: `CAUSEWAY_SEEDS` or the default.
 pub fn seeds(default: u64) -> u64 {
     std::env::var("CAUSEWAY_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// Up to two cuts of a random DC (none with one DC), each starting in
+/// `starts` and lasting a time drawn from `lens`, in microseconds.
+pub fn random_cuts(rng: &mut impl Rng, dcs: u16, starts: Range<u64>, lens: Range<u64>) -> Vec<Cut> {
+    let mut cuts = Vec::new();
+    if dcs > 1 {
+        for _ in 0..rng.random_range(0..=2) {
+            let start_us = rng.random_range(starts.clone());
+            let len = rng.random_range(lens.clone());
+            cuts.push(Cut { dc: rng.random_range(0..dcs), start_us, end_us: start_us + len });
+        }
+    }
+    cuts
 }
 
 /// A random but seed-determined cluster and fault schedule: 1–5 DCs,
@@ -27,14 +42,7 @@ pub fn random_config(seed: u64, max_txns: u64) -> SimConfig {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_c0de);
     let dcs = rng.random_range(1..=5u16);
     let partitions = rng.random_range(1..=8u32);
-    let mut cuts = Vec::new();
-    if dcs > 1 {
-        for _ in 0..rng.random_range(0..=2) {
-            let start_us = rng.random_range(0..400_000);
-            let len = rng.random_range(20_000..400_000);
-            cuts.push(Cut { dc: rng.random_range(0..dcs), start_us, end_us: start_us + len });
-        }
-    }
+    let cuts = random_cuts(&mut rng, dcs, 0..400_000, 20_000..400_000);
     let workload = WorkloadConfig {
         reads_per_txn: rng.random_range(1..=8),
         writes_per_txn: rng.random_range(1..=4),
