@@ -148,6 +148,7 @@ impl Sweep {
                         s.round = round;
                     }
                     s.run_id = crate::spec::new_run_id();
+                    // Every run starts a cluster of its own: its logs too.
                     s.data_dir = self.base.data_dir.as_ref().map(|d| d.join(&s.run_id));
                     s
                 })
@@ -186,9 +187,6 @@ impl Sweep {
                             s.partitions = partitions;
                             s.protocol = protocol;
                             s.clients_per_partition = clients;
-                            s.run_id = crate::spec::new_run_id();
-                            // Every run starts a cluster of its own: its logs too.
-                            s.data_dir = base.data_dir.as_ref().map(|d| d.join(&s.run_id));
                             out.push(s);
                         }
                     }

@@ -350,6 +350,25 @@ impl Client {
     /// connection broke or timed out once the commit was sent (the
     /// connection is then closed). A connection already closed before the
     /// commit was sent gives [`Error::Disconnected`]: nothing was sent.
+    pub async fn commit(&mut self) -> Result<Option<Stamp>, Error> {
+        self.settle_for_commit().await?;
+        if let Some(cause) = self.refused.take() {
+            return Err(self.abort_refused(cause).await);
+        }
+        self.ensure_open()?;
+        match self.call("commit", Request::Commit).await {
+            Ok(Response::Committed(stamp)) => {
+                self.txn_keys.clear();
+                Ok(stamp)
+            }
+            Ok(other) => Err(self.unexpected("commit", other)),
+            Err(e) => {
+                self.txn_keys.clear();
+                Err(e.commit_in_flight())
+            }
+        }
+    }
+
     /// Runs the transaction `txn` — begin, reads, writes, commit, all of it —
     /// and runs it again, up to `attempts` times in all, while the store
     /// aborts it for a reason another attempt may not meet
@@ -402,25 +421,6 @@ impl Client {
                     attempt += 1;
                 }
                 outcome => return outcome,
-            }
-        }
-    }
-
-    pub async fn commit(&mut self) -> Result<Option<Stamp>, Error> {
-        self.settle_for_commit().await?;
-        if let Some(cause) = self.refused.take() {
-            return Err(self.abort_refused(cause).await);
-        }
-        self.ensure_open()?;
-        match self.call("commit", Request::Commit).await {
-            Ok(Response::Committed(stamp)) => {
-                self.txn_keys.clear();
-                Ok(stamp)
-            }
-            Ok(other) => Err(self.unexpected("commit", other)),
-            Err(e) => {
-                self.txn_keys.clear();
-                Err(e.commit_in_flight())
             }
         }
     }

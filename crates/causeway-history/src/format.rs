@@ -238,12 +238,18 @@ pub enum ParseError {
 impl HistoryFile {
     /// Writes the file as JSON Lines: the meta line when there is one, then
     /// the history.
-    pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
-        if let Some(meta) = &self.meta {
+    pub fn write_jsonl(&self, w: impl Write) -> io::Result<()> {
+        Self::write_parts(self.meta.as_ref(), &self.history, w)
+    }
+
+    /// Writes a file of `history` headed by `meta`, without making a
+    /// `HistoryFile` of them (a history can be large).
+    pub fn write_parts(meta: Option<&HistoryMeta>, history: &History, mut w: impl Write) -> io::Result<()> {
+        if let Some(meta) = meta {
             serde_json::to_writer(&mut w, &MetaLine { kind: "meta", meta })?;
             w.write_all(b"\n")?;
         }
-        self.history.write_jsonl(w)
+        history.write_jsonl(w)
     }
 
     pub fn to_jsonl_string(&self) -> String {

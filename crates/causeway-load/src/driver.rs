@@ -13,6 +13,7 @@
 
 use crate::visibility::{self, Commit};
 use bytes::Bytes;
+use causeway_client::wire::AbortReason;
 use causeway_client::{Client, ClientOptions, Error};
 use causeway_history::{CommitTs, Op, StampElem, Status, TxnRecord};
 use causeway_protocol::{DcId, Key, PartitionId, Topology, Value};
@@ -381,7 +382,10 @@ impl Worker {
                     }
                     Status::Committed
                 }
-                Ok(Outcome::Aborted) => {
+                // Aborted by the plan, or refused by the store for a conflict
+                // (a serializable protocol's certification): an abort, not an
+                // error.
+                Ok(Outcome::Aborted) | Err(Error::Aborted(AbortReason::Conflict(_))) => {
                     if measured {
                         self.measured.aborted += 1;
                         if let Some(c) = self.class(&plan) {
@@ -393,17 +397,6 @@ impl Worker {
                 Err(Error::OutcomeUnknown { .. }) => {
                     self.outages.unknown += 1;
                     Status::Unknown
-                }
-                // The store refused to commit a sound transaction (a
-                // serializable one's certification): aborted, not an error.
-                Err(Error::Aborted(causeway_client::wire::AbortReason::Conflict(_))) => {
-                    if measured {
-                        self.measured.aborted += 1;
-                        if let Some(c) = self.class(&plan) {
-                            c.aborted += 1;
-                        }
-                    }
-                    Status::Aborted
                 }
                 // Refused, given up, or cut off before its commit was sent:
                 // it did not commit.
@@ -432,12 +425,12 @@ impl Worker {
                 // The transaction is over either way. A dead connection is
                 // made again at the next turn; an outage is waited out; a
                 // certification abort is no error (counted above).
-                let conflict = matches!(e, Error::Aborted(causeway_client::wire::AbortReason::Conflict(_)));
-                if conflict {
-                } else if !is_outage(&e) {
-                    error.get_or_insert_with(|| format!("{}: {e}", self.name));
-                } else if !matches!(e, Error::OutcomeUnknown { .. }) {
-                    self.outages.unavailable += 1;
+                if !matches!(e, Error::Aborted(AbortReason::Conflict(_))) {
+                    if !is_outage(&e) {
+                        error.get_or_insert_with(|| format!("{}: {e}", self.name));
+                    } else if !matches!(e, Error::OutcomeUnknown { .. }) {
+                        self.outages.unavailable += 1;
+                    }
                 }
                 if e.is_fatal() || self.client.as_ref().is_some_and(|c| c.is_closed()) {
                     self.client = None;
@@ -519,13 +512,18 @@ impl Worker {
         }
         // Begin travels with the first read, and the writes with the commit:
         // two round trips for the paper's transaction.
+        // What the last round read, kept only for plans whose writes follow
+        // from it.
+        let derives = plan.social.is_some() || plan.transfer.is_some();
         let mut last: Vec<(Key, Option<Value>)> = Vec::new();
         let mut round = 0;
         while round < plan.read_rounds.len() {
             let keys = &plan.read_rounds[round];
             let values = if round == 0 { client.begin_read(keys).await? } else { client.read(keys).await? };
             note(ops, keys, &values);
-            last = keys.iter().cloned().zip(values).collect();
+            if derives {
+                last = keys.iter().cloned().zip(values).collect();
+            }
             if let (0, Some((step, social))) = (round, &plan.social) {
                 let more = social.second_round(step, &last);
                 if !more.is_empty() {

@@ -129,6 +129,19 @@ impl ProtocolKind {
         self.visit(Of)
     }
 
+    /// Whether the protocol places each partition as a replica group, several
+    /// members of which may share a DC.
+    pub fn replica_groups(self) -> bool {
+        struct Of;
+        impl ProtocolVisitor for Of {
+            type Output = bool;
+            fn visit<P: Protocol>(self) -> bool {
+                P::REPLICA_GROUPS
+            }
+        }
+        self.visit(Of)
+    }
+
     /// Whether the protocol can run on `topology` with `tuning` (Wren
     /// refuses partial replication, for example); the error names the
     /// protocol.

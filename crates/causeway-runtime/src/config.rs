@@ -620,16 +620,20 @@ fn resolve(file: File, path: &Path) -> Result<ClusterPlan, String> {
             topology = topology.prefer(from, PartitionId(p), to).map_err(|e| format!("{at}: {e}"))?;
         }
     }
-    if topology.has_groups() && protocol.check(&topology, &tuning).is_err() {
+    if topology.has_groups() && !protocol.replica_groups() {
         // Name the nodes: the protocol only knows the rule.
         let dc_name = |dc: DcId| file.dc[usize::from(dc.0)].name.as_str();
         if let Some(((dc, p), nodes)) = holder.iter().find(|(_, nodes)| nodes.len() > 1) {
             let names: Vec<String> = nodes.iter().map(|n| format!("{n:?}")).collect();
+            let count = if names.len() == 2 { "two".to_string() } else { names.len().to_string() };
+            let list = match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+                _ => names.join(""),
+            };
             return Err(format!(
-                "partition {p} of DC {:?} is held by two nodes: {}; only a protocol of replica groups \
+                "partition {p} of DC {:?} is held by {count} nodes: {list}; only a protocol of replica groups \
                  (protocol = \"sdur\") places several replicas of a partition in one DC",
                 dc_name(*dc),
-                names.join(" and ")
             ));
         }
     }

@@ -83,6 +83,9 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         record: true,
         visibility_interval: Duration::from_millis(1),
         preload: false,
+        // Geo-SDUR's replica groups and log (the flags mean nothing to the others).
+        groups: c.ordered.groups(c.dcs, c.partitions)?,
+        ordered: c.ordered.tuning(c.net.model()?.as_ref(), c.dcs)?,
         ..BenchSpec::default()
     };
     spec.validate().map_err(anyhow::Error::msg)?;

@@ -11,8 +11,7 @@ use std::time::Instant;
 pub fn write_history_of(history: &History, protocol: &str, guarantee: Guarantee, out: OutputFile) -> Result<()> {
     let path = out.path().display().to_string();
     let meta = HistoryMeta { protocol: Some(protocol.to_string()), guarantee: Some(guarantee) };
-    let file = HistoryFile { meta: Some(meta), history: history.clone() };
-    out.write(|w| file.write_jsonl(w))?;
+    out.write(|w| HistoryFile::write_parts(Some(&meta), history, w))?;
     println!("  history        {} lines in {path}", history.txns.len() + history.finals.len() + 1);
     Ok(())
 }
