@@ -9,6 +9,7 @@
 //! * [`run`] — warm-up, measured time, counters from every node, visibility.
 //! * [`report`] — the JSON report and the printed summary.
 //! * [`cpu`] — CPU time from the kernel's accounting.
+//! * [`syscalls`] — system calls counted by `perf stat` (`--syscalls`).
 //! * [`sweep`] — a series of runs over protocols, clients, partitions, DCs
 //!   and mixes.
 //! * [`figures`] — PNG and SVG figures in the shapes of the paper's.
@@ -20,6 +21,7 @@ pub mod report;
 pub mod run;
 pub mod spec;
 pub mod sweep;
+pub mod syscalls;
 
 pub use report::BenchReport;
 pub use run::{run, Outcome};

@@ -2,6 +2,7 @@
 //! docs/BENCHMARKS.md) and as the summary `causeway bench` prints.
 
 use crate::cpu::CpuTime;
+use crate::syscalls::SyscallsPerTxn;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +76,10 @@ pub struct BenchReport {
     /// timestamps; Cure: 8 per DC).
     pub metadata_bytes_per_version: u64,
     pub cpu: Cpu,
+    /// System calls per committed transaction (`--syscalls`; absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls: Option<Syscalls>,
     /// The ordered log's setting (Geo-SDUR runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordered: Option<OrderedReport>,
@@ -283,6 +288,39 @@ pub struct Traffic {
     pub messages: ByClass<u64>,
     /// `bytes` divided by committed transactions.
     pub bytes_per_txn: ByClass<f64>,
+    /// `messages` divided by committed transactions (absent from older
+    /// reports).
+    #[serde(default)]
+    pub messages_per_txn: ByClass<f64>,
+    /// Frames and writes on the servers' sockets per committed transaction
+    /// (absent from older reports: zeros).
+    #[serde(default)]
+    pub links_per_txn: LinksPerTxn,
+}
+
+/// What the servers' sockets carried per committed transaction, summed
+/// over every node: between servers (`peer_*`) and to and from clients
+/// (`client_*`). A write is one hand-off to the kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinksPerTxn {
+    /// Protocol messages between servers; batch frames carrying them;
+    /// the writes carrying those frames; acknowledgement frames (a write
+    /// each).
+    pub peer_messages: f64,
+    pub peer_frames: f64,
+    pub peer_writes: f64,
+    pub peer_acks: f64,
+    /// Request frames from clients; answer frames; writes carrying answers.
+    pub client_requests: f64,
+    pub client_answers: f64,
+    pub client_writes: f64,
+}
+
+impl LinksPerTxn {
+    /// Every write a server makes to a socket, per transaction.
+    pub fn writes(&self) -> f64 {
+        self.peer_writes + self.peer_acks + self.client_writes
+    }
 }
 
 /// One number per message class, in the order the protocol declares its
@@ -354,6 +392,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ByClass<T> {
 pub struct Cpu {
     pub servers: Option<CpuReport>,
     pub clients: Option<CpuReport>,
+}
+
+/// System calls per committed transaction over the measured time, as
+/// [`Cpu`] splits them: servers and clients (embedded: one process, as
+/// `servers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Syscalls {
+    pub servers: Option<SyscallsPerTxn>,
+    pub clients: Option<SyscallsPerTxn>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
@@ -497,6 +544,25 @@ impl BenchReport {
         let bytes: Vec<String> =
             self.traffic.bytes.0.iter().map(|(class, b)| format!("{class} {:.1} MB", mb(*b))).collect();
         line(&mut s, format!("  bytes sent     {}", bytes.join(", ")));
+        if self.committed > 0 && !self.traffic.messages_per_txn.is_empty() {
+            let msgs: Vec<String> =
+                self.traffic.messages_per_txn.0.iter().map(|(class, n)| format!("{class} {n:.2}")).collect();
+            line(&mut s, format!("  messages/txn   {}", msgs.join(", ")));
+            let l = &self.traffic.links_per_txn;
+            line(
+                &mut s,
+                format!(
+                    "  sockets/txn    servers: {:.2} messages in {:.2} frames, {:.2} writes, {:.2} acks; clients: {:.2} requests, {:.2} answers in {:.2} writes",
+                    l.peer_messages,
+                    l.peer_frames,
+                    l.peer_writes,
+                    l.peer_acks,
+                    l.client_requests,
+                    l.client_answers,
+                    l.client_writes
+                ),
+            );
+        }
         line(&mut s, format!("  metadata       {} bytes per version", self.metadata_bytes_per_version));
         for (who, c) in [("servers", &self.cpu.servers), ("clients", &self.cpu.clients)] {
             if let Some(c) = c {
@@ -519,6 +585,20 @@ impl BenchReport {
                         c.voluntary_switches_per_txn, c.involuntary_switches_per_txn
                     ),
                 );
+            }
+        }
+        if let Some(calls) = &self.syscalls {
+            for (who, c) in [("servers", &calls.servers), ("clients", &calls.clients)] {
+                if let Some(c) = c {
+                    let who = if calls.clients.is_none() { "process" } else { who };
+                    line(
+                        &mut s,
+                        format!(
+                            "  syscalls {who:<8} {:.1} per txn: {:.1} read, {:.1} write, {:.1} epoll, {:.1} futex",
+                            c.all, c.read, c.write, c.epoll, c.futex
+                        ),
+                    );
+                }
             }
         }
         s
@@ -577,6 +657,7 @@ pub(crate) mod tests {
             traffic: Traffic::default(),
             metadata_bytes_per_version: 8,
             cpu: Cpu::default(),
+            syscalls: None,
             ordered: Some(OrderedReport { members: "2,2,1/0,0,1".into(), ..OrderedReport::default() }),
             txn_classes: ByClass(vec![(
                 "local".into(),

@@ -5,10 +5,11 @@
 use crate::cpu::{self, CpuTime};
 use crate::deploy::{self, Servers, Target};
 use crate::report::{
-    BenchReport, ByClass, ClassReport, Cpu, CpuReport, DcLatency, Distribution, OrderedReport, ReadWaits, Traffic,
-    Visibility, WorkloadReport,
+    BenchReport, ByClass, ClassReport, Cpu, CpuReport, DcLatency, Distribution, LinksPerTxn, OrderedReport, ReadWaits,
+    Syscalls, Traffic, Visibility, WorkloadReport,
 };
 use crate::spec::BenchSpec;
+use crate::syscalls;
 use anyhow::{Context, Result};
 use causeway_client::wire::NodeStats;
 use causeway_history::History;
@@ -53,6 +54,34 @@ async fn snapshot(probes: &mut [Probe], servers: &Servers, waited: bool) -> Resu
     Ok(Snapshot { nodes, servers, clients })
 }
 
+/// `perf stat` on the servers and on the clients (this process), apart;
+/// embedded, on this process alone, as `servers`.
+struct SyscallCounting {
+    servers: Option<syscalls::Counting>,
+    clients: Option<syscalls::Counting>,
+}
+
+impl SyscallCounting {
+    fn start(servers: &Servers) -> Result<Self> {
+        let me = std::process::id();
+        Ok(match servers {
+            Servers::ThisProcess => SyscallCounting { servers: Some(syscalls::Counting::start(&[me])?), clients: None },
+            Servers::Processes(pids) => SyscallCounting {
+                servers: Some(syscalls::Counting::start(pids)?),
+                clients: Some(syscalls::Counting::start(&[me])?),
+            },
+            Servers::Elsewhere => SyscallCounting { servers: None, clients: Some(syscalls::Counting::start(&[me])?) },
+        })
+    }
+
+    fn stop(self) -> Result<(Option<syscalls::Rates>, Option<syscalls::Rates>)> {
+        Ok((
+            self.servers.map(syscalls::Counting::stop).transpose()?,
+            self.clients.map(syscalls::Counting::stop).transpose()?,
+        ))
+    }
+}
+
 fn sum(nodes: &[NodeStats], f: impl Fn(&NodeStats) -> u64) -> u64 {
     nodes.iter().map(f).sum()
 }
@@ -71,6 +100,23 @@ fn classes(nodes: &[NodeStats]) -> Vec<(String, u64, u64)> {
         }
     }
     total
+}
+
+/// The nodes' socket counters over the measured time, per transaction.
+fn links_per_txn(first: &[NodeStats], last: &[NodeStats], committed: u64) -> LinksPerTxn {
+    let per = |f: fn(&causeway_client::wire::LinkCounts) -> u64| {
+        let at = |ns: &[NodeStats]| sum(ns, |n| f(&n.links));
+        at(last).saturating_sub(at(first)) as f64 / committed.max(1) as f64
+    };
+    LinksPerTxn {
+        peer_messages: per(|l| l.peer_messages_sent),
+        peer_frames: per(|l| l.peer_frames_sent),
+        peer_writes: per(|l| l.peer_writes),
+        peer_acks: per(|l| l.peer_acks_sent),
+        client_requests: per(|l| l.client_frames_received),
+        client_answers: per(|l| l.client_frames_sent),
+        client_writes: per(|l| l.client_writes),
+    }
 }
 
 fn waited_txns(nodes: &[NodeStats]) -> BTreeSet<(u16, u64)> {
@@ -166,12 +212,20 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     // time, read while the load runs, at the moments the driver says.
     let counters = async {
         let mut first = None;
+        let mut counting = None;
         while let Some(phase) = phase_rx.recv().await {
             match phase {
-                Phase::Measuring => first = Some(snapshot(&mut probes, servers, true).await?),
+                Phase::Measuring => {
+                    first = Some(snapshot(&mut probes, servers, true).await?);
+                    if spec.syscalls {
+                        counting = Some(SyscallCounting::start(servers)?);
+                    }
+                }
                 Phase::Stopped => {
+                    // Before the snapshot: the clients have stopped.
+                    let calls = counting.take().map(SyscallCounting::stop).transpose()?;
                     let last = snapshot(&mut probes, servers, true).await?;
-                    return Ok(first.map(|f| (f, last)));
+                    return Ok(first.map(|f| (f, last, calls)));
                 }
             }
         }
@@ -179,7 +233,7 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
     };
     let (report, counters) = tokio::join!(load, counters);
     let report = report.context("the workload could not run")?;
-    let (first, last) = counters?.context("the run ended before its measured time")?;
+    let (first, last, calls) = counters?.context("the run ended before its measured time")?;
     let seen = tracker.await.context("the visibility tracker failed")?.context("cannot read stable times")?;
 
     let secs = report.elapsed.as_secs_f64();
@@ -264,13 +318,23 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             remote: Distribution::of(&seen.remote),
             unfinished: seen.unfinished,
         },
-        traffic: Traffic { bytes_per_txn: bytes.per(report.committed), bytes, messages },
+        traffic: Traffic {
+            bytes_per_txn: bytes.per(report.committed),
+            messages_per_txn: messages.per(report.committed),
+            links_per_txn: links_per_txn(a, b, report.committed),
+            bytes,
+            messages,
+        },
         metadata_bytes_per_version: b
             .iter()
             .flat_map(|n| n.replicas.iter().map(|r| r.metadata_bytes_per_version))
             .max()
             .unwrap_or(0),
         cpu: Cpu { servers: cpu_of(first.servers, last.servers), clients: cpu_of(first.clients, last.clients) },
+        syscalls: calls.map(|(servers, clients)| {
+            let tps = report.committed as f64 / secs.max(1e-9);
+            Syscalls { servers: servers.map(|r| r.per_txn(tps)), clients: clients.map(|r| r.per_txn(tps)) }
+        }),
         ordered: (*protocol == ProtocolKind::Sdur).then(|| OrderedReport {
             members: spec.members_spec(),
             reorder_threshold: spec.ordered.reorder_threshold,

@@ -61,6 +61,9 @@ pub struct BenchSpec {
     pub seed: u64,
     /// Record the history (every transaction, and the final states).
     pub record: bool,
+    /// Count the system calls of the servers and the clients over the
+    /// measured time (`perf stat`; see [`crate::syscalls`]).
+    pub syscalls: bool,
     /// How often every node is asked for its stable times, to measure
     /// update visibility: its resolution, and its cost.
     pub visibility_interval: Duration,
@@ -123,6 +126,7 @@ impl Default for BenchSpec {
             delta_g_ms: 5.0,
             seed: 1,
             record: false,
+            syscalls: false,
             visibility_interval: Duration::from_millis(1),
             preload: false,
             run_id: new_run_id(),

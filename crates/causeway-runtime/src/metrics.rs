@@ -79,6 +79,12 @@ pub struct Metrics {
     /// Times a replica waited for its checkpoint to be written before its
     /// next one was due: the disk falls behind the writes.
     pub checkpoint_waits: Counter,
+    /// Client request frames read, answer frames queued, and the writes
+    /// that carried answers, for benchmarks
+    /// ([`causeway_client::wire::LinkCounts`]; not exported).
+    pub client_frames_received: Counter,
+    pub client_frames_sent: Counter,
+    pub client_writes: Counter,
     /// Batches of stream groups spilled to disk and read back, and the
     /// bytes of each replica's spill on disk.
     pub stream_spills: Counter,
@@ -155,6 +161,9 @@ impl Metrics {
             read_slices: Counter::default(),
             read_wait_us: Counter::default(),
             checkpoint_waits: Counter::default(),
+            client_frames_received: Counter::default(),
+            client_frames_sent: Counter::default(),
+            client_writes: Counter::default(),
             stream_spills: Counter::default(),
             stream_unspilled: Counter::default(),
             stream_spilled: Family::default(),

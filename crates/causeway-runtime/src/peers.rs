@@ -204,6 +204,20 @@ impl<M: Message> Peers<M> {
         let _ = self.inbound.sink.set(sink);
     }
 
+    /// What the links to every peer node carried, summed (the client
+    /// fields left at zero).
+    pub fn link_counts(&self) -> causeway_wire::LinkCounts {
+        let mut c = causeway_wire::LinkCounts::default();
+        for p in self.transport.stats().peers {
+            c.peer_messages_sent += p.msgs_sent;
+            c.peer_frames_sent += p.frames_sent;
+            c.peer_writes += p.writes;
+            c.peer_acks_sent += p.acks_sent;
+            c.peer_frames_received += p.frames_received;
+        }
+        c
+    }
+
     /// Whether node `node` counts as unreachable: its link is down, and
     /// has been for [`LINK_DOWN_AFTER`] ([`LINK_STARTUP_GRACE`] if it never
     /// came up). Cheap: checked on client requests.

@@ -125,6 +125,11 @@ impl<M: Message> Router<M> {
         self.replica_host.get(&replica).is_some_and(|&host| host != self.node)
     }
 
+    /// What this node's links to other nodes carried (zero without any).
+    pub fn link_counts(&self) -> causeway_wire::LinkCounts {
+        self.peers.as_ref().map(|p| p.link_counts()).unwrap_or_default()
+    }
+
     /// Whether other nodes host some of the cluster's replicas.
     pub fn has_peers(&self) -> bool {
         self.peers.is_some()

@@ -5,13 +5,14 @@
 use crate::metrics::Metrics;
 use crate::replica_task::ReplicaGauges;
 use causeway_protocol::ReplicaId;
-use causeway_wire::{NodeStats, ReplicaReading};
+use causeway_wire::{LinkCounts, NodeStats, ReplicaReading};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub fn node_stats(
     node: &str,
     metrics: &Metrics,
+    mut links: LinkCounts,
     replicas: &[(ReplicaId, Arc<ReplicaGauges>)],
     waited_txns: bool,
 ) -> NodeStats {
@@ -31,7 +32,11 @@ pub fn node_stats(
     } else {
         Vec::new()
     };
+    links.client_frames_received = metrics.client_frames_received.get();
+    links.client_frames_sent = metrics.client_frames_sent.get();
+    links.client_writes = metrics.client_writes.get();
     NodeStats {
+        links,
         node: node.to_string(),
         replicas,
         sent: metrics.sent_by_class(),

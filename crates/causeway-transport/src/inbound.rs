@@ -292,6 +292,7 @@ async fn receive<M: WireMessage>(
                                 ack.clear();
                                 frame::put_ack(&mut ack, delivered);
                                 conn::write(&mut wr, &ack).await?;
+                                peer.counters.acks_sent.fetch_add(1, Relaxed);
                                 acked = delivered;
                                 armed = false;
                             }
@@ -316,6 +317,7 @@ async fn receive<M: WireMessage>(
         ack.clear();
         frame::put_ack(&mut ack, delivered);
         conn::write(&mut wr, &ack).await?;
+        peer.counters.acks_sent.fetch_add(1, Relaxed);
         acked = delivered;
         armed = false;
     }

@@ -315,6 +315,7 @@ async fn stream(
             from = fill.to;
             *high_water = (*high_water).max(fill.to);
             counters.frames_sent.fetch_add(fill.frames, Relaxed);
+            counters.writes.fetch_add(1, Relaxed);
             counters.wire_bytes_sent.fetch_add(out.len() as u64, Relaxed);
             counters.msgs_sent.fetch_add(fill.msgs, Relaxed);
             counters.bytes_sent.fetch_add(fill.bytes, Relaxed);

@@ -21,6 +21,11 @@ pub struct PeerStats {
     /// Batch frames written, and all bytes written including framing.
     pub frames_sent: u64,
     pub wire_bytes_sent: u64,
+    /// Writes of batch frames handed to the socket (each holds one or more
+    /// frames: everything the outbox had when the writer woke).
+    pub writes: u64,
+    /// Acknowledgement frames written back to it, one write each.
+    pub acks_sent: u64,
     /// Messages delivered from it, and their encoded bytes.
     pub msgs_received: u64,
     pub bytes_received: u64,
@@ -88,6 +93,8 @@ pub(crate) struct PeerCounters {
     pub dropped_for_restart: AtomicU64,
     pub frames_sent: AtomicU64,
     pub wire_bytes_sent: AtomicU64,
+    pub writes: AtomicU64,
+    pub acks_sent: AtomicU64,
     pub msgs_received: AtomicU64,
     pub bytes_received: AtomicU64,
     pub frames_received: AtomicU64,
@@ -114,6 +121,8 @@ impl PeerCounters {
             dropped_for_restart: load(&self.dropped_for_restart),
             frames_sent: load(&self.frames_sent),
             wire_bytes_sent: load(&self.wire_bytes_sent),
+            writes: load(&self.writes),
+            acks_sent: load(&self.acks_sent),
             msgs_received: load(&self.msgs_received),
             bytes_received: load(&self.bytes_received),
             frames_received: load(&self.frames_received),

@@ -26,6 +26,32 @@ pub struct NodeStats {
     /// Read-only transactions of the node's clients by the round trips
     /// their session took: `[1, 2, 3, 4 or more]`.
     pub read_only_rounds: Vec<u64>,
+    /// Frames and writes on the node's links to other nodes and to its
+    /// clients, since it started.
+    pub links: LinkCounts,
+}
+
+/// What a node's sockets carried, counted where the bytes are handed to
+/// the kernel or taken from it: a benchmark divides them by the
+/// transactions committed, to see how many writes a message costs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkCounts {
+    /// Protocol messages written to other nodes (first transmissions).
+    pub peer_messages_sent: u64,
+    /// Batch frames written to other nodes, and the writes that carried
+    /// them (a write holds every frame the link's outbox had ready).
+    pub peer_frames_sent: u64,
+    pub peer_writes: u64,
+    /// Acknowledgement frames written back to other nodes (one write each).
+    pub peer_acks_sent: u64,
+    /// Batch frames read from other nodes.
+    pub peer_frames_received: u64,
+    /// Request frames read from clients, answer frames queued to them, and
+    /// the writes that carried the answers (answers queued while a client's
+    /// operation waits leave together).
+    pub client_frames_received: u64,
+    pub client_frames_sent: u64,
+    pub client_writes: u64,
 }
 
 impl NodeStats {

@@ -288,6 +288,13 @@ pub struct BenchArgs {
     /// run starts, no prefix.
     #[arg(long, value_name = "PREFIX")]
     key_prefix: Option<String>,
+    /// Count the system calls of the servers and of the clients over the
+    /// measured time, per transaction (read, write, epoll, futex, all),
+    /// with `perf stat` on the kernel's tracepoints: needs `perf` installed
+    /// and root (or kernel.perf_event_paranoid = -1). It costs the traced
+    /// processes a little: compare runs that both count.
+    #[arg(long)]
+    syscalls: bool,
 }
 
 /// A live progress line on a terminal, a line every 5 s otherwise.
@@ -411,6 +418,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         spec.workload.writes_per_txn = args.reads;
     }
     spec.record = args.history.is_some();
+    spec.syscalls = args.syscalls;
     spec.key_prefix = args.key_prefix.clone();
     if let Deployment::Config(path) = &spec.deployment {
         // The cluster's own shape, for the summary.

@@ -68,7 +68,13 @@ pub fn dump_response<P: Protocol>(host: &ClientHost<P>, dc: DcId, (entries, next
 
 /// The answer to `Stats`.
 pub fn stats<P: Protocol>(host: &ClientHost<P>, waited_txns: bool) -> Response {
-    Response::Stats(crate::stats::node_stats(&host.node_name, &host.metrics, &host.replicas, waited_txns))
+    Response::Stats(crate::stats::node_stats(
+        &host.node_name,
+        &host.metrics,
+        host.router.link_counts(),
+        &host.replicas,
+        waited_txns,
+    ))
 }
 
 /// `DropPeerConnections`: break every link to other nodes (they reconnect).

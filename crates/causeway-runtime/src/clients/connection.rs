@@ -188,6 +188,14 @@ async fn run<P: Protocol>(
     mut mailbox: Mailbox<P>,
     received: &AtomicU64,
 ) {
+    let metrics = driver.host().metrics.clone();
+    // Answers queued, counted as they are (the handshake's are not).
+    macro_rules! answer {
+        ($id:expr, $r:expr) => {{
+            metrics.client_frames_sent.inc();
+            send(&mut framed, $id, $r).await
+        }};
+    }
     let mut queued: VecDeque<Bytes> = VecDeque::new();
     let mut queued_bytes = 0usize;
     // The client closed its side: answer what it sent, then close ours.
@@ -222,7 +230,7 @@ async fn run<P: Protocol>(
             driver.flush();
             match step {
                 Served::Reply(r) => {
-                    if send(&mut framed, id, r).await.is_err() {
+                    if answer!(id, r).is_err() {
                         return;
                     }
                 }
@@ -237,8 +245,13 @@ async fn run<P: Protocol>(
         // at the cluster: a client that pipelined it after them reads them
         // with its answer, in one write. Otherwise they go now, before this
         // connection sleeps.
-        if !driver.is_waiting() && flush(&mut framed).await.is_err() {
-            return;
+        if !driver.is_waiting() {
+            if !framed.write_buffer().is_empty() {
+                metrics.client_writes.inc();
+            }
+            if flush(&mut framed).await.is_err() {
+                return;
+            }
         }
         if half_closed && !driver.is_waiting() {
             return;
@@ -251,6 +264,7 @@ async fn run<P: Protocol>(
                     partial_since = None;
                     active = true;
                     received_at_frame = received.load(Relaxed);
+                    metrics.client_frames_received.inc();
                     queued_bytes += frame.len();
                     queued.push_back(frame.freeze());
                 }
@@ -266,14 +280,14 @@ async fn run<P: Protocol>(
                 let answer = driver.on_message(from, msg);
                 driver.flush();
                 if let Some((id, r)) = answer {
-                    if send(&mut framed, id, r).await.is_err() { return; }
+                    if answer!(id, r).is_err() { return; }
                 }
             }
             () = alarm.ring() => {
                 let answer = driver.on_timers();
                 driver.flush();
                 if let Some((id, r)) = answer {
-                    if send(&mut framed, id, r).await.is_err() { return; }
+                    if answer!(id, r).is_err() { return; }
                 }
             }
             now = check.tick() => {
@@ -302,7 +316,7 @@ async fn run<P: Protocol>(
             Some(parts) = dump_rx.recv() => {
                 let response = admin::dump_response(driver.host(), driver.dc(), parts);
                 if let Some((id, r)) = driver.finish(response) {
-                    if send(&mut framed, id, r).await.is_err() { return; }
+                    if answer!(id, r).is_err() { return; }
                 }
             }
         }
