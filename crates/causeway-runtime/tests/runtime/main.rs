@@ -16,3 +16,4 @@ mod embedded;
 mod metrics;
 mod peer_input;
 mod restart;
+mod sockets;
