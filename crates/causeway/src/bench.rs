@@ -319,7 +319,7 @@ pub fn progress(prefix: String) -> impl FnMut(Progress) + Send {
 
 /// One run with a progress line, then its summary and first errors printed.
 pub fn run_and_summarize(spec: &BenchSpec) -> Result<causeway_bench::Outcome> {
-    let rt = runtime()?;
+    let rt = runtime_for(&spec.deployment)?;
     let outcome = rt.block_on(causeway_bench::run(spec, progress("  ".into())));
     clear_progress();
     let outcome = outcome?;
@@ -328,6 +328,18 @@ pub fn run_and_summarize(spec: &BenchSpec) -> Result<causeway_bench::Outcome> {
         println!("    error: {e}");
     }
     Ok(outcome)
+}
+
+/// The runtime of a run's clients: with the servers elsewhere, one thread
+/// (tokio's current-thread scheduler), so that a client's answer, its next
+/// request and the progress line wake no other thread (a futex, and an
+/// eventfd write to wake the reactor, per transaction otherwise); the
+/// clients of an embedded cluster share its threads.
+fn runtime_for(deployment: &Deployment) -> Result<tokio::runtime::Runtime> {
+    match deployment {
+        Deployment::Embedded => runtime(),
+        Deployment::Processes { .. } | Deployment::Config(_) => crate::serve::runtime_with(Some(1)),
+    }
 }
 
 fn clear_progress() {
@@ -584,7 +596,10 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
         (per_run.as_secs_f64() + 3.0) * specs.len() as f64 / 60.0,
         args.out.display()
     );
-    let rt = runtime()?;
+    let rt = match specs.first() {
+        Some(spec) if specs.iter().all(|s| s.deployment == spec.deployment) => runtime_for(&spec.deployment)?,
+        _ => runtime()?,
+    };
     let mut reports = Vec::new();
     let mut failed = 0;
     for (i, spec) in specs.iter().enumerate() {

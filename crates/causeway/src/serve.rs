@@ -94,13 +94,24 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
     runtime_with(None)
 }
 
-/// A runtime with `threads` workers (default: one per core).
+/// A runtime with `threads` workers (default: one per core). One thread
+/// is tokio's current-thread scheduler: every task — the replicas, the
+/// client sessions, the transport's readers and writers — runs on the
+/// thread that started the server, so handing a message from one to the
+/// next is a queue push, never a wake-up of another thread (a futex). (The
+/// multi-threaded scheduler with one worker would still run the server's
+/// main future on a thread of its own.)
 pub fn runtime_with(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = threads {
-        anyhow::ensure!((1..=1024).contains(&n), "--threads must be 1 to 1024, got {n}");
-        builder.worker_threads(n);
-    }
+    let mut builder = match threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            anyhow::ensure!((1..=1024).contains(&n), "--threads must be 1 to 1024, got {n}");
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
     builder.enable_all().build().context("cannot start the tokio runtime")
 }
 
