@@ -65,7 +65,8 @@ pub struct BenchSpec {
     /// measured time (`perf stat`; see [`crate::syscalls`]).
     pub syscalls: bool,
     /// How often every node is asked for its stable times, to measure
-    /// update visibility: its resolution, and its cost.
+    /// update visibility: its cost on the servers (the answers carry
+    /// when each change happened, so not its resolution).
     pub visibility_interval: Duration,
     /// Write every key once before the warm-up (not with `record`: the
     /// history would not know who wrote those values).
@@ -127,7 +128,7 @@ impl Default for BenchSpec {
             seed: 1,
             record: false,
             syscalls: false,
-            visibility_interval: Duration::from_millis(1),
+            visibility_interval: Duration::from_millis(10),
             preload: false,
             run_id: new_run_id(),
             key_prefix: None,

@@ -10,16 +10,25 @@
 //! taken at `d`'s coordinators (PaRiS's UST, [`Witness::OwnReplicas`]):
 //! then `d`'s own replicas say it for every partition. Replicas publish those stable
 //! times; this tracker asks every node for them over the client wire
-//! ([`causeway_client::Client::stats`]) every millisecond by default, so it
-//! measures an embedded cluster and separate server processes alike. The
-//! interval bounds its resolution (a sample lands up to one interval late).
+//! ([`causeway_client::Client::stats`]), so it measures an embedded
+//! cluster and separate server processes alike. A reading carries each
+//! replica's latest changes with the wall-clock time each was published
+//! ([`causeway_client::wire::ReplicaReading::changes`]): a write became
+//! visible at the first change that covers it, whenever it is polled, so
+//! the poll need not be frequent (the servers answer every poll) to be
+//! exact. Where no change says it (a node that keeps none, or more changes
+//! between two polls than a reading carries), the poll that first shows it
+//! does, up to one interval late. Times are clamped between the commit and
+//! the poll, so a node's clock that differs from this process's (a cluster
+//! on other machines) cannot give a negative or future time.
 
 use crate::probe::Probe;
+use causeway_client::wire::VisibleChange;
 use causeway_client::Error;
 use causeway_protocol::{DcId, PartitionId, Topology};
 use hdrhistogram::Histogram;
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
 /// Whose stable times say what a DC's new transactions can read.
@@ -53,8 +62,26 @@ pub struct Visibility {
 /// A commit not yet visible in every DC.
 struct Unseen {
     commit: Commit,
+    /// When the client learned it, on the wall clock (µs since the epoch).
+    at_us: u64,
     /// DCs where it is not yet visible.
     missing: Vec<DcId>,
+}
+
+/// Changes kept per replica at most (a commit that stays pending longer
+/// than they reach back is timed by the polls).
+const MAX_HISTORY: usize = 4096;
+
+fn unix_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+}
+
+/// When `history` (one replica's changes, oldest first) first shows
+/// `origin`'s writes up to `ts` visible: the first change that covers
+/// `ts` (if it is the oldest kept, the crossing was then or earlier).
+/// `None` where no change kept covers it.
+fn crossing(history: Option<&VecDeque<VisibleChange>>, origin: usize, ts: u64) -> Option<u64> {
+    history?.iter().find(|c| c.visible_upto.get(origin).is_some_and(|&v| v >= ts)).map(|c| c.at_us)
 }
 
 pub fn histogram() -> Histogram<u64> {
@@ -91,6 +118,9 @@ pub async fn track(
         .collect();
     // `visible[(dc, partition)][origin]`, as last read.
     let mut gauges: BTreeMap<(DcId, u32), Vec<u64>> = BTreeMap::new();
+    // Each replica's changes of those, oldest first, as far back as a
+    // pending commit may need.
+    let mut history: BTreeMap<(DcId, u32), VecDeque<VisibleChange>> = BTreeMap::new();
     let mut local = histogram();
     let mut remote = histogram();
     let mut pending: Vec<Unseen> = Vec::new();
@@ -103,7 +133,9 @@ pub async fn track(
             match commits.try_recv() {
                 Ok(c) => {
                     let missing = (0..dcs).map(DcId).collect();
-                    pending.push(Unseen { commit: c, missing });
+                    let at_us =
+                        unix_us().saturating_sub(Instant::now().saturating_duration_since(c.at).as_micros() as u64);
+                    pending.push(Unseen { commit: c, at_us, missing });
                 }
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => {
@@ -119,7 +151,19 @@ pub async fn track(
                 // replicas keep their last stable times meanwhile.
                 let Some(stats) = stats? else { continue };
                 for r in stats.replicas {
-                    gauges.insert((DcId(r.dc), r.partition), r.visible_upto);
+                    let at = (DcId(r.dc), r.partition);
+                    let h = history.entry(at).or_default();
+                    let newest = h.back().map_or(0, |c| c.at_us);
+                    h.extend(r.changes.into_iter().filter(|c| c.at_us > newest));
+                    gauges.insert(at, r.visible_upto);
+                }
+            }
+            // Keep, of each replica's changes, the last one at or before the
+            // oldest pending commit and all after it.
+            let oldest = pending.iter().map(|p| p.at_us).min().unwrap_or(u64::MAX);
+            for h in history.values_mut() {
+                while h.len() > MAX_HISTORY || h.len() > 1 && h[1].at_us <= oldest {
+                    h.pop_front();
                 }
             }
         }
@@ -137,20 +181,38 @@ pub async fn track(
                 }
             }
         }
-        let now = Instant::now();
+        let now_us = unix_us();
         pending.retain_mut(|p| {
             p.missing.retain(|&dc| {
                 let origin = usize::from(p.commit.origin.0);
+                let row = reads_at.get(usize::from(dc.0));
                 let everywhere = floor.get(usize::from(dc.0)).and_then(|row| row.get(origin)).copied().unwrap_or(0);
+                // The replicas whose stable times decide it: those of the
+                // partitions it wrote (or every one the DC reads from).
+                let deciders: Vec<(DcId, u32)> = match witness {
+                    Witness::ServingReplicas => p
+                        .commit
+                        .partitions
+                        .iter()
+                        .filter_map(|&part| row.and_then(|row| row.get(part as usize)).copied().flatten())
+                        .collect(),
+                    Witness::OwnReplicas => row.into_iter().flatten().flatten().copied().collect(),
+                };
                 let visible = (everywhere != u64::MAX && p.commit.ts <= everywhere)
                     || witness == Witness::ServingReplicas
-                        && p.commit.partitions.iter().all(|&part| {
-                            let at = reads_at.get(usize::from(dc.0)).and_then(|row| row.get(part as usize)).copied();
-                            let seen = at.flatten().and_then(|at| gauges.get(&at)).and_then(|v| v.get(origin));
-                            seen.is_some_and(|&v| v >= p.commit.ts)
-                        });
+                        && deciders.len() == p.commit.partitions.len()
+                        && deciders
+                            .iter()
+                            .all(|at| gauges.get(at).and_then(|v| v.get(origin)).is_some_and(|&v| v >= p.commit.ts));
                 if visible {
-                    let us = now.saturating_duration_since(p.commit.at).as_micros().max(1) as u64;
+                    // When the last of them covered it; the poll's time where
+                    // no change says.
+                    let at = deciders
+                        .iter()
+                        .map(|at| crossing(history.get(at), origin, p.commit.ts).unwrap_or(now_us))
+                        .max()
+                        .unwrap_or(p.at_us);
+                    let us = at.clamp(p.at_us, now_us.max(p.at_us)).saturating_sub(p.at_us).max(1);
                     let h = if dc == p.commit.origin { &mut local } else { &mut remote };
                     let _ = h.record(us);
                 }
@@ -163,5 +225,29 @@ pub async fn track(
                 return Ok(Visibility { local, remote, unfinished: pending.len() as u64 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(at_us: u64, visible_upto: &[u64]) -> VisibleChange {
+        VisibleChange { at_us, visible_upto: visible_upto.to_vec() }
+    }
+
+    /// A write is visible from the first change that covers it, for the
+    /// DC that wrote it; a history that never covers it says nothing.
+    #[test]
+    fn a_write_becomes_visible_at_the_first_change_that_covers_it() {
+        let h: VecDeque<_> = [change(100, &[5, 1]), change(200, &[9, 1]), change(300, &[12, 7])].into();
+        assert_eq!(crossing(Some(&h), 0, 9), Some(200));
+        assert_eq!(crossing(Some(&h), 0, 10), Some(300));
+        assert_eq!(crossing(Some(&h), 1, 7), Some(300));
+        // Covered by the oldest change kept: then, or before.
+        assert_eq!(crossing(Some(&h), 0, 3), Some(100));
+        assert_eq!(crossing(Some(&h), 0, 13), None);
+        assert_eq!(crossing(Some(&h), 2, 1), None, "no such origin");
+        assert_eq!(crossing(None, 0, 1), None);
     }
 }

@@ -11,11 +11,13 @@ use crate::router::{ReplicaInput, Router};
 use causeway_protocol::contract::replica::ReplicaEffects;
 use causeway_protocol::contract::{Done, Next, RecordLog, SendGate, Spill, SpillQueue};
 use causeway_protocol::{DcId, Message, Protocol, ReadWaitProbe, Replica, ReplicaId};
+use causeway_wire::{ReplicaReading, VisibleChange};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -25,6 +27,10 @@ use tokio::time::Instant;
 pub struct ReplicaGauges {
     /// `visible[d]`: [`Replica::visible_upto`] for writes from DC `d`.
     pub visible: Vec<AtomicU64>,
+    /// Its latest changes, with the wall-clock time each was published
+    /// (at most [`ReplicaReading::MAX_CHANGES`]), for benchmarks to time
+    /// visibility without polling every millisecond.
+    pub changes: Mutex<VecDeque<VisibleChange>>,
     pub versions: AtomicU64,
     /// Bytes of protocol metadata each stored version carries.
     pub metadata_per_version: AtomicU64,
@@ -42,6 +48,7 @@ impl ReplicaGauges {
     pub fn new(dcs: u16, groups: bool) -> Self {
         ReplicaGauges {
             visible: (0..dcs).map(|_| AtomicU64::new(0)).collect(),
+            changes: Mutex::new(VecDeque::with_capacity(ReplicaReading::MAX_CHANGES)),
             versions: AtomicU64::new(0),
             metadata_per_version: AtomicU64::new(0),
             inbox: AtomicU64::new(0),
@@ -232,8 +239,18 @@ fn publish<P: Protocol>(
     gauges: &ReplicaGauges,
     inbox: &mpsc::UnboundedReceiver<ReplicaInput<P::Message>>,
 ) {
+    let mut changed = false;
     for (d, slot) in gauges.visible.iter().enumerate() {
-        slot.store(replica.visible_upto(DcId(d as u16)).0, Ordering::Relaxed);
+        let v = replica.visible_upto(DcId(d as u16)).0;
+        changed |= slot.swap(v, Ordering::Relaxed) != v;
+    }
+    if changed {
+        let visible_upto = gauges.visible.iter().map(|v| v.load(Ordering::Relaxed)).collect();
+        let mut changes = gauges.changes.lock().unwrap_or_else(|e| e.into_inner());
+        if changes.len() == ReplicaReading::MAX_CHANGES {
+            changes.pop_front();
+        }
+        changes.push_back(VisibleChange { at_us: now_micros(), visible_upto });
     }
     gauges.versions.store(replica.counters().versions, Ordering::Relaxed);
     gauges.metadata_per_version.store(replica.version_metadata_bytes(), Ordering::Relaxed);

@@ -24,6 +24,7 @@ pub fn node_stats(
             visible_upto: g.visible.iter().map(|v| v.load(Ordering::Relaxed)).collect(),
             versions: g.versions.load(Ordering::Relaxed),
             metadata_bytes_per_version: g.metadata_per_version.load(Ordering::Relaxed),
+            changes: g.changes.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect(),
         })
         .collect();
     let waited_txns = if waited_txns {

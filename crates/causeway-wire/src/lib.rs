@@ -35,11 +35,12 @@ pub use causeway_protocol::{AbortReason, Limits, SessionError};
 pub use error::WireError;
 pub use frames::{Credentials, Dump, Request, RequestFrame, Response, ResponseFrame, Stamp, Welcome, DUMP_PAGE_BYTES};
 pub use role::Role;
-pub use stats::{ClassCount, LinkCounts, NodeStats, ReplicaReading};
+pub use stats::{ClassCount, LinkCounts, NodeStats, ReplicaReading, VisibleChange};
 
 /// Bumped on any incompatible change of the frames (8: the hello carries
 /// credentials, the welcome the connection's role, and a request may be
-/// refused for its role; 9: a node's stats count its frames and writes).
+/// refused for its role; 9: a node's stats count its frames and writes, and carry the latest
+/// changes of each replica's stable times).
 pub const WIRE_VERSION: u32 = 9;
 
 /// The largest frame either side accepts by default (16 MiB).

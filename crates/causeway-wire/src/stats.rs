@@ -78,4 +78,23 @@ pub struct ReplicaReading {
     pub visible_upto: Vec<u64>,
     pub versions: u64,
     pub metadata_bytes_per_version: u64,
+    /// The latest changes of `visible_upto`, oldest first, each with when
+    /// the replica published it: a reader polling every few milliseconds
+    /// still learns when a write became visible, to the step (at most
+    /// [`ReplicaReading::MAX_CHANGES`]).
+    pub changes: Vec<VisibleChange>,
+}
+
+impl ReplicaReading {
+    /// How many changes of `visible_upto` a reading carries at most.
+    pub const MAX_CHANGES: usize = 32;
+}
+
+/// `visible_upto` as it became at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VisibleChange {
+    /// The node's wall clock (microseconds since the Unix epoch; not the
+    /// replica's hybrid clock, nor a skew a benchmark emulates).
+    pub at_us: u64,
+    pub visible_upto: Vec<u64>,
 }

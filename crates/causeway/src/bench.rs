@@ -111,8 +111,11 @@ pub struct RunFlags {
     #[arg(long)]
     preload: bool,
     /// How often every node is asked for its stable times to measure
-    /// update visibility, in ms: the measurement's resolution and its cost.
-    #[arg(long, default_value_t = 1.0)]
+    /// update visibility, in ms. Each answer carries the replicas' latest
+    /// changes with their times, so visibility is timed to the change
+    /// whatever the interval; a shorter one costs the servers more polls
+    /// (and times a commit by the poll only where a node keeps no changes).
+    #[arg(long, default_value_t = 10.0)]
     visibility_interval_ms: f64,
     /// Keep the started cluster's logs in this directory (server processes:
     /// one directory each under it), as a server with a data_dir does; it

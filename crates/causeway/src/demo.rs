@@ -81,7 +81,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         delta_g_ms,
         seed: args.seed,
         record: true,
-        visibility_interval: Duration::from_millis(1),
+        visibility_interval: Duration::from_millis(10),
         preload: false,
         // Geo-SDUR's replica groups and log (the flags mean nothing to the others).
         groups: c.ordered.groups(c.dcs, c.partitions)?,
