@@ -300,7 +300,10 @@ pub struct Traffic {
 
 /// What the servers' sockets carried per committed transaction, summed
 /// over every node: between servers (`peer_*`) and to and from clients
-/// (`client_*`). A write is one hand-off to the kernel.
+/// (`client_*`). A write is one flush of what a link had ready: one
+/// system call as a rule, more for a large or TLS write (`--syscalls`
+/// counts the calls). Client requests include the bench's own `Stats`
+/// polls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinksPerTxn {
     /// Protocol messages between servers; batch frames carrying them;

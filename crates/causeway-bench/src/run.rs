@@ -176,6 +176,9 @@ async fn measure(spec: &BenchSpec, target: Target, progress: impl FnMut(Progress
             .await
             .context("preloading the keys failed")?;
     }
+    if spec.syscalls {
+        syscalls::check()?;
+    }
     let mut probes = Probe::connect_all(nodes, connect).await.context("cannot connect to the cluster")?;
     let tracker_probes = Probe::connect_all(nodes, connect).await.context("cannot connect to the cluster")?;
     let (commit_tx, commit_rx) = tokio::sync::mpsc::unbounded_channel();

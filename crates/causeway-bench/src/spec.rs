@@ -65,8 +65,9 @@ pub struct BenchSpec {
     /// measured time (`perf stat`; see [`crate::syscalls`]).
     pub syscalls: bool,
     /// How often every node is asked for its stable times, to measure
-    /// update visibility: its cost on the servers (the answers carry
-    /// when each change happened, so not its resolution).
+    /// update visibility: its cost on the servers (the answers carry when
+    /// each change of the last 16 ms or more happened, so within that
+    /// not its resolution).
     pub visibility_interval: Duration,
     /// Write every key once before the warm-up (not with `record`: the
     /// history would not know who wrote those values).

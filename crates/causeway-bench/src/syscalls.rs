@@ -19,7 +19,7 @@ use std::time::Instant;
 const GROUPS: [(&str, &[&str]); 5] = [
     ("read", &["read", "readv", "recvfrom", "recvmsg"]),
     ("write", &["write", "writev", "sendto", "sendmsg"]),
-    ("epoll", &["epoll_wait", "epoll_pwait", "epoll_pwait2"]),
+    ("epoll", &["epoll_wait", "epoll_pwait"]),
     ("futex", &["futex"]),
     ("all", &[]),
 ];
@@ -31,7 +31,7 @@ pub struct SyscallsPerTxn {
     pub read: f64,
     /// `write`, `writev`, `sendto`, `sendmsg`.
     pub write: f64,
-    /// `epoll_wait`, `epoll_pwait`, `epoll_pwait2`.
+    /// `epoll_wait`, `epoll_pwait`.
     pub epoll: f64,
     pub futex: f64,
     /// Every system call.
@@ -59,10 +59,42 @@ fn events() -> Vec<String> {
     e
 }
 
-/// A `perf stat` counting the system calls of some processes.
+/// Whether `perf stat` can count these calls here: run once before a
+/// run, so that a missing `perf`, a refusal to trace or a tracepoint this
+/// kernel lacks is said at once, not after the run.
+pub fn check() -> Result<()> {
+    let out = Command::new("perf")
+        .args(["stat", "-x", ";", "-e", &events().join(","), "--", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("--syscalls runs `perf stat`, which is not installed here (Debian: apt-get install linux-perf)")?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() || parse(&text, 1.0).is_none() {
+        bail!(
+            "--syscalls: `perf stat` cannot count system calls here (tracing needs root, or \
+             kernel.perf_event_paranoid = -1, and the kernel's syscall tracepoints); it said: {}",
+            text.trim()
+        );
+    }
+    Ok(())
+}
+
+/// A `perf stat` counting the system calls of some processes. Dropped
+/// without [`Counting::stop`] (a run that failed), it stops `perf`.
 pub struct Counting {
-    perf: Child,
+    perf: Option<Child>,
     since: Instant,
+}
+
+impl Drop for Counting {
+    fn drop(&mut self) {
+        if let Some(mut perf) = self.perf.take() {
+            let _ = perf.kill();
+            let _ = perf.wait();
+        }
+    }
 }
 
 impl Counting {
@@ -79,15 +111,15 @@ impl Counting {
             .stderr(Stdio::piped())
             .spawn()
             .context("--syscalls runs `perf stat`, which is not installed here (Debian: apt-get install linux-perf)")?;
-        Ok(Counting { perf, since: Instant::now() })
+        Ok(Counting { perf: Some(perf), since: Instant::now() })
     }
 
     /// Stops counting; the calls per second since [`Counting::start`]
     /// (perf opens its counters a few milliseconds after it starts: the
     /// rates are that much low, about 1 % of a 5-second window).
-    pub fn stop(self) -> Result<Rates> {
-        let Counting { perf, since } = self;
-        let secs = since.elapsed().as_secs_f64();
+    pub fn stop(mut self) -> Result<Rates> {
+        let perf = self.perf.take().context("perf was stopped already")?;
+        let secs = self.since.elapsed().as_secs_f64();
         // SAFETY: kill only sends a signal to the child we started.
         unsafe { libc::kill(perf.id() as libc::pid_t, libc::SIGINT) };
         let out = perf.wait_with_output().context("perf stat did not finish")?;

@@ -13,14 +13,16 @@
 //! ([`causeway_client::Client::stats`]), so it measures an embedded
 //! cluster and separate server processes alike. A reading carries each
 //! replica's latest changes with the wall-clock time each was published
-//! ([`causeway_client::wire::ReplicaReading::changes`]): a write became
-//! visible at the first change that covers it, whenever it is polled, so
-//! the poll need not be frequent (the servers answer every poll) to be
-//! exact. Where no change says it (a node that keeps none, or more changes
-//! between two polls than a reading carries), the poll that first shows it
-//! does, up to one interval late. Times are clamped between the commit and
-//! the poll, so a node's clock that differs from this process's (a cluster
-//! on other machines) cannot give a negative or future time.
+//! ([`causeway_client::wire::ReplicaReading::changes`]: at least 0.5 ms
+//! apart, reaching back at least 16 ms): a write became visible at the
+//! first change that covers it, so polls every 10 ms (the servers answer
+//! each) time it to within 0.5 ms. A poll later than the changes reach
+//! leaves a gap; a write that became visible in it is timed by the first
+//! change kept after it, up to the gap late. Where no change says it (a
+//! node that keeps none), the poll that first shows it does. Times are
+//! clamped between the commit and the poll, so a node's clock that
+//! differs from this process's (a cluster on other machines) cannot give
+//! a negative or future time.
 
 use crate::probe::Probe;
 use causeway_client::wire::VisibleChange;
@@ -69,19 +71,22 @@ struct Unseen {
 }
 
 /// Changes kept per replica at most (a commit that stays pending longer
-/// than they reach back is timed by the polls).
+/// than they reach back, as through an outage, is timed by the oldest
+/// change kept that covers it).
 const MAX_HISTORY: usize = 4096;
 
 fn unix_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
 }
 
-/// When `history` (one replica's changes, oldest first) first shows
-/// `origin`'s writes up to `ts` visible: the first change that covers
-/// `ts` (if it is the oldest kept, the crossing was then or earlier).
-/// `None` where no change kept covers it.
+/// When `history` (one replica's changes, oldest first; stable times
+/// only grow) first shows `origin`'s writes up to `ts` visible: the first
+/// change that covers `ts` (if it is the oldest kept, the crossing was
+/// then or earlier). `None` where no change kept covers it.
 fn crossing(history: Option<&VecDeque<VisibleChange>>, origin: usize, ts: u64) -> Option<u64> {
-    history?.iter().find(|c| c.visible_upto.get(origin).is_some_and(|&v| v >= ts)).map(|c| c.at_us)
+    let h = history?;
+    let first = h.partition_point(|c| c.visible_upto.get(origin).is_none_or(|&v| v < ts));
+    h.get(first).filter(|c| c.visible_upto.get(origin).is_some()).map(|c| c.at_us)
 }
 
 pub fn histogram() -> Histogram<u64> {
@@ -90,9 +95,9 @@ pub fn histogram() -> Histogram<u64> {
 
 /// Follows commits from `commits` until the channel closes and every commit
 /// is visible everywhere (or `drain` has passed since the close), asking
-/// `probes` (one per node) for stable times every
-/// `interval` (the resolution of the measurement, and its cost: a request
-/// to every node each time).
+/// `probes` (one per node) for stable times every `interval` (the cost of
+/// the measurement, a request to every node each time; its resolution
+/// too for nodes that keep no changes, and past the changes' reach).
 pub async fn track(
     mut probes: Vec<Probe>,
     topology: Topology,

@@ -18,13 +18,16 @@ pub fn node_stats(
 ) -> NodeStats {
     let replicas = replicas
         .iter()
-        .map(|(id, g)| ReplicaReading {
-            dc: id.dc.0,
-            partition: id.partition.0,
-            visible_upto: g.visible.iter().map(|v| v.load(Ordering::Relaxed)).collect(),
-            versions: g.versions.load(Ordering::Relaxed),
-            metadata_bytes_per_version: g.metadata_per_version.load(Ordering::Relaxed),
-            changes: g.changes.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect(),
+        .map(|(id, g)| {
+            let (visible_upto, changes) = g.visible_changes();
+            ReplicaReading {
+                dc: id.dc.0,
+                partition: id.partition.0,
+                visible_upto,
+                versions: g.versions.load(Ordering::Relaxed),
+                metadata_bytes_per_version: g.metadata_per_version.load(Ordering::Relaxed),
+                changes,
+            }
         })
         .collect();
     let waited_txns = if waited_txns {

@@ -79,9 +79,11 @@ pub struct ReplicaReading {
     pub versions: u64,
     pub metadata_bytes_per_version: u64,
     /// The latest changes of `visible_upto`, oldest first, each with when
-    /// the replica published it: a reader polling every few milliseconds
-    /// still learns when a write became visible, to the step (at most
-    /// [`ReplicaReading::MAX_CHANGES`]).
+    /// the replica published it, the last being `visible_upto`: a reader
+    /// polling every few milliseconds still learns when a write became
+    /// visible. At most [`ReplicaReading::MAX_CHANGES`], at least 0.5 ms
+    /// apart (changes closer than that are merged into one, stamped with
+    /// the later time), so they reach back at least 16 ms.
     pub changes: Vec<VisibleChange>,
 }
 

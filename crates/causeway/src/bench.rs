@@ -111,10 +111,10 @@ pub struct RunFlags {
     #[arg(long)]
     preload: bool,
     /// How often every node is asked for its stable times to measure
-    /// update visibility, in ms. Each answer carries the replicas' latest
-    /// changes with their times, so visibility is timed to the change
-    /// whatever the interval; a shorter one costs the servers more polls
-    /// (and times a commit by the poll only where a node keeps no changes).
+    /// update visibility, in ms (up to 16). Each answer carries the
+    /// replicas' changes of the last 16 ms or more, with their times, so
+    /// visibility is timed to within 0.5 ms; a shorter interval costs the
+    /// servers more polls, a longer one leaves gaps timed late.
     #[arg(long, default_value_t = 10.0)]
     visibility_interval_ms: f64,
     /// Keep the started cluster's logs in this directory (server processes:
