@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn six_server_processes_serve_a_checked_history_through_broken_links() {
+    // Six servers: not beside another test's six (see ONE_CLUSTER_AT_A_TIME).
+    let _alone = common::cluster::ONE_CLUSTER_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let (config, nodes) = six::write_config(dir.path(), "mp", "wren", "", six::loopback(), false);
     let mut servers = Servers(Vec::new());
@@ -129,6 +131,8 @@ fn key_in(topology: &Topology, partition: u32, tag: &str) -> String {
 /// ones — while requests of the live partition keep being served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_partition_fails_fast_with_a_typed_error_and_the_rest_keeps_serving() {
+    // Six servers: not beside another test's six (see ONE_CLUSTER_AT_A_TIME).
+    let _alone = common::cluster::ONE_CLUSTER_AT_A_TIME.lock().await;
     use causeway_client::Error;
     let dir = tempfile::tempdir().unwrap();
     let ports = free_ports(4);
@@ -207,6 +211,8 @@ async fn a_dead_partition_fails_fast_with_a_typed_error_and_the_rest_keeps_servi
 /// back, the cluster serves again with what it had acknowledged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_coordinator_names_the_node_its_dc_waits_for() {
+    // Six servers: not beside another test's six (see ONE_CLUSTER_AT_A_TIME).
+    let _alone = common::cluster::ONE_CLUSTER_AT_A_TIME.lock().await;
     use causeway_client::Error;
     let dir = tempfile::tempdir().unwrap();
     let ports = free_ports(4);

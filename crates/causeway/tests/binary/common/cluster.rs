@@ -16,9 +16,10 @@ pub const RESUMED_LAG: f64 = 2.0;
 /// ...within this long after a restart.
 pub const RESUME_WITHIN: Duration = Duration::from_secs(15);
 
-/// The tests of this file each run six servers under load: one at a time,
-/// or they would starve each other of the machine's cores (and stable
-/// times lag for that alone).
+/// The tests that run six servers under load (those of this file's
+/// `Cluster`, and `multiprocess.rs`'s): one at a time, or they would
+/// starve each other of the machine's cores (stable times lag, and
+/// commits under contention fall, for that alone).
 pub static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The servers, each restartable with the command that first started it.
