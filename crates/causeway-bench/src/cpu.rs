@@ -5,11 +5,10 @@
 //! alive when read (`/proc/PID/task/*/status`). Elsewhere than Linux it
 //! reads nothing.
 //!
-//! System calls are not counted: `/proc/PID/io`'s `syscr` and `syscw` see
-//! only the calls that go through the VFS (read, writev), not a socket's
-//! recv or send, so they would undercount what a server does; counting
-//! every call takes tracing (`perf stat -e 'syscalls:sys_enter_*'`,
-//! `strace -c -f`).
+//! System calls are not counted here: `/proc/PID/io`'s `syscr` and `syscw`
+//! see only the calls that go through the VFS (read, writev), not a
+//! socket's recv or send, so they would undercount what a server does;
+//! [`crate::syscalls`] counts every call by tracing (`--syscalls`).
 
 use serde::Serialize;
 

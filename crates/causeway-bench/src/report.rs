@@ -319,13 +319,6 @@ pub struct LinksPerTxn {
     pub client_writes: f64,
 }
 
-impl LinksPerTxn {
-    /// Every write a server makes to a socket, per transaction.
-    pub fn writes(&self) -> f64 {
-        self.peer_writes + self.peer_acks + self.client_writes
-    }
-}
-
 /// One number per message class, in the order the protocol declares its
 /// classes. In JSON, an object keyed by class name (`client`,
 /// `transaction`, `replication`, `stabilization` for the protocols of the

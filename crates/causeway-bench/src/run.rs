@@ -63,14 +63,15 @@ struct SyscallCounting {
 
 impl SyscallCounting {
     fn start(servers: &Servers) -> Result<Self> {
-        let me = std::process::id();
-        Ok(match servers {
-            Servers::ThisProcess => SyscallCounting { servers: Some(syscalls::Counting::start(&[me])?), clients: None },
-            Servers::Processes(pids) => SyscallCounting {
-                servers: Some(syscalls::Counting::start(pids)?),
-                clients: Some(syscalls::Counting::start(&[me])?),
-            },
-            Servers::Elsewhere => SyscallCounting { servers: None, clients: Some(syscalls::Counting::start(&[me])?) },
+        let me = [std::process::id()];
+        let (server_pids, clients_apart): (Option<&[u32]>, bool) = match servers {
+            Servers::ThisProcess => (Some(&me), false),
+            Servers::Processes(pids) => (Some(pids), true),
+            Servers::Elsewhere => (None, true),
+        };
+        Ok(SyscallCounting {
+            servers: server_pids.map(syscalls::Counting::start).transpose()?,
+            clients: clients_apart.then(|| syscalls::Counting::start(&me)).transpose()?,
         })
     }
 

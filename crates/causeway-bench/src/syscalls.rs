@@ -59,17 +59,25 @@ fn events() -> Vec<String> {
     e
 }
 
+const NO_PERF: &str = "--syscalls runs `perf stat`, which is not installed here (Debian: apt-get install linux-perf)";
+
+/// `perf stat` counting [`events`] as `;`-separated values on its
+/// standard error, for `target` (a command, or `-p PIDS`).
+fn perf_stat(target: &[&str]) -> Command {
+    let mut c = Command::new("perf");
+    c.args(["stat", "-x", ";", "--no-big-num", "-e", &events().join(",")])
+        .args(target)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
 /// Whether `perf stat` can count these calls here: run once before a
 /// run, so that a missing `perf`, a refusal to trace or a tracepoint this
 /// kernel lacks is said at once, not after the run.
 pub fn check() -> Result<()> {
-    let out = Command::new("perf")
-        .args(["stat", "-x", ";", "-e", &events().join(","), "--", "true"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .context("--syscalls runs `perf stat`, which is not installed here (Debian: apt-get install linux-perf)")?;
+    let out = perf_stat(&["--", "true"]).output().context(NO_PERF)?;
     let text = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() || parse(&text, 1.0).is_none() {
         bail!(
@@ -104,13 +112,7 @@ impl Counting {
             bail!("no process to count the system calls of");
         }
         let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-        let perf = Command::new("perf")
-            .args(["stat", "-x", ";", "--no-big-num", "-e", &events().join(","), "-p", &list.join(",")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("--syscalls runs `perf stat`, which is not installed here (Debian: apt-get install linux-perf)")?;
+        let perf = perf_stat(&["-p", &list.join(",")]).spawn().context(NO_PERF)?;
         Ok(Counting { perf: Some(perf), since: Instant::now() })
     }
 

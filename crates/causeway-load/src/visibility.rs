@@ -192,32 +192,28 @@ pub async fn track(
                 let origin = usize::from(p.commit.origin.0);
                 let row = reads_at.get(usize::from(dc.0));
                 let everywhere = floor.get(usize::from(dc.0)).and_then(|row| row.get(origin)).copied().unwrap_or(0);
-                // The replicas whose stable times decide it: those of the
-                // partitions it wrote (or every one the DC reads from).
-                let deciders: Vec<(DcId, u32)> = match witness {
-                    Witness::ServingReplicas => p
-                        .commit
-                        .partitions
-                        .iter()
-                        .filter_map(|&part| row.and_then(|row| row.get(part as usize)).copied().flatten())
-                        .collect(),
-                    Witness::OwnReplicas => row.into_iter().flatten().flatten().copied().collect(),
-                };
+                // The replica `dc` reads `part` at.
+                let at = |part: u32| row.and_then(|row| row.get(part as usize)).copied().flatten();
                 let visible = (everywhere != u64::MAX && p.commit.ts <= everywhere)
                     || witness == Witness::ServingReplicas
-                        && deciders.len() == p.commit.partitions.len()
-                        && deciders
-                            .iter()
-                            .all(|at| gauges.get(at).and_then(|v| v.get(origin)).is_some_and(|&v| v >= p.commit.ts));
+                        && p.commit.partitions.iter().all(|&part| {
+                            let seen = at(part).and_then(|at| gauges.get(&at)).and_then(|v| v.get(origin));
+                            seen.is_some_and(|&v| v >= p.commit.ts)
+                        });
                 if visible {
-                    // When the last of them covered it; the poll's time where
-                    // no change says.
-                    let at = deciders
-                        .iter()
-                        .map(|at| crossing(history.get(at), origin, p.commit.ts).unwrap_or(now_us))
-                        .max()
-                        .unwrap_or(p.at_us);
-                    let us = at.clamp(p.at_us, now_us.max(p.at_us)).saturating_sub(p.at_us).max(1);
+                    // When the last of the replicas that decide it covered
+                    // it (those of the partitions it wrote, or every one
+                    // the DC reads from); the poll's time where no change
+                    // says.
+                    let when = |at: (DcId, u32)| crossing(history.get(&at), origin, p.commit.ts).unwrap_or(now_us);
+                    let became = match witness {
+                        Witness::ServingReplicas => {
+                            p.commit.partitions.iter().filter_map(|&part| at(part)).map(when).max()
+                        }
+                        Witness::OwnReplicas => row.into_iter().flatten().flatten().map(|&at| when(at)).max(),
+                    }
+                    .unwrap_or(p.at_us);
+                    let us = became.clamp(p.at_us, now_us.max(p.at_us)).saturating_sub(p.at_us).max(1);
                     let h = if dc == p.commit.origin { &mut local } else { &mut remote };
                     let _ = h.record(us);
                 }

@@ -2,7 +2,7 @@
 //! under every message a transaction sends (issue 17, item 5).
 //!
 //! ```sh
-//! cargo run --release -p causeway-transport --example pingpong [-- --rounds N --size BYTES --repeat K]
+//! cargo run --release -p causeway-bench --example pingpong [-- --rounds N --size BYTES --repeat K]
 //! ```
 //!
 //! The process re-executes itself as the echoer, connects to it over
@@ -18,8 +18,9 @@
 //!   and a read that finds nothing yet, per message.
 //!
 //! Reported per round trip: wall time, and the CPU of both processes
-//! (user + kernel, from `/proc/PID/stat`), and per message (half a round
-//! trip). The medians over the repeats are printed last.
+//! (user + kernel, from `/proc` as the bench reads it:
+//! [`causeway_bench::cpu`]), and per message (half a round trip). The
+//! medians over the repeats are printed last.
 
 use std::env;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,16 +28,10 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-/// CPU seconds of this process so far, user and kernel, from
-/// `/proc/self/stat` (fields 14 and 15, in the kernel's USER_HZ ticks,
-/// 100 per second on Linux). Zero where there is no `/proc`.
+/// CPU seconds of this process so far, user and kernel (zero where there
+/// is no `/proc`).
 fn cpu_self() -> (f64, f64) {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return (0.0, 0.0) };
-    let Some(close) = stat.rfind(')') else { return (0.0, 0.0) };
-    let mut f = stat[close + 1..].split_whitespace().skip(11);
-    let mut tick = || f.next().and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
-    let user = tick();
-    (user, tick())
+    causeway_bench::cpu::this_process().map_or((0.0, 0.0), |t| (t.user_s, t.system_s))
 }
 
 #[derive(Clone, Copy, PartialEq)]
