@@ -101,9 +101,21 @@ pub fn write_config_placed(
     (config, nodes)
 }
 
+/// The transactions the process tests' load runs: 4 reads and `writes`
+/// writes over both partitions of 200 keys each, zipf 0.99.
+pub fn workload(writes: u32) -> WorkloadConfig {
+    WorkloadConfig {
+        reads_per_txn: 4,
+        writes_per_txn: writes,
+        partitions_per_txn: 2,
+        keys_per_partition: 200,
+        ..WorkloadConfig::default()
+    }
+}
+
 /// Starts the load the process tests put on the cluster: 4 clients per
-/// DC for `duration`, transactions of 4 reads and `writes` writes over both
-/// partitions of 200 keys each (under `load-`), every one recorded.
+/// DC for `duration`, running [`workload`]`(writes)` (keys under `load-`),
+/// every transaction recorded.
 pub fn start_load(
     nodes: &[Node],
     duration: Duration,
@@ -134,18 +146,24 @@ pub fn start_load_sized(
     run: &str,
     value_size: Option<usize>,
 ) -> tokio::task::JoinHandle<Result<LoadReport, causeway_client::Error>> {
+    start_load_of(nodes, duration, workload(writes), seed, run, value_size)
+}
+
+/// The load of [`start_load_sized`] running `transactions` instead.
+pub fn start_load_of(
+    nodes: &[Node],
+    duration: Duration,
+    transactions: WorkloadConfig,
+    seed: u64,
+    run: &str,
+    value_size: Option<usize>,
+) -> tokio::task::JoinHandle<Result<LoadReport, causeway_client::Error>> {
     let load = LoadConfig {
         endpoints: nodes.iter().map(|n| (DcId(n.dc as u16), n.client)).collect(),
         clients_per_dc: 4,
         warmup: Duration::ZERO,
         duration,
-        workload: WorkloadKind::Random(WorkloadConfig {
-            reads_per_txn: 4,
-            writes_per_txn: writes,
-            partitions_per_txn: 2,
-            keys_per_partition: 200,
-            ..WorkloadConfig::default()
-        }),
+        workload: WorkloadKind::Random(transactions),
         seed,
         run_id: run.into(),
         key_prefix: if run.is_empty() { "load-".into() } else { format!("load-{run}-") },
