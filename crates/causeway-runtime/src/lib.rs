@@ -24,6 +24,7 @@ pub mod envelope;
 pub mod error;
 pub mod metrics;
 pub mod node;
+pub mod outgoing;
 pub mod peers;
 pub mod plan;
 pub mod replica_task;

@@ -7,10 +7,11 @@
 use crate::clock::now_micros;
 use crate::disk::{replica_name, ReplicaLog, ReplicaSpill};
 use crate::metrics::Metrics;
+use crate::outgoing::Outgoing;
 use crate::router::{ReplicaInput, Router};
 use causeway_protocol::contract::replica::ReplicaEffects;
 use causeway_protocol::contract::{Done, Next, RecordLog, SendGate, Spill, SpillQueue};
-use causeway_protocol::{DcId, Message, Protocol, ReadWaitProbe, Replica, ReplicaId};
+use causeway_protocol::{Addr, DcId, Message, Protocol, ReadWaitProbe, Replica, ReplicaId};
 use causeway_wire::{ReplicaReading, VisibleChange};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -176,17 +177,18 @@ pub async fn run<P: Protocol>(
     let mut probe = ReadWaitProbe::default();
     let mut gate = SendGate::default();
     let mut spills = SpillQueue::default();
+    let mut outgoing = Outgoing::new(me);
     replica.start(clock(), &mut out);
     let mut reseeding = replica.is_reseeding();
     let mut alarm = crate::alarm::Alarm::new();
     loop {
-        flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
+        flush::<P>(&mut out, &router, &mut outgoing, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
         // The spill, in order: a batch once the records before it are
         // durable, and before a checkpoint that leaves its groups out (the
         // replica does so only once told the batch is on disk).
         while let Some(done) = next_spill::<P>(me, &mut out, &mut spills, &mut spill, &mut log, &gauges, &metrics) {
             done.tell(&mut replica, clock(), &mut out);
-            flush::<P>(&mut out, me, &router, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
+            flush::<P>(&mut out, &router, &mut outgoing, &mut timers, &mut probe, &mut gate, &mut log, &metrics);
         }
         // Every record of the steps so far is appended: a checkpoint taken
         // now covers exactly them. One in flight at most: the replica waits
@@ -204,11 +206,19 @@ pub async fn run<P: Protocol>(
             tracing::warn!("replica {} re-seeded: it holds {versions} versions and serves again", replica_name(me));
         }
         alarm.cover(timers.next_deadline());
+        alarm.cover(outgoing.due());
+        // What the replica sent itself is handled before the task waits,
+        // but after what the log has made durable meanwhile.
+        let own = outgoing.has_own();
         let input = tokio::select! {
             biased;
             () = log.wait_durable() => {
-                release::<P>(me, &router, &mut probe, &mut gate, &log, &metrics);
+                release::<P>(&router, &mut outgoing, &mut probe, &mut gate, &log, &metrics);
+                outgoing.release_due(router.as_ref(), Instant::now());
                 continue;
+            }
+            () = std::future::ready(()), if own => {
+                outgoing.next_own().map(|msg| Some(ReplicaInput::Message(Addr::Replica(me), msg)))
             }
             input = inbox.recv() => Some(input),
             () = alarm.ring() => None,
@@ -240,7 +250,14 @@ pub async fn run<P: Protocol>(
                         }
                     }
                     handled += 1;
-                    next = if handled < BATCH { inbox.try_recv().ok() } else { None };
+                    next = if handled >= BATCH {
+                        None
+                    } else {
+                        match outgoing.next_own() {
+                            Some(msg) => Some(ReplicaInput::Message(Addr::Replica(me), msg)),
+                            None => inbox.try_recv().ok(),
+                        }
+                    };
                 }
             }
             None => {}
@@ -249,6 +266,7 @@ pub async fn run<P: Protocol>(
         while let Some(timer) = timers.pop_due(now) {
             replica.on_timer(clock(), timer, &mut out);
         }
+        outgoing.release_due(router.as_ref(), now);
     }
 }
 
@@ -310,27 +328,27 @@ fn publish<P: Protocol>(
     }
 }
 
-/// Sends `msg` from replica `me`, measuring a read answer that waited.
+/// Sends `msg` from the replica, measuring a read answer that waited.
 fn send<P: Protocol>(
-    me: ReplicaId,
     router: &Router<P::Message>,
+    outgoing: &mut Outgoing<P::Message>,
     probe: &mut ReadWaitProbe<Instant>,
     metrics: &Metrics,
-    to: causeway_protocol::Addr,
+    to: Addr,
     msg: P::Message,
 ) {
     if let Some((tag, since)) = probe.on_send(to, &msg) {
         // The tag names the transaction, unique within the DC.
-        metrics.read_waited(me.dc.0, tag.tx, since.elapsed());
+        metrics.read_waited(outgoing.me().dc.0, tag.tx, since.elapsed());
     }
-    router.send(causeway_protocol::Addr::Replica(me), to, msg);
+    outgoing.send(router, to, msg, Instant::now);
 }
 
 #[allow(clippy::too_many_arguments)]
 fn flush<P: Protocol>(
     out: &mut ReplicaEffects<P::Replica>,
-    me: ReplicaId,
     router: &Router<P::Message>,
+    outgoing: &mut Outgoing<P::Message>,
     timers: &mut Timers<<P::Replica as Replica>::Timer>,
     probe: &mut ReadWaitProbe<Instant>,
     gate: &mut SendGate<P::Message>,
@@ -340,19 +358,19 @@ fn flush<P: Protocol>(
     for (timer, after) in out.timers.drain(..) {
         timers.arm(timer, after);
     }
-    gate.take(out, log, |to, msg| send::<P>(me, router, probe, metrics, to, msg));
+    gate.take(out, log, |to, msg| send::<P>(router, outgoing, probe, metrics, to, msg));
 }
 
 /// The log reports more records durable: what waited for them leaves.
 fn release<P: Protocol>(
-    me: ReplicaId,
     router: &Router<P::Message>,
+    outgoing: &mut Outgoing<P::Message>,
     probe: &mut ReadWaitProbe<Instant>,
     gate: &mut SendGate<P::Message>,
     log: &ReplicaLog<<P::Replica as Replica>::Record>,
     metrics: &Metrics,
 ) {
-    gate.release(log.durable(), |to, msg| send::<P>(me, router, probe, metrics, to, msg));
+    gate.release(log.durable(), |to, msg| send::<P>(router, outgoing, probe, metrics, to, msg));
 }
 
 #[cfg(test)]

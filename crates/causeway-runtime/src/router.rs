@@ -125,6 +125,22 @@ impl<M: Message> Router<M> {
         self.replica_host.get(&replica).is_some_and(|&host| host != self.node)
     }
 
+    /// Whether another node hosts `addr` (a replica or a client session).
+    pub fn hosted_elsewhere_addr(&self, addr: Addr) -> bool {
+        self.host_of(addr).is_some_and(|host| host != self.node)
+    }
+
+    /// Whether `a` and `b` live on one node: messages to them share a link.
+    pub fn same_node(&self, a: Addr, b: Addr) -> bool {
+        matches!((self.host_of(a), self.host_of(b)), (Some(x), Some(y)) if x == y)
+    }
+
+    /// Counts a message that does not go through [`Router::send`] (one a
+    /// replica sends itself), so the per-class counts stay whole.
+    pub fn count_sent(&self, msg: &M) {
+        self.metrics.count_sent(msg);
+    }
+
     /// What this node's links to other nodes carried (zero without any).
     pub fn link_counts(&self) -> causeway_wire::LinkCounts {
         self.peers.as_ref().map(|p| p.link_counts()).unwrap_or_default()
