@@ -12,7 +12,7 @@ use causeway_transport::frame::{batch_head, parse_ack};
 use libfuzzer_sys::fuzz_target;
 
 fn batch<M: causeway_protocol::Message>(body: &[u8]) {
-    let Ok((_first, mut rest)) = batch_head(body) else { return };
+    let Ok((_first, _reverse, mut rest)) = batch_head(body) else { return };
     while !rest.is_empty() {
         match postcard::take_from_bytes::<Envelope<M>>(rest) {
             Ok((e, tail)) => {

@@ -1,10 +1,17 @@
 //! Frames after the handshake: batches (dialer → acceptor) and acks (back).
 //!
 //! A frame is a 4-byte big-endian length and a body. A batch body is the
-//! varint sequence number of its first message, then postcard-encoded
-//! messages back to back (no per-message length: postcard knows where each
-//! ends). An ack body is one varint. Public so tools and tests can speak the
-//! protocol by hand.
+//! varint sequence number of its first message, a varint reverse ack, then
+//! postcard-encoded messages back to back (no per-message length: postcard
+//! knows where each ends). An ack body is one varint. Public so tools and
+//! tests can speak the protocol by hand.
+//!
+//! The reverse ack rides on batches for the other direction: the dialer
+//! has delivered every message below it of the acceptor's own link to the
+//! dialer (a connection the acceptor dialed), or 0 for nothing new. Both
+//! nodes send most of the time, so most acks travel this way, in writes
+//! that go anyway, and an ack frame of its own is left for a link whose
+//! other direction is quiet.
 
 use postcard::ser_flavors::Flavor;
 use serde::Serialize;
@@ -13,7 +20,8 @@ use tokio_util::codec::LengthDelimitedCodec;
 /// Bytes of the length prefix.
 pub const LEN_BYTES: usize = 4;
 
-/// The most bytes a varint u64 takes: the batch header's worst case.
+/// The most bytes a varint u64 takes: each of the batch header's two
+/// numbers at worst.
 pub const MAX_VARINT_BYTES: usize = 10;
 
 /// The codec both directions read with; frames above `max_frame_bytes` are an error.
@@ -21,11 +29,14 @@ pub(crate) fn codec(max_frame_bytes: usize) -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder().length_field_length(LEN_BYTES).max_frame_length(max_frame_bytes).new_codec()
 }
 
-/// Appends one batch frame: `msgs` are encoded messages back to back, the first numbered `first`.
-pub fn put_batch(out: &mut Vec<u8>, first: u64, msgs: &[u8]) {
+/// Appends one batch frame: `msgs` are encoded messages back to back, the
+/// first numbered `first`; `reverse` acknowledges the other direction (0:
+/// nothing).
+pub fn put_batch(out: &mut Vec<u8>, first: u64, reverse: u64, msgs: &[u8]) {
     let start = out.len();
     out.extend_from_slice(&[0; LEN_BYTES]);
     encode_into(out, &first).expect("u64 encodes");
+    encode_into(out, &reverse).expect("u64 encodes");
     out.extend_from_slice(msgs);
     patch_len(out, start);
 }
@@ -43,9 +54,12 @@ fn patch_len(out: &mut [u8], start: usize) {
     out[start..start + LEN_BYTES].copy_from_slice(&len.to_be_bytes());
 }
 
-/// Splits a batch body into its first sequence number and the encoded messages.
-pub fn batch_head(body: &[u8]) -> Result<(u64, &[u8]), postcard::Error> {
-    postcard::take_from_bytes(body)
+/// Splits a batch body into its first sequence number, its reverse ack
+/// and the encoded messages.
+pub fn batch_head(body: &[u8]) -> Result<(u64, u64, &[u8]), postcard::Error> {
+    let (first, rest) = postcard::take_from_bytes(body)?;
+    let (reverse, rest) = postcard::take_from_bytes(rest)?;
+    Ok((first, reverse, rest))
 }
 
 /// The ack in an ack body, if it is exactly one varint.
@@ -94,11 +108,11 @@ mod tests {
             encode_into(&mut msgs, &m).unwrap();
         }
         let mut out = Vec::new();
-        put_batch(&mut out, 1 << 40, &msgs);
+        put_batch(&mut out, 1 << 40, 77, &msgs);
         put_ack(&mut out, 12345);
         let len = u32::from_be_bytes(out[..4].try_into().unwrap()) as usize;
-        let (first, mut rest) = batch_head(&out[4..4 + len]).unwrap();
-        assert_eq!(first, 1 << 40);
+        let (first, reverse, mut rest) = batch_head(&out[4..4 + len]).unwrap();
+        assert_eq!((first, reverse), (1 << 40, 77));
         let mut got = Vec::new();
         while !rest.is_empty() {
             let (m, r) = postcard::take_from_bytes::<u64>(rest).unwrap();

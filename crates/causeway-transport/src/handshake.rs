@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::NodeId;
 
 /// Bumped on any incompatible change of the handshake, batch or ack frames.
-pub const TRANSPORT_VERSION: u32 = 5;
+pub const TRANSPORT_VERSION: u32 = 6;
 
 pub const MAGIC: [u8; 4] = *b"CWTP";
 

@@ -242,6 +242,8 @@ fn accept(
     // Supersede any older connection from this sender before telling where to resume,
     // so nothing else can deliver on this link from now on.
     st.generation += 1;
+    // The reply acknowledges everything before `next`.
+    st.carried = st.next;
     Ok((peer.clone(), st.generation, st.next, gap))
 }
 
@@ -261,7 +263,16 @@ async fn receive<M: WireMessage>(
     let ack_timer = sleep(shared.cfg.ack_interval);
     tokio::pin!(ack_timer);
     let mut armed = false;
+    // `acked`: the last ack this connection wrote (or its handshake's
+    // `next`). Acks also ride on our own batches to the sender
+    // ([`frame::put_batch`]): while those keep carrying new ones, this
+    // connection writes none, except after `ack_every` messages (the other
+    // direction may be queued behind a backlog). Once they stop, one ack of
+    // its own confirms what they carried, which a connection lost with
+    // its last batches would not have delivered.
     let (mut acked, mut delivered) = (next, next);
+    // The carried ack when the timer was set.
+    let mut carried_when_armed = 0;
     let mut batch: Vec<(M, usize)> = Vec::new();
     let mut ack = Vec::with_capacity(16);
     loop {
@@ -274,8 +285,11 @@ async fn receive<M: WireMessage>(
                     Some(Err(e)) => return Err(frame_error(e)),
                     Some(Ok(body)) => body,
                 };
-                let mut first = decode_batch(&body, &mut batch).map_err(End::Bad)?;
+                let (mut first, reverse) = decode_batch(&body, &mut batch).map_err(End::Bad)?;
                 peer.counters.frames_received.fetch_add(1, Relaxed);
+                if reverse > 0 && !peer.take_ack(reverse, false) {
+                    return Err(End::Bad(format!("reverse ack {reverse} beyond what was sent")));
+                }
                 loop {
                     match deliver_batch(inlet, peer, generation, first, &mut batch)? {
                         Delivered::Upto(n) => {
@@ -283,8 +297,6 @@ async fn receive<M: WireMessage>(
                             break;
                         }
                         Delivered::Superseded => return Ok("superseded by a newer connection"),
-                        // The rest of the batch waits here, and the socket
-                        // is not read meanwhile: the link holds still.
                         Delivered::Held { next, wait } => {
                             delivered = next;
                             first = next;
@@ -304,30 +316,42 @@ async fn receive<M: WireMessage>(
                         }
                     }
                 }
-                if delivered - acked < shared.cfg.ack_every {
+                if delivered.saturating_sub(acked) < shared.cfg.ack_every {
                     if !armed && delivered > acked {
                         ack_timer.as_mut().reset(Instant::now() + shared.cfg.ack_interval);
-                        armed = true;
+                        (armed, carried_when_armed) = (true, peer.carried_acks());
                     }
                     continue;
                 }
             }
-            () = &mut ack_timer, if armed => {}
+            () = &mut ack_timer, if armed => {
+                armed = false;
+                // Our batches carried new acks within the interval: the
+                // rest rides on the next, as long as they keep going.
+                let carried = peer.carried_acks();
+                if carried > carried_when_armed && delivered > acked {
+                    ack_timer.as_mut().reset(Instant::now() + shared.cfg.ack_interval);
+                    (armed, carried_when_armed) = (true, carried);
+                    continue;
+                }
+                if delivered <= acked {
+                    continue;
+                }
+            }
         }
+        armed = false;
         ack.clear();
         frame::put_ack(&mut ack, delivered);
         conn::write(&mut wr, &ack).await?;
         peer.counters.acks_sent.fetch_add(1, Relaxed);
         acked = delivered;
-        armed = false;
     }
 }
 
-/// Decodes a whole batch before delivering any of it: a batch with a bad
-/// message delivers nothing. Returns the first message's sequence number.
-fn decode_batch<M: WireMessage>(body: &[u8], batch: &mut Vec<(M, usize)>) -> Result<u64, String> {
+/// Decodes a batch into `batch`: its first sequence number and its reverse ack.
+fn decode_batch<M: WireMessage>(body: &[u8], batch: &mut Vec<(M, usize)>) -> Result<(u64, u64), String> {
     batch.clear();
-    let (first, mut rest) = frame::batch_head(body).map_err(|e| format!("batch header: {e}"))?;
+    let (first, reverse, mut rest) = frame::batch_head(body).map_err(|e| format!("batch header: {e}"))?;
     if rest.is_empty() {
         return Err("empty batch".into());
     }
@@ -338,7 +362,7 @@ fn decode_batch<M: WireMessage>(body: &[u8], batch: &mut Vec<(M, usize)>) -> Res
         rest = tail;
     }
     first.checked_add(batch.len() as u64).ok_or("sequence number overflow")?;
-    Ok(first)
+    Ok((first, reverse))
 }
 
 /// What became of a batch.

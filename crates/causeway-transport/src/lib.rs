@@ -4,7 +4,9 @@
 //! type `M` between the processes of one cluster, over one persistent TCP
 //! connection per direction per pair of nodes. Each node *dials* every peer
 //! for its outbound direction and *accepts* the peers' outbound connections;
-//! data flows dialer → acceptor, acknowledgements flow back on the same socket.
+//! data flows dialer → acceptor; acknowledgements ride on the batches of the
+//! other direction when there are any, and flow back on the same socket when
+//! there are not.
 //!
 //! # Wire format
 //!
@@ -22,7 +24,9 @@
 //!   number it expects from that sender and its own incarnation, or `Refuse(reason)` — another wire version, an
 //!   unknown node, another cluster, a stale incarnation — and closes.
 //! * **Batch** (dialer → acceptor): varint sequence number of the first
-//!   message, then the messages, each postcard-encoded, back to back. The
+//!   message, a varint *reverse ack* (how far the dialer has delivered the
+//!   acceptor's own link to it, as an ack says; 0 for nothing new), then the
+//!   messages, each postcard-encoded, back to back. The
 //!   sequence number counts messages on the directed link from 0 within the
 //!   sender's incarnation. A writer puts everything queued into as few frames
 //!   and as few writes as it can (write coalescing), and does not wait for
@@ -30,7 +34,11 @@
 //! * **Ack** (acceptor → dialer): one varint, the number of the next message
 //!   the acceptor expects — cumulative: everything below it was delivered.
 //!   Sent after [`TransportConfig::ack_every`] messages or every
-//!   [`TransportConfig::ack_interval`], whichever comes first.
+//!   [`TransportConfig::ack_interval`], whichever comes first, unless a
+//!   batch of the receiver's to the sender carried it as its reverse ack
+//!   meanwhile: under traffic both ways, acks cost no write of their own
+//!   (issue 17). A reverse ack past what was ever written to that peer
+//!   closes the connection, as a bad ack does.
 //!
 //! # Guarantees
 //!

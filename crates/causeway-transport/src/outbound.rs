@@ -2,7 +2,7 @@
 //! and on any failure redial with backoff and resume where the peer says.
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,7 +104,9 @@ pub(crate) async fn run(shared: Arc<Shared>, peer: Arc<PeerShared>) {
                     next
                 };
                 peer.set_link(true);
-                let why = stream(&shared, &peer, &mut retained, &mut high_water, acks, wr, from, &mut epoch).await;
+                let why =
+                    stream(&shared, &peer, incarnation, &mut retained, &mut high_water, acks, wr, from, &mut epoch)
+                        .await;
                 peer.set_link(false);
                 debug!(node = shared.cfg.node, peer = peer.node, "outbound connection closed: {why}");
             }
@@ -264,6 +266,7 @@ fn tls_refused(e: io::Error) -> io::Error {
 async fn stream(
     shared: &Shared,
     peer: &PeerShared,
+    incarnation: u64,
     retained: &mut Retained,
     high_water: &mut u64,
     mut acks: Acks,
@@ -271,26 +274,23 @@ async fn stream(
     next: u64,
     epoch: &mut watch::Receiver<u64>,
 ) -> String {
-    // One past the last message handed to the kernel: no ack may go beyond it.
-    let written = AtomicU64::new(next);
     let counters = &peer.counters;
+    // No ack may pass what this connection wrote: a peer that claims more
+    // would make the writer trim past where it resumes.
+    peer.written.store(next, Relaxed);
 
     let read_acks = async {
         while let Some(body) = acks.next().await {
             let n = frame::parse_ack(&body?).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad ack"))?;
-            let acked = counters.acked.load(Relaxed);
-            if n < acked || n > written.load(Relaxed) {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("ack {n} outside {acked}..")));
+            if !peer.take_ack(n, true) {
+                let written = peer.written.load(Relaxed);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("ack {n} past {written} written")));
             }
-            counters.acked.store(n, Relaxed);
-            // The writer trims what is acknowledged (and the backlog's
-            // bytes with it) when it wakes: an idle one wakes for this.
-            peer.outbox.ready.notify_one();
         }
         Ok(())
     };
 
-    let frame_target = FRAME_TARGET.min(shared.cfg.max_frame_bytes - MAX_VARINT_BYTES);
+    let frame_target = FRAME_TARGET.min(shared.cfg.max_frame_bytes - 2 * MAX_VARINT_BYTES);
     let write = async {
         let mut out = Vec::with_capacity(WRITE_TARGET + frame_target + 2 * MAX_VARINT_BYTES);
         let mut from = next;
@@ -306,11 +306,17 @@ async fn stream(
                 continue;
             }
             out.clear();
-            let fill = fill(retained, from, &mut out, frame_target, *high_water);
+            // How far we have delivered what the peer sends us rides along.
+            let reverse = peer.reverse_ack(incarnation);
+            let fill = fill(retained, from, &mut out, frame_target, *high_water, reverse);
             // Before the write: the peer may ack these before write_all returns.
-            written.store(fill.to, Relaxed);
+            peer.written.fetch_max(fill.to, Relaxed);
             if let Err(e) = conn::write(&mut wr, &out).await {
                 return e;
+            }
+            if reverse > 0 {
+                peer.reverse_ack_written(incarnation, reverse);
+                counters.acks_carried.fetch_add(1, Relaxed);
             }
             from = fill.to;
             *high_water = (*high_water).max(fill.to);
@@ -347,8 +353,16 @@ struct Fill {
 }
 
 /// Appends batch frames for the retained messages from `from` on, until
-/// about `WRITE_TARGET` bytes; frames split only between messages.
-fn fill(retained: &Retained, from: u64, out: &mut Vec<u8>, frame_target: usize, high_water: u64) -> Fill {
+/// about `WRITE_TARGET` bytes; frames split only between messages. The
+/// first carries `reverse`.
+fn fill(
+    retained: &Retained,
+    from: u64,
+    out: &mut Vec<u8>,
+    frame_target: usize,
+    high_water: u64,
+    mut reverse: u64,
+) -> Fill {
     let mut f = Fill { to: from, ..Fill::default() };
     for chunk in retained.from(from) {
         while f.to < chunk.end() {
@@ -359,7 +373,7 @@ fn fill(retained: &Retained, from: u64, out: &mut Vec<u8>, frame_target: usize, 
             let start = chunk.offset(f.to);
             // As many messages as fit in frame_target, and at least one.
             let j = i + chunk.ends[i..].partition_point(|&e| e - start <= frame_target).max(1);
-            frame::put_batch(out, f.to, &chunk.bytes[start..chunk.ends[j - 1]]);
+            frame::put_batch(out, f.to, std::mem::take(&mut reverse), &chunk.bytes[start..chunk.ends[j - 1]]);
             f.frames += 1;
             for k in i..j {
                 if chunk.first + k as u64 >= high_water {

@@ -1,11 +1,12 @@
 //! What the transport keeps per peer, shared by `send`, the peer's outbound
 //! link task and the inbound connections it makes to us.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::config::HostAddr;
-use crate::outbox::Outbox;
+use crate::outbox::{lock, Outbox};
 use crate::stats::PeerCounters;
 use crate::NodeId;
 
@@ -22,6 +23,12 @@ pub(crate) struct PeerShared {
     /// `send` found the backlog past its bound: the outbound task drops it.
     pub shed: std::sync::atomic::AtomicBool,
     pub shed_now: tokio::sync::Notify,
+    /// One past the last message the outbound connection handed the kernel
+    /// (from where it started, for a new one): no ack, on either
+    /// connection, may go beyond it. An honest peer acknowledges no more
+    /// than it had delivered when it answered the connection's handshake,
+    /// and that is where the connection starts.
+    pub written: AtomicU64,
 }
 
 impl PeerShared {
@@ -36,7 +43,53 @@ impl PeerShared {
             link: Mutex::new(LinkState { connected: false, since: Instant::now(), ever_connected: false }),
             shed: std::sync::atomic::AtomicBool::new(false),
             shed_now: tokio::sync::Notify::new(),
+            written: AtomicU64::new(0),
         }
+    }
+
+    /// The reverse ack for a batch to this peer's `incarnation`: how far we
+    /// have delivered what it sends us, if that is news (0 otherwise). Only
+    /// for the process we are connected to: an ack of its predecessor's
+    /// stream would acknowledge messages of its own never received.
+    pub fn reverse_ack(&self, incarnation: u64) -> u64 {
+        let st = lock(&self.inbound);
+        match st.incarnation {
+            Some(known) if known == incarnation && st.next > st.carried => st.next,
+            _ => 0,
+        }
+    }
+
+    /// A batch carrying reverse ack `next` to `incarnation` was written.
+    pub fn reverse_ack_written(&self, incarnation: u64, next: u64) {
+        let mut st = lock(&self.inbound);
+        if st.incarnation == Some(incarnation) {
+            st.carried = st.carried.max(next);
+        }
+    }
+
+    /// The highest reverse ack our batches to this peer carried.
+    pub fn carried_acks(&self) -> u64 {
+        lock(&self.inbound).carried
+    }
+
+    /// The peer acknowledges every message of ours below `next`, on either
+    /// connection. False if it acknowledges more than the current (or
+    /// last) outbound connection wrote, which no honest peer does; an ack
+    /// that says less than one already taken is old news and ignored.
+    ///
+    /// The writer trims what is acknowledged (and the backlog's bytes with
+    /// it) when it wakes. With `wake`, an idle one wakes for this: for an
+    /// ack frame of its own. An ack that rode on a batch comes while the
+    /// link is busy both ways, the writer trims at its next write, and
+    /// waking it for every incoming batch would cost a wake-up per message.
+    pub fn take_ack(&self, next: u64, wake: bool) -> bool {
+        if next > self.written.load(Relaxed) {
+            return false;
+        }
+        if self.counters.acked.fetch_max(next, Relaxed) < next && wake {
+            self.outbox.ready.notify_one();
+        }
+        true
     }
 
     /// The outbound link went up or down: for [`crate::Transport::link`]
@@ -78,6 +131,11 @@ pub(crate) struct InboundState {
     /// seen: its first batch may start past `next` — a sender whose
     /// receiver restarted skips what it held for the receiver that died.
     pub fresh: bool,
+    /// The highest reverse ack our outbound batches to the sender carried
+    /// (or the handshake's `next`). A batch may be lost with its
+    /// connection: the inbound connection confirms with an ack of its own
+    /// once these stop coming.
+    pub carried: u64,
 }
 
 impl InboundState {

@@ -26,6 +26,9 @@ pub struct PeerStats {
     pub writes: u64,
     /// Acknowledgement frames written back to it, one write each.
     pub acks_sent: u64,
+    /// Acknowledgements of what it sent us that rode on our batches to it
+    /// (no write of their own).
+    pub acks_carried: u64,
     /// Messages delivered from it, and their encoded bytes.
     pub msgs_received: u64,
     pub bytes_received: u64,
@@ -95,6 +98,7 @@ pub(crate) struct PeerCounters {
     pub wire_bytes_sent: AtomicU64,
     pub writes: AtomicU64,
     pub acks_sent: AtomicU64,
+    pub acks_carried: AtomicU64,
     pub msgs_received: AtomicU64,
     pub bytes_received: AtomicU64,
     pub frames_received: AtomicU64,
@@ -123,6 +127,7 @@ impl PeerCounters {
             wire_bytes_sent: load(&self.wire_bytes_sent),
             writes: load(&self.writes),
             acks_sent: load(&self.acks_sent),
+            acks_carried: load(&self.acks_carried),
             msgs_received: load(&self.msgs_received),
             bytes_received: load(&self.bytes_received),
             frames_received: load(&self.frames_received),

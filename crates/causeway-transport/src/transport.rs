@@ -101,7 +101,7 @@ impl<M: WireMessage> Transport<M> {
         peer_cfgs.sort_by_key(|p| p.node);
         let peers: Vec<Arc<PeerShared>> =
             peer_cfgs.iter().map(|p| Arc::new(PeerShared::new(p.node, p.name.clone(), p.addr.clone()))).collect();
-        let max_msg = cfg.max_frame_bytes - MAX_VARINT_BYTES;
+        let max_msg = cfg.max_frame_bytes - 2 * MAX_VARINT_BYTES;
         let delays: Vec<_> = peer_cfgs
             .iter()
             .zip(&peers)

@@ -99,7 +99,7 @@ fn batch(first: u64, msgs: &[Msg]) -> Vec<u8> {
         encode_into(&mut body, m).unwrap();
     }
     let mut out = Vec::new();
-    put_batch(&mut out, first, &body);
+    put_batch(&mut out, first, 0, &body);
     out
 }
 
@@ -235,14 +235,14 @@ async fn an_undecodable_batch_closes_the_connection_and_delivers_none_of_it() {
     let (reply, mut raw) = shake(s.addr(), &hi).await;
     assert!(matches!(reply, Reply::Accept { next: 2, .. }), "the bad batch moved nothing: {reply:?}");
     let mut frame = Vec::new();
-    put_batch(&mut frame, 2, &[0xff; 12]);
+    put_batch(&mut frame, 2, 0, &[0xff; 12]);
     raw.write_all(&frame).await.unwrap();
     assert_closed(raw).await;
 
     // A batch header without messages.
     let (_, mut raw) = shake(s.addr(), &hi).await;
     let mut frame = Vec::new();
-    put_batch(&mut frame, 2, &[]);
+    put_batch(&mut frame, 2, 0, &[]);
     raw.write_all(&frame).await.unwrap();
     assert_closed(raw).await;
 
@@ -250,6 +250,24 @@ async fn an_undecodable_batch_closes_the_connection_and_delivers_none_of_it() {
     let (reply, _raw) = shake(s.addr(), &hi).await;
     assert!(matches!(reply, Reply::Accept { next: 2, .. }), "{reply:?}");
     s.finish(3).await;
+}
+
+/// A batch that acknowledges messages never sent to its sender (B wrote
+/// nothing to the raw node: its address is not listening) would make B
+/// forget what it keeps for a resend: the connection is closed and the
+/// batch's messages are not delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reverse_ack_beyond_what_was_sent_closes_the_connection() {
+    let s = setup().await;
+    let (_, mut raw) = shake(s.addr(), &hello(TRANSPORT_VERSION, CLUSTER, RAW, 1, 0)).await;
+    let mut body = Vec::new();
+    encode_into(&mut body, &Msg::new(0)).unwrap();
+    let mut frame = Vec::new();
+    put_batch(&mut frame, 0, 5, &body);
+    raw.write_all(&frame).await.unwrap();
+    assert_closed(raw).await;
+    s.inbox.assert_exactly(RAW, 0);
+    s.finish(1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -101,12 +101,12 @@ async fn send_errors_are_values_and_leave_the_link_working() {
     assert_eq!(a.send(7, Msg::new(0)), Err(SendError::UnknownPeer(7)));
     assert_eq!(a.send(1, Msg::new(0)), Err(SendError::UnknownPeer(1)), "self is not a peer");
     let big = Msg { pad: vec![7; 2000], ..Msg::new(0) };
-    assert!(matches!(a.send(2, big), Err(SendError::TooLarge { max: 1014, .. })));
+    assert!(matches!(a.send(2, big), Err(SendError::TooLarge { max: 1004, .. })));
     // The biggest message that fits goes through, alone in its frame.
     let mut fits = Msg { pad: vec![], ..Msg::new(0) };
     let overhead = postcard::to_allocvec(&fits).unwrap().len() + 1; // +1: the pad length needs 2 bytes
-    fits.pad = vec![1; 1014 - overhead];
-    assert_eq!(postcard::to_allocvec(&fits).unwrap().len(), 1014);
+    fits.pad = vec![1; 1004 - overhead];
+    assert_eq!(postcard::to_allocvec(&fits).unwrap().len(), 1004);
     a.send(2, fits).unwrap();
     for seq in 1..100 {
         a.send(2, Msg::new(seq)).unwrap();
@@ -257,6 +257,66 @@ async fn a_backlog_past_its_bound_is_shed_and_the_receiver_told_of_the_gap() {
     assert_eq!(100 + after.len() as u64 + s.msgs_shed, 2_200, "every message was delivered or shed: {s:?}");
     assert_eq!(sender_gaps.load(Ordering::SeqCst), s.backlogs_shed, "the sender heard of every shed");
     eventually("the backlog emptied", Duration::from_secs(5), || a.stats().peer(2).unwrap().backlog_bytes == 0).await;
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// When both nodes send, each one's acknowledgements ride on its own
+/// batches to the other: almost none needs a write of its own, and
+/// everything is still acknowledged. Once one side falls quiet, its acks go
+/// alone again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_ride_on_traffic_the_other_way() {
+    const ROUNDS: u64 = 600;
+    let ((la, aa), (lb, ab)) = (listener(), listener());
+    let (ia, ib) = (Inbox::default(), Inbox::default());
+    // An ack of its own after 20 ms without one: traffic goes both ways
+    // every millisecond, for 600 ms or more, and carries them all.
+    let slow_acks = |mut cfg: causeway_transport::TransportConfig| {
+        cfg.ack_interval = Duration::from_millis(20);
+        cfg
+    };
+    let a =
+        Transport::start_with_listener(slow_acks(config(1, vec![Peer::new(2, ab)])), la, ia.deliver()).await.unwrap();
+    let b =
+        Transport::start_with_listener(slow_acks(config(2, vec![Peer::new(1, aa)])), lb, ib.deliver()).await.unwrap();
+    for seq in 0..ROUNDS {
+        a.send(2, Msg::new(seq)).unwrap();
+        b.send(1, Msg::new(seq)).unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    ib.wait_for(1, ROUNDS as usize, Duration::from_secs(10)).await;
+    ia.wait_for(2, ROUNDS as usize, Duration::from_secs(10)).await;
+    ia.assert_exactly(2, ROUNDS);
+    ib.assert_exactly(1, ROUNDS);
+    eventually("all acked both ways", Duration::from_secs(5), || {
+        a.stats().peer(2).unwrap().unacked == 0 && b.stats().peer(1).unwrap().unacked == 0
+    })
+    .await;
+    // Once the traffic stops, an ack of its own confirms what the last
+    // batches carried (they could have been lost with their connection),
+    // and wakes the writer to forget what it kept for a resend.
+    eventually("the backlogs emptied", Duration::from_secs(5), || {
+        a.stats().peer(2).unwrap().backlog_bytes == 0 && b.stats().peer(1).unwrap().backlog_bytes == 0
+    })
+    .await;
+    for (t, peer) in [(&a, 2), (&b, 1)] {
+        let s = t.stats().peer(peer).unwrap().clone();
+        assert!(s.acks_sent > 0, "nothing confirmed the carried acks: {s:?}");
+        assert!(s.acks_carried > ROUNDS / 4, "few acks rode along: {s:?}");
+        // One per interval would be 30 or more; a few for the end of the
+        // traffic and for stalls of the machine.
+        assert!(s.acks_sent <= ROUNDS / 40, "acks still went alone: {s:?}");
+    }
+    // Now only A sends: B's acks have nothing to ride on, and go alone.
+    let alone = b.stats().peer(1).unwrap().acks_sent;
+    for seq in ROUNDS..ROUNDS + 10 {
+        a.send(2, Msg::new(seq)).unwrap();
+    }
+    ib.wait_for(1, ROUNDS as usize + 10, Duration::from_secs(10)).await;
+    eventually("acked without traffic back", Duration::from_secs(5), || a.stats().peer(2).unwrap().unacked == 0).await;
+    assert!(b.stats().peer(1).unwrap().acks_sent > alone);
+    assert_eq!(a.stats().protocol_errors + b.stats().protocol_errors, 0);
     a.shutdown().await;
     b.shutdown().await;
 }

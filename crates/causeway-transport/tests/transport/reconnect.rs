@@ -115,6 +115,9 @@ async fn a_restarted_receiver_gets_only_what_is_sent_to_it() {
         a.send(2, Msg::new(seq)).unwrap();
     }
     first.wait_for(1, 100, Duration::from_secs(5)).await;
+    // What B acknowledged is not B's to lose: only what it had not yet is
+    // dropped for the restart below.
+    eventually("B acked the first 100", Duration::from_secs(5), || a.stats().peer(2).unwrap().unacked == 0).await;
     b.shutdown().await;
     // Sent while B is down: meant for the process that died.
     for seq in 100..150 {
