@@ -34,10 +34,10 @@ pub trait Route<M> {
     fn send(&self, from: Addr, to: Addr, msg: M);
     /// Counts a message that is not handed to [`Route::send`].
     fn count_sent(&self, msg: &M);
-    /// Whether another node hosts `to`.
-    fn elsewhere(&self, to: Addr) -> bool;
-    /// Whether one node hosts both: messages to them share a link.
-    fn same_node(&self, a: Addr, b: Addr) -> bool;
+    /// The node that hosts `addr`: messages to one node share a link.
+    fn host_of(&self, addr: Addr) -> Option<usize>;
+    /// The node this replica runs on.
+    fn this_node(&self) -> usize;
 }
 
 impl<M: Message> Route<M> for Router<M> {
@@ -49,12 +49,12 @@ impl<M: Message> Route<M> for Router<M> {
         Router::count_sent(self, msg)
     }
 
-    fn elsewhere(&self, to: Addr) -> bool {
-        self.hosted_elsewhere_addr(to)
+    fn host_of(&self, addr: Addr) -> Option<usize> {
+        Router::host_of(self, addr)
     }
 
-    fn same_node(&self, a: Addr, b: Addr) -> bool {
-        Router::same_node(self, a, b)
+    fn this_node(&self) -> usize {
+        self.node()
     }
 }
 
@@ -80,12 +80,13 @@ impl<M: Message> Outgoing<M> {
         if to == from {
             router.count_sent(&msg);
             self.own.push_back(msg);
-        } else if msg.is_background() && router.elsewhere(to) {
+        } else if msg.is_background() && router.host_of(to).is_some_and(|host| host != router.this_node()) {
             self.due.get_or_insert_with(|| now() + HOLD);
             self.held.push((to, msg));
         } else {
             if !self.held.is_empty() {
-                self.release(router, |held| router.same_node(held, to));
+                let host = router.host_of(to);
+                self.release(router, |held| host.is_some() && router.host_of(held) == host);
             }
             router.send(from, to, msg);
         }
@@ -109,9 +110,10 @@ impl<M: Message> Outgoing<M> {
         self.due
     }
 
-    /// Sends every held message if their time has come.
-    pub fn release_due(&mut self, router: &impl Route<M>, now: Instant) {
-        if self.due.is_some_and(|due| due <= now) {
+    /// Sends every held message if their time has come (`now` is asked
+    /// only if some are held).
+    pub fn release_due(&mut self, router: &impl Route<M>, now: impl FnOnce() -> Instant) {
+        if self.due.is_some_and(|due| due <= now()) {
             self.release(router, |_| true);
         }
     }
@@ -139,7 +141,7 @@ mod tests {
 
     /// Replicas of DC 0: partition 0 (this one) is on this node, 1 and 2
     /// share another, 3 has one of its own.
-    fn node_of(a: Addr) -> u32 {
+    fn node_of(a: Addr) -> usize {
         match a {
             Addr::Replica(r) if r.partition.0 == 0 => 0,
             Addr::Replica(r) if r.partition.0 <= 2 => 1,
@@ -162,11 +164,11 @@ mod tests {
         fn count_sent(&self, _: &WrenMsg) {
             *self.counted.borrow_mut() += 1;
         }
-        fn elsewhere(&self, to: Addr) -> bool {
-            node_of(to) != 0
+        fn host_of(&self, addr: Addr) -> Option<usize> {
+            Some(node_of(addr))
         }
-        fn same_node(&self, a: Addr, b: Addr) -> bool {
-            node_of(a) == node_of(b)
+        fn this_node(&self) -> usize {
+            0
         }
     }
 
@@ -202,9 +204,9 @@ mod tests {
         o.send(&w, to(2), eager(), || t0);
         assert_eq!(taken(&w), [(1, true), (2, true), (2, false)]);
         assert_eq!(o.due(), Some(t0 + HOLD), "partition 3's still waits");
-        o.release_due(&w, t0 + HOLD / 2);
+        o.release_due(&w, || t0 + HOLD / 2);
         assert_eq!(taken(&w), []);
-        o.release_due(&w, t0 + HOLD);
+        o.release_due(&w, || t0 + HOLD);
         assert_eq!(taken(&w), [(3, true)]);
         assert_eq!(o.due(), None);
         // Nothing held: an eager message goes at once, and so does

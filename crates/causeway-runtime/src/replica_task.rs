@@ -214,7 +214,7 @@ pub async fn run<P: Protocol>(
             biased;
             () = log.wait_durable() => {
                 release::<P>(&router, &mut outgoing, &mut probe, &mut gate, &log, &metrics);
-                outgoing.release_due(router.as_ref(), Instant::now());
+                outgoing.release_due(router.as_ref(), Instant::now);
                 continue;
             }
             () = std::future::ready(()), if own => {
@@ -266,7 +266,7 @@ pub async fn run<P: Protocol>(
         while let Some(timer) = timers.pop_due(now) {
             replica.on_timer(clock(), timer, &mut out);
         }
-        outgoing.release_due(router.as_ref(), now);
+        outgoing.release_due(router.as_ref(), || now);
     }
 }
 

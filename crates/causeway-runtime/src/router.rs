@@ -122,17 +122,12 @@ impl<M: Message> Router<M> {
 
     /// Whether another node hosts `replica`.
     pub fn hosted_elsewhere(&self, replica: ReplicaId) -> bool {
-        self.replica_host.get(&replica).is_some_and(|&host| host != self.node)
+        self.host_of(Addr::Replica(replica)).is_some_and(|host| host != self.node)
     }
 
-    /// Whether another node hosts `addr` (a replica or a client session).
-    pub fn hosted_elsewhere_addr(&self, addr: Addr) -> bool {
-        self.host_of(addr).is_some_and(|host| host != self.node)
-    }
-
-    /// Whether `a` and `b` live on one node: messages to them share a link.
-    pub fn same_node(&self, a: Addr, b: Addr) -> bool {
-        matches!((self.host_of(a), self.host_of(b)), (Some(x), Some(y)) if x == y)
+    /// This node's index in the plan.
+    pub fn node(&self) -> usize {
+        self.node
     }
 
     /// Counts a message that does not go through [`Router::send`] (one a
@@ -164,7 +159,8 @@ impl<M: Message> Router<M> {
         }
     }
 
-    fn host_of(&self, addr: Addr) -> Option<usize> {
+    /// The node that hosts `addr`, if any does.
+    pub fn host_of(&self, addr: Addr) -> Option<usize> {
         match addr {
             Addr::Replica(r) => self.replica_host.get(&r).copied(),
             Addr::Client(c) => Some(node_of_client(c)),

@@ -297,6 +297,8 @@ async fn receive<M: WireMessage>(
                             break;
                         }
                         Delivered::Superseded => return Ok("superseded by a newer connection"),
+                        // The rest of the batch waits here, and the socket
+                        // is not read meanwhile: the link holds still.
                         Delivered::Held { next, wait } => {
                             delivered = next;
                             first = next;
@@ -348,7 +350,9 @@ async fn receive<M: WireMessage>(
     }
 }
 
-/// Decodes a batch into `batch`: its first sequence number and its reverse ack.
+/// Decodes a whole batch before delivering any of it: a batch with a bad
+/// message delivers nothing. Returns the first message's sequence number
+/// and the batch's reverse ack.
 fn decode_batch<M: WireMessage>(body: &[u8], batch: &mut Vec<(M, usize)>) -> Result<(u64, u64), String> {
     batch.clear();
     let (first, reverse, mut rest) = frame::batch_head(body).map_err(|e| format!("batch header: {e}"))?;

@@ -307,7 +307,7 @@ async fn stream(
             }
             out.clear();
             // How far we have delivered what the peer sends us rides along.
-            let reverse = peer.reverse_ack(incarnation);
+            let reverse = peer.take_reverse_ack(incarnation);
             let fill = fill(retained, from, &mut out, frame_target, *high_water, reverse);
             // Before the write: the peer may ack these before write_all returns.
             peer.written.fetch_max(fill.to, Relaxed);
@@ -315,7 +315,6 @@ async fn stream(
                 return e;
             }
             if reverse > 0 {
-                peer.reverse_ack_written(incarnation, reverse);
                 counters.acks_carried.fetch_add(1, Relaxed);
             }
             from = fill.to;

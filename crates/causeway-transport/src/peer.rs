@@ -48,22 +48,20 @@ impl PeerShared {
     }
 
     /// The reverse ack for a batch to this peer's `incarnation`: how far we
-    /// have delivered what it sends us, if that is news (0 otherwise). Only
-    /// for the process we are connected to: an ack of its predecessor's
-    /// stream would acknowledge messages of its own never received.
-    pub fn reverse_ack(&self, incarnation: u64) -> u64 {
-        let st = lock(&self.inbound);
-        match st.incarnation {
-            Some(known) if known == incarnation && st.next > st.carried => st.next,
-            _ => 0,
-        }
-    }
-
-    /// A batch carrying reverse ack `next` to `incarnation` was written.
-    pub fn reverse_ack_written(&self, incarnation: u64, next: u64) {
+    /// have delivered what it sends us, if that is news (0 otherwise),
+    /// counted as carried from now on. Only for the process we are
+    /// connected to: an ack of its predecessor's stream would acknowledge
+    /// messages of its own never received. Counted before the write: a
+    /// batch that never arrives is covered by the ack the inbound
+    /// connection writes once carried acks stop coming.
+    pub fn take_reverse_ack(&self, incarnation: u64) -> u64 {
         let mut st = lock(&self.inbound);
-        if st.incarnation == Some(incarnation) {
-            st.carried = st.carried.max(next);
+        match st.incarnation {
+            Some(known) if known == incarnation && st.next > st.carried => {
+                st.carried = st.next;
+                st.next
+            }
+            _ => 0,
         }
     }
 
@@ -79,14 +77,17 @@ impl PeerShared {
     ///
     /// The writer trims what is acknowledged (and the backlog's bytes with
     /// it) when it wakes. With `wake`, an idle one wakes for this: for an
-    /// ack frame of its own. An ack that rode on a batch comes while the
+    /// ack frame of its own (rare while acks ride along). An ack that rode on a batch comes while the
     /// link is busy both ways, the writer trims at its next write, and
     /// waking it for every incoming batch would cost a wake-up per message.
     pub fn take_ack(&self, next: u64, wake: bool) -> bool {
         if next > self.written.load(Relaxed) {
             return false;
         }
-        if self.counters.acked.fetch_max(next, Relaxed) < next && wake {
+        self.counters.acked.fetch_max(next, Relaxed);
+        // Even for an ack a carried one already took: the writer trims only
+        // when it wakes, and nothing else wakes an idle one.
+        if wake {
             self.outbox.ready.notify_one();
         }
         true
