@@ -63,6 +63,10 @@ pub struct PtccReplica {
     /// it, and answers `TooOld` instead.
     collected: CollectedMarks,
     tree: Tree<Vec<(PartitionId, Timestamp)>>,
+    /// Whether this incarnation restored collection marks from a
+    /// checkpoint: its versions may not be visible again yet, so every read
+    /// looks at the marks.
+    marks_restored: bool,
     /// When this incarnation started: versions found on disk count as
     /// committed then.
     started_at: PhysicalMicros,
@@ -80,6 +84,7 @@ impl PtccReplica {
             txns: WriteOnly::new(id, topology.partition_count(), config.resolve_after_us, PTCC_RULES),
             collected: CollectedMarks::default(),
             tree: Tree::new(id, &topology, config.tree_fanout),
+            marks_restored: false,
             started_at: 0,
             counters: ReplicaCounters::default(),
             topology,
@@ -203,9 +208,18 @@ impl PtccReplica {
                 pending.extend(newer.map(ts_wire));
             }
             // A collected version newer than what the read would return
-            // may be the one it needs: it cannot answer (after a restart,
-            // until `S_i` catches up, even a first round may meet this).
-            if self.collected.missed(&key, found.map(|f| f.stamp)) {
+            // may be the one it needs: it cannot answer. A first round that
+            // found a version need not look (hot path: a second hash lookup
+            // per key): collection always keeps a visible version newer than
+            // what it drops, and what is visible stays visible, so the newest
+            // visible one is newer than every mark — except after a restart
+            // that restored marks, until `S_i` catches up.
+            let look = bound.is_some() || found.is_none() || self.marks_restored;
+            debug_assert!(
+                look || !self.collected.missed(&key, found.map(|f| f.stamp)),
+                "a first round missed a version"
+            );
+            if look && self.collected.missed(&key, found.map(|f| f.stamp)) {
                 out.send(from, PtccMsg::TooOld { tag });
                 return;
             }
@@ -371,6 +385,7 @@ impl PtccReplica {
                 }
                 PtccRecord::Collected { key, upto } => {
                     self.collected.restore(key, upto);
+                    self.marks_restored = true;
                 }
                 PtccRecord::Recent { tx, decided } => {
                     self.txns.replay_recent(&mut self.hlc, tx, decided, None);

@@ -34,25 +34,38 @@ pub enum PtccClientTimer {
     Expired(u64),
 }
 
-/// A read round being gathered.
+/// A read round being gathered. Hot path: an answer's values go straight
+/// into the round's list and its timestamps into the snapshot being built,
+/// so that nothing of an answer is kept but what it says of its `S_i`.
 #[derive(Debug)]
 struct Gather {
     round: u32,
-    /// The partitions yet to answer, with how many keys each was asked
-    /// (its answer has a value for each, in the order asked: what a second
-    /// round asks it again).
-    waiting: Vec<(PartitionId, usize)>,
-    /// The answers, in the order they came.
-    answers: Vec<(PartitionId, Answer)>,
+    /// One per partition asked, in the order asked.
+    slots: Vec<Slot>,
+    /// How many of them have yet to answer.
+    waiting: usize,
+    /// The values answered, in the order the answers came.
+    values: Vec<(Key, Option<Value>)>,
     /// What this round reads at, if it is not a first round.
     bound: Option<VClock>,
+    /// A first round: `D_c` joined with every commit timestamp answered so
+    /// far (Alg. 1 lines 23–31). A round at the snapshot: unused.
+    seen: VClock,
+    /// A round at the snapshot: whether every timestamp answered is
+    /// within it.
+    within: bool,
 }
 
-/// A partition's answer to a read round, decoded.
+/// A partition asked in a read round.
 #[derive(Debug)]
-struct Answer {
-    cover: Covers,
-    values: Vec<(Key, Option<Value>, Option<Sparse>)>,
+struct Slot {
+    partition: PartitionId,
+    /// How many keys it was asked: its answer has a value for each, in the
+    /// order asked (what a second round asks it again).
+    asked: usize,
+    /// Its answer: what it says of its `S_i`, and where its values start in
+    /// [`Gather::values`].
+    answer: Option<(Covers, usize)>,
 }
 
 /// What the answer says of the partition's `S_i` ([`Cover`], decoded).
@@ -140,38 +153,70 @@ impl PtccClient {
         let round = self.next_round;
         self.next_round += 1;
         let tag = ReadTag { tx: self.n, round };
-        let deps = bound.as_ref().unwrap_or(&self.deps).to_wire(self.naive);
+        let mut deps = bound.as_ref().unwrap_or(&self.deps).to_wire(self.naive);
         let at_snapshot = bound.is_some();
-        let mut waiting = Vec::with_capacity(keys.len());
-        for (p, keys) in keys {
-            waiting.push((p, keys.len()));
-            out.send(self.partition(p), PtccMsg::Read { tag, keys, deps: deps.clone(), at_snapshot });
+        let mut slots = Vec::with_capacity(keys.len());
+        let mut total = 0;
+        let mut keys = keys.into_iter().peekable();
+        while let Some((p, keys_of_p)) = keys.next() {
+            total += keys_of_p.len();
+            slots.push(Slot { partition: p, asked: keys_of_p.len(), answer: None });
+            // The last partition takes the vector itself.
+            let deps =
+                if keys.peek().is_some() { deps.clone() } else { std::mem::replace(&mut deps, Wire::Full(Vec::new())) };
+            out.send(self.partition(p), PtccMsg::Read { tag, keys: keys_of_p, deps, at_snapshot });
         }
-        let answers = Vec::with_capacity(waiting.len());
-        self.reading = Some(Gather { round, waiting, answers, bound });
+        let seen = if at_snapshot { VClock::default() } else { self.deps.clone() };
+        let (waiting, values) = (slots.len(), Vec::with_capacity(total));
+        self.reading = Some(Gather { round, slots, waiting, values, bound, seen, within: true });
+    }
+
+    /// Takes partition `p`'s answer into the round; `None` if it is
+    /// malformed (a vector, or not a value for each key asked).
+    fn take_answer(
+        gather: &mut Gather,
+        p: PartitionId,
+        cover: Cover,
+        values: Vec<(Key, Option<Value>, Option<Wire>)>,
+        partitions: u32,
+    ) -> Option<()> {
+        let slot = gather.slots.iter().position(|s| s.partition == p && s.answer.is_none())?;
+        if values.len() != gather.slots[slot].asked {
+            return None;
+        }
+        let cover = decode_cover(cover, partitions)?;
+        let start = gather.values.len();
+        for (key, value, ts) in values {
+            if let Some(wire) = ts {
+                let ts = wire.decode_sparse(partitions)?;
+                match &gather.bound {
+                    None => ts.join_into(&mut gather.seen),
+                    Some(bound) => gather.within &= ts.is_below(bound),
+                }
+            }
+            gather.values.push((key, value));
+        }
+        gather.slots[slot].answer = Some((cover, start));
+        gather.waiting -= 1;
+        Some(())
     }
 
     /// Every partition of a round has answered.
-    fn round_done(&mut self, gather: Gather, out: &mut Out) -> Option<Reply> {
+    fn round_done(&mut self, mut gather: Gather, out: &mut Out) -> Option<Reply> {
         match &gather.bound {
             // Alg. 1 lines 23–31: the snapshot is what the client had seen
             // and everything the first round returned; a partition whose
             // vector does not cover it may have missed a version in it.
             None => {
-                let mut snapshot = self.deps.clone();
-                for (_, a) in &gather.answers {
-                    for ts in a.values.iter().filter_map(|(_, _, ts)| ts.as_ref()) {
-                        ts.join_into(&mut snapshot);
-                    }
-                }
+                let mut snapshot = std::mem::take(&mut gather.seen);
                 // And the smallest vector the partitions answered with (or,
                 // under §V, the smallest of their smallest entries): each of
                 // them covers it already, so it asks no second round, and
                 // later reads of other partitions are fresher.
                 let mut smallest: Option<VClock> = None;
                 let mut lowest_floor = None;
-                for (_, a) in &gather.answers {
-                    match &a.cover {
+                for (cover, _) in gather.slots.iter().filter_map(|s| s.answer.as_ref()) {
+                    match cover {
                         Covers::Vector(s) => match &mut smallest {
                             None => smallest = Some(s.clone()),
                             Some(m) => m.meet(s),
@@ -187,33 +232,43 @@ impl PtccClient {
                 if let Some(floor) = lowest_floor {
                     snapshot.raise_all(floor);
                 }
-                let behind: BTreeMap<PartitionId, Vec<Key>> = gather
-                    .answers
+                // A partition whose answer does not cover the snapshot may
+                // have missed a version in it: asked again, at the snapshot.
+                let behind: Vec<&Slot> = gather
+                    .slots
                     .iter()
-                    .filter(|(p, a)| !a.cover.covers(*p, &snapshot))
-                    .map(|(p, a)| (*p, a.values.iter().map(|(k, _, _)| k.clone()).collect()))
+                    .filter(|s| s.answer.as_ref().is_some_and(|(c, _)| !c.covers(s.partition, &snapshot)))
                     .collect();
-                self.deps = snapshot.clone();
-                self.snapshot = Some(snapshot.clone());
+                self.deps.clone_from(&snapshot);
                 if behind.is_empty() || self.fault == PtccFault::OneRound {
-                    return Some(Reply::Values(values_of(gather.answers)));
+                    self.snapshot = Some(snapshot);
+                    return Some(Reply::Values(gather.values));
                 }
-                let kept: Vec<(PartitionId, Answer)> =
-                    gather.answers.into_iter().filter(|(p, _)| !behind.contains_key(p)).collect();
-                self.send_round(behind, Some(snapshot), out);
-                self.reading.as_mut().expect("just sent").answers = kept;
+                let mut again: BTreeMap<PartitionId, Vec<Key>> = BTreeMap::new();
+                let mut keep = vec![true; gather.values.len()];
+                for slot in behind {
+                    let start = slot.answer.as_ref().map_or(0, |(_, start)| *start);
+                    let range = start..start + slot.asked;
+                    again.insert(slot.partition, gather.values[range.clone()].iter().map(|(k, _)| k.clone()).collect());
+                    keep[range].fill(false);
+                }
+                let kept: Vec<(Key, Option<Value>)> =
+                    gather.values.into_iter().zip(keep).filter_map(|(v, keep)| keep.then_some(v)).collect();
+                self.snapshot = Some(snapshot.clone());
+                self.send_round(again, Some(snapshot), out);
+                let reading = self.reading.as_mut().expect("just sent");
+                reading.values.splice(0..0, kept);
                 None
             }
             Some(bound) => {
                 // A round at the snapshot: every partition has adopted it,
                 // so every version in it is visible there (no third round).
-                let consistent = gather.answers.iter().all(|(_, a)| {
-                    let covered = match &a.cover {
-                        Covers::Vector(s) => s.dominates(bound),
-                        Covers::Floor { .. } => true,
-                    };
-                    covered && a.values.iter().filter_map(|(_, _, ts)| ts.as_ref()).all(|ts| ts.is_below(bound))
-                });
+                let consistent = gather.within
+                    && gather.slots.iter().all(|s| match &s.answer {
+                        Some((Covers::Vector(s), _)) => s.dominates(bound),
+                        Some((Covers::Floor { .. }, _)) => true,
+                        None => false,
+                    });
                 if !consistent {
                     // Never, by the protocol: fail loudly rather than
                     // return values that may not be one snapshot.
@@ -222,34 +277,23 @@ impl PtccClient {
                         "a read at the transaction's snapshot came back inconsistent (a protocol bug)".into(),
                     )));
                 }
-                Some(Reply::Values(values_of(gather.answers)))
+                Some(Reply::Values(gather.values))
             }
         }
     }
 }
 
-fn values_of(answers: Vec<(PartitionId, Answer)>) -> Vec<(Key, Option<Value>)> {
-    answers.into_iter().flat_map(|(_, a)| a.values.into_iter().map(|(k, v, _)| (k, v))).collect()
-}
-
-/// A read reply's vectors, decoded (`None` if one is malformed).
-fn decode_answer(cover: Cover, values: Vec<(Key, Option<Value>, Option<Wire>)>, partitions: u32) -> Option<Answer> {
-    let cover = match cover {
+/// What a read reply says of its partition's `S_i`, decoded (`None` if a
+/// vector in it is malformed).
+fn decode_cover(cover: Cover, partitions: u32) -> Option<Covers> {
+    Some(match cover {
         Cover::Vector(s) => Covers::Vector(s.decode(partitions)?),
         Cover::Floor { own, floor, pending } => Covers::Floor {
             own,
             floor,
             pending: pending.into_iter().map(|w| w.decode_sparse(partitions)).collect::<Option<_>>()?,
         },
-    };
-    let values = values
-        .into_iter()
-        .map(|(k, v, ts)| match ts {
-            None => Some((k, v, None)),
-            Some(w) => Some((k, v, Some(w.decode_sparse(partitions)?))),
-        })
-        .collect::<Option<_>>()?;
-    Some(Answer { cover, values })
+    })
 }
 
 impl ClientRole for PtccClient {
@@ -316,16 +360,15 @@ impl ClientRole for PtccClient {
             (PtccMsg::ReadResp { tag, cover, values }, Awaiting::Read) => {
                 let partitions = self.topology.partition_count();
                 let gather = self.reading.as_mut()?;
-                if tag != (ReadTag { tx: self.n, round: gather.round }) {
+                if tag != (ReadTag { tx: self.n, round: gather.round })
+                    || !gather.slots.iter().any(|s| s.partition == r.partition && s.answer.is_none())
+                {
                     return None;
                 }
-                let at = gather.waiting.iter().position(|&(p, _)| p == r.partition)?;
-                let (p, asked) = gather.waiting.swap_remove(at);
-                let Some(answer) = decode_answer(cover, values, partitions).filter(|a| a.values.len() == asked) else {
+                if Self::take_answer(gather, r.partition, cover, values, partitions).is_none() {
                     return Some(Reply::Failed(SessionError::InvalidArgument("a malformed read reply".into())));
-                };
-                gather.answers.push((p, answer));
-                if !gather.waiting.is_empty() {
+                }
+                if gather.waiting > 0 {
                     return None;
                 }
                 let gather = self.reading.take().expect("gathering");
@@ -334,7 +377,7 @@ impl ClientRole for PtccClient {
             (PtccMsg::TooOld { tag }, Awaiting::Read) => {
                 let gather = self.reading.as_ref()?;
                 if tag != (ReadTag { tx: self.n, round: gather.round })
-                    || !gather.waiting.iter().any(|&(p, _)| p == r.partition)
+                    || !gather.slots.iter().any(|s| s.partition == r.partition && s.answer.is_none())
                 {
                     return None;
                 }

@@ -118,7 +118,8 @@ impl VClock {
 
     /// Only the entries above `floor` (the reader reads the rest as `floor`).
     pub fn above(&self, floor: Timestamp) -> Wire {
-        let mut above = Vec::new();
+        // Counted first: one allocation of the right size, or none.
+        let mut above = Vec::with_capacity(self.0.iter().filter(|&&t| t > floor).count());
         let mut last = 0u32;
         for (i, &t) in self.0.iter().enumerate() {
             if t > floor {
