@@ -42,18 +42,27 @@ struct Gather {
     round: u32,
     /// One per partition asked, in the order asked.
     slots: Vec<Slot>,
-    /// How many of them have yet to answer.
-    waiting: usize,
     /// The values answered, in the order the answers came.
     values: Vec<(Key, Option<Value>)>,
-    /// What this round reads at, if it is not a first round.
-    bound: Option<VClock>,
+    kind: RoundKind,
+}
+
+impl Gather {
+    /// The slot of partition `p`, if it has yet to answer.
+    fn awaiting(&self, p: PartitionId) -> Option<usize> {
+        self.slots.iter().position(|s| s.partition == p && s.answer.is_none())
+    }
+}
+
+/// What a round's answers are taken into.
+#[derive(Debug)]
+enum RoundKind {
     /// A first round: `D_c` joined with every commit timestamp answered so
-    /// far (Alg. 1 lines 23–31). A round at the snapshot: unused.
-    seen: VClock,
-    /// A round at the snapshot: whether every timestamp answered is
-    /// within it.
-    within: bool,
+    /// far (Alg. 1 lines 23–31).
+    First { seen: VClock },
+    /// A round at the transaction's snapshot `bound`: whether every
+    /// timestamp answered is within it.
+    AtSnapshot { bound: VClock, within: bool },
 }
 
 /// A partition asked in a read round.
@@ -166,21 +175,22 @@ impl PtccClient {
                 if keys.peek().is_some() { deps.clone() } else { std::mem::replace(&mut deps, Wire::Full(Vec::new())) };
             out.send(self.partition(p), PtccMsg::Read { tag, keys: keys_of_p, deps, at_snapshot });
         }
-        let seen = if at_snapshot { VClock::default() } else { self.deps.clone() };
-        let (waiting, values) = (slots.len(), Vec::with_capacity(total));
-        self.reading = Some(Gather { round, slots, waiting, values, bound, seen, within: true });
+        let kind = match bound {
+            None => RoundKind::First { seen: self.deps.clone() },
+            Some(bound) => RoundKind::AtSnapshot { bound, within: true },
+        };
+        self.reading = Some(Gather { round, slots, values: Vec::with_capacity(total), kind });
     }
 
-    /// Takes partition `p`'s answer into the round; `None` if it is
-    /// malformed (a vector, or not a value for each key asked).
+    /// Takes the answer of the partition of `slot` into the round; `None`
+    /// if it is malformed (a vector, or not a value for each key asked).
     fn take_answer(
         gather: &mut Gather,
-        p: PartitionId,
+        slot: usize,
         cover: Cover,
         values: Vec<(Key, Option<Value>, Option<Wire>)>,
         partitions: u32,
     ) -> Option<()> {
-        let slot = gather.slots.iter().position(|s| s.partition == p && s.answer.is_none())?;
         if values.len() != gather.slots[slot].asked {
             return None;
         }
@@ -189,33 +199,32 @@ impl PtccClient {
         for (key, value, ts) in values {
             if let Some(wire) = ts {
                 let ts = wire.decode_sparse(partitions)?;
-                match &gather.bound {
-                    None => ts.join_into(&mut gather.seen),
-                    Some(bound) => gather.within &= ts.is_below(bound),
+                match &mut gather.kind {
+                    RoundKind::First { seen } => ts.join_into(seen),
+                    RoundKind::AtSnapshot { bound, within } => *within &= ts.is_below(bound),
                 }
             }
             gather.values.push((key, value));
         }
         gather.slots[slot].answer = Some((cover, start));
-        gather.waiting -= 1;
         Some(())
     }
 
     /// Every partition of a round has answered.
-    fn round_done(&mut self, mut gather: Gather, out: &mut Out) -> Option<Reply> {
-        match &gather.bound {
+    fn round_done(&mut self, gather: Gather, out: &mut Out) -> Option<Reply> {
+        let Gather { slots, values, kind, .. } = gather;
+        match kind {
             // Alg. 1 lines 23–31: the snapshot is what the client had seen
             // and everything the first round returned; a partition whose
             // vector does not cover it may have missed a version in it.
-            None => {
-                let mut snapshot = std::mem::take(&mut gather.seen);
+            RoundKind::First { seen: mut snapshot } => {
                 // And the smallest vector the partitions answered with (or,
                 // under §V, the smallest of their smallest entries): each of
                 // them covers it already, so it asks no second round, and
                 // later reads of other partitions are fresher.
                 let mut smallest: Option<VClock> = None;
                 let mut lowest_floor = None;
-                for (cover, _) in gather.slots.iter().filter_map(|s| s.answer.as_ref()) {
+                for (cover, _) in slots.iter().filter_map(|s| s.answer.as_ref()) {
                     match cover {
                         Covers::Vector(s) => match &mut smallest {
                             None => smallest = Some(s.clone()),
@@ -234,38 +243,40 @@ impl PtccClient {
                 }
                 // A partition whose answer does not cover the snapshot may
                 // have missed a version in it: asked again, at the snapshot.
-                let behind: Vec<&Slot> = gather
-                    .slots
+                let behind: Vec<(PartitionId, std::ops::Range<usize>)> = slots
                     .iter()
-                    .filter(|s| s.answer.as_ref().is_some_and(|(c, _)| !c.covers(s.partition, &snapshot)))
+                    .filter_map(|s| match &s.answer {
+                        Some((cover, start)) if !cover.covers(s.partition, &snapshot) => {
+                            Some((s.partition, *start..*start + s.asked))
+                        }
+                        _ => None,
+                    })
                     .collect();
                 self.deps.clone_from(&snapshot);
                 if behind.is_empty() || self.fault == PtccFault::OneRound {
                     self.snapshot = Some(snapshot);
-                    return Some(Reply::Values(gather.values));
+                    return Some(Reply::Values(values));
                 }
+                // Their values are asked again; the others' are kept, and
+                // the second round's answers follow them.
+                let mut keep = vec![true; values.len()];
                 let mut again: BTreeMap<PartitionId, Vec<Key>> = BTreeMap::new();
-                let mut keep = vec![true; gather.values.len()];
-                for slot in behind {
-                    let start = slot.answer.as_ref().map_or(0, |(_, start)| *start);
-                    let range = start..start + slot.asked;
-                    again.insert(slot.partition, gather.values[range.clone()].iter().map(|(k, _)| k.clone()).collect());
+                for (p, range) in behind {
+                    again.insert(p, values[range.clone()].iter().map(|(k, _)| k.clone()).collect());
                     keep[range].fill(false);
                 }
-                let kept: Vec<(Key, Option<Value>)> =
-                    gather.values.into_iter().zip(keep).filter_map(|(v, keep)| keep.then_some(v)).collect();
+                let kept = values.into_iter().zip(keep).filter_map(|(v, keep)| keep.then_some(v)).collect();
                 self.snapshot = Some(snapshot.clone());
                 self.send_round(again, Some(snapshot), out);
-                let reading = self.reading.as_mut().expect("just sent");
-                reading.values.splice(0..0, kept);
+                self.reading.as_mut().expect("just sent").values = kept;
                 None
             }
-            Some(bound) => {
+            RoundKind::AtSnapshot { bound, within } => {
                 // A round at the snapshot: every partition has adopted it,
                 // so every version in it is visible there (no third round).
-                let consistent = gather.within
-                    && gather.slots.iter().all(|s| match &s.answer {
-                        Some((Covers::Vector(s), _)) => s.dominates(bound),
+                let consistent = within
+                    && slots.iter().all(|s| match &s.answer {
+                        Some((Covers::Vector(s), _)) => s.dominates(&bound),
                         Some((Covers::Floor { .. }, _)) => true,
                         None => false,
                     });
@@ -277,7 +288,7 @@ impl PtccClient {
                         "a read at the transaction's snapshot came back inconsistent (a protocol bug)".into(),
                     )));
                 }
-                Some(Reply::Values(gather.values))
+                Some(Reply::Values(values))
             }
         }
     }
@@ -360,15 +371,14 @@ impl ClientRole for PtccClient {
             (PtccMsg::ReadResp { tag, cover, values }, Awaiting::Read) => {
                 let partitions = self.topology.partition_count();
                 let gather = self.reading.as_mut()?;
-                if tag != (ReadTag { tx: self.n, round: gather.round })
-                    || !gather.slots.iter().any(|s| s.partition == r.partition && s.answer.is_none())
-                {
+                if tag != (ReadTag { tx: self.n, round: gather.round }) {
                     return None;
                 }
-                if Self::take_answer(gather, r.partition, cover, values, partitions).is_none() {
+                let slot = gather.awaiting(r.partition)?;
+                if Self::take_answer(gather, slot, cover, values, partitions).is_none() {
                     return Some(Reply::Failed(SessionError::InvalidArgument("a malformed read reply".into())));
                 }
-                if gather.waiting > 0 {
+                if gather.slots.iter().any(|s| s.answer.is_none()) {
                     return None;
                 }
                 let gather = self.reading.take().expect("gathering");
@@ -376,9 +386,7 @@ impl ClientRole for PtccClient {
             }
             (PtccMsg::TooOld { tag }, Awaiting::Read) => {
                 let gather = self.reading.as_ref()?;
-                if tag != (ReadTag { tx: self.n, round: gather.round })
-                    || !gather.slots.iter().any(|s| s.partition == r.partition && s.answer.is_none())
-                {
+                if tag != (ReadTag { tx: self.n, round: gather.round }) || gather.awaiting(r.partition).is_none() {
                     return None;
                 }
                 self.reading = None;
