@@ -60,13 +60,29 @@ impl<M> VersionChain<M> {
                 self.versions.push_back(version);
                 true
             }
-            Some(_) => match self.versions.binary_search_by(|v| v.stamp.cmp(&version.stamp)) {
-                Ok(_) => false,
-                Err(at) => {
-                    self.versions.insert(at, version);
-                    true
-                }
-            },
+            Some(_) => {
+                // Late, but rarely by much (a transaction committed here
+                // after one stamped above it): look among the newest before
+                // searching the whole chain, which for a hot key whose
+                // versions are kept for a timeout is thousands long and
+                // cold in the cache.
+                const NEAR: usize = 8;
+                let from = self.versions.len().saturating_sub(NEAR);
+                let at = match self.versions.range(from..).rposition(|v| v.stamp <= version.stamp) {
+                    // Sorted: the last one at or below it is in the window.
+                    Some(i) if self.versions[from + i].stamp == version.stamp => return false,
+                    Some(i) => from + i + 1,
+                    None => {
+                        let at = self.versions.partition_point(|v| v.stamp < version.stamp);
+                        if self.versions.get(at).is_some_and(|v| v.stamp == version.stamp) {
+                            return false;
+                        }
+                        at
+                    }
+                };
+                self.versions.insert(at, version);
+                true
+            }
         }
     }
 
@@ -402,6 +418,34 @@ mod tests {
 
     fn version(ts: u64, dc: u16, tx: u64) -> Version<()> {
         Version { value: Some(Value::from(format!("{ts}/{dc}/{tx}"))), stamp: stamp(ts, dc, tx), meta: () }
+    }
+
+    /// Versions in any order, some twice, end in stamp order, each once:
+    /// those late by a little (found among the newest) and by a lot
+    /// (searched for in the whole chain) alike.
+    #[test]
+    fn late_versions_take_their_place_and_repeats_are_ignored() {
+        let mut state = 7u64;
+        let mut next = |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        for round in 0..50 {
+            let mut c = VersionChain::default();
+            let mut reference = std::collections::BTreeSet::new();
+            for i in 0..200u64 {
+                // Mostly near the newest, now and then far back, often again.
+                let ts = match next(4) {
+                    0 => next(1 + i),
+                    1 if i > 0 => *reference.iter().nth(next(reference.len() as u64) as usize).unwrap_or(&0),
+                    _ => i + next(3),
+                };
+                let added = c.insert(version(ts, 0, ts));
+                assert_eq!(added, reference.insert(ts), "round {round}: {ts} added once");
+            }
+            let got: Vec<u64> = c.iter().map(|v| v.stamp.ts.0).collect();
+            assert_eq!(got, reference.into_iter().collect::<Vec<_>>(), "round {round}");
+        }
     }
 
     #[test]
