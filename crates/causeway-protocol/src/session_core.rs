@@ -298,7 +298,9 @@ impl<R: ClientRole> SessionCore<R> {
 
     /// Completes a read: the values in the order the keys were asked for.
     fn finish_read(&mut self, keys: Vec<Key>, values: FxHashMap<Key, Option<Value>>) -> SessionEvent {
-        match self.txn.finish_read(keys, values, R::REPEATABLE_READS) {
+        // A read-only call ends with this read: nothing will read it again.
+        let remember = R::REPEATABLE_READS && self.read_only.is_none();
+        match self.txn.finish_read(keys, values, remember) {
             Some(values) => {
                 self.phase = Phase::Active;
                 SessionEvent::Read(values)
