@@ -324,7 +324,7 @@ impl ClientRole for EigerClient {
     fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
         let tx = WtxId { client: self.id, epoch: self.epoch, n: self.n };
         let deps = EigerDeps { clock: self.clock, deps: self.deps.iter().map(|(k, &t)| (k.clone(), t)).collect() };
-        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, deps.clone());
+        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, deps.clone(), false);
         for part in parts {
             let msg = EigerMsg::Write {
                 tx,

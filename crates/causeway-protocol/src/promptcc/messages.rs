@@ -74,6 +74,9 @@ pub enum PtccMsg {
     Vote { tx: WtxId, seq: Option<Timestamp> },
     /// `tx` is given up: drop what was prepared.
     Abort { tx: WtxId },
+    /// To the coordinator: `tx` committed at the sending participant (the
+    /// coordinator answers the client once every participant has).
+    CommittedHere { tx: WtxId },
     /// To itself: the outcome records up to the `upto`-th are durable, and
     /// may take effect.
     Logged { upto: u64 },
@@ -101,6 +104,7 @@ impl Message for PtccMsg {
             | PtccMsg::Query { .. }
             | PtccMsg::Vote { .. }
             | PtccMsg::Abort { .. }
+            | PtccMsg::CommittedHere { .. }
             | PtccMsg::Logged { .. } => MsgClass::TRANSACTION,
             PtccMsg::Report { .. } | PtccMsg::Stable { .. } => STABILIZATION,
         }
@@ -153,5 +157,8 @@ impl TxnMessages for PtccMsg {
     }
     fn logged(upto: u64) -> Self {
         PtccMsg::Logged { upto }
+    }
+    fn committed_here(tx: WtxId) -> Option<Self> {
+        Some(PtccMsg::CommittedHere { tx })
     }
 }

@@ -43,7 +43,12 @@
 //!   in one round, once its prepare and commit are on disk.
 //! * The client waits for every participant's commit, not only the
 //!   coordinator's (§IV-D says so; Alg. 1 line 9 shows one): its next read
-//!   must find its write committed wherever it reads.
+//!   must find its write committed wherever it reads. Each participant
+//!   tells the coordinator once it has committed, and the coordinator
+//!   answers the client once all have: one answer reaches the client's
+//!   session instead of one per participant (a session handles each
+//!   answer on its own, where a partition takes in its queued messages
+//!   together).
 //! * Fault tolerance (§VIII) without replica groups: a partition whose
 //!   prepared transaction has no decision after [`PtccConfig::resolve_after_us`]
 //!   asks the coordinator, which asks every participant; one that has not

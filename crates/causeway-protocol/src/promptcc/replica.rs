@@ -32,19 +32,37 @@ pub enum PtccTimer {
 }
 
 /// What a version carries: its commit timestamp (returned to readers) and
-/// the numbers of the partitions it wrote (its visibility rule).
+/// the numbers of the partitions it wrote (its visibility rule), shared by
+/// the versions of one transaction.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Meta {
     pub ts: VClock,
     pub decided: Decided,
+}
+
+/// A version's metadata as its chain holds it: when it committed here
+/// inline, next to the stamp, so that collection — which looks at a key's
+/// oldest versions at every write of it — decides on a version long
+/// visible without following it to its [`Meta`] (a cache miss per version
+/// looked at, each write).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Held {
     /// When it committed here (0: before the last restart).
     pub committed_at: PhysicalMicros,
+    pub meta: Arc<Meta>,
+}
+
+impl std::ops::Deref for Held {
+    type Target = Meta;
+    fn deref(&self) -> &Meta {
+        &self.meta
+    }
 }
 
 /// Outcomes end in the order of their numbers (`S_i[i]` passes only ended
 /// transactions); a commit is forgotten once `S_i` says every participant
-/// has ended it.
-const PTCC_RULES: Rules = Rules { in_order: true, acknowledged: false };
+/// has ended it; the coordinator answers the client for all participants.
+const PTCC_RULES: Rules = Rules { in_order: true, acknowledged: false, gathered: true };
 
 pub struct PtccReplica {
     id: ReplicaId,
@@ -54,7 +72,7 @@ pub struct PtccReplica {
     reserved: Reservations,
     /// `S_i`; entry `i` is [`Self::frontier`].
     snapshot: VClock,
-    store: MvStore<Arc<Meta>>,
+    store: MvStore<Held>,
     /// The write-only transactions, as participant and coordinator; they
     /// end here in the order of their numbers.
     txns: WriteOnly<VClock>,
@@ -151,7 +169,7 @@ impl PtccReplica {
     /// version to its metadata; and a hot key's versions not visible yet,
     /// which a read scans from the newest, usually wait for the participant
     /// that gave the stamp its number, which is tested next.
-    fn version_visible(snapshot: &VClock, least: Timestamp, v: &Version<Arc<Meta>>) -> bool {
+    fn version_visible(snapshot: &VClock, least: Timestamp, v: &Version<Held>) -> bool {
         v.stamp.ts <= least || (snapshot.get(top_partition(&v.stamp)) >= v.stamp.ts && Self::visible(snapshot, &v.meta))
     }
 
@@ -161,7 +179,7 @@ impl PtccReplica {
     /// dependencies, and the stamp is the largest number), so a version
     /// stamped at or below `floor` has none to send — found without
     /// following the version to its metadata.
-    fn read_ts(v: &Version<Arc<Meta>>, floor: Timestamp) -> Wire {
+    fn read_ts(v: &Version<Held>, floor: Timestamp) -> Wire {
         if v.stamp.ts <= floor {
             return Wire::Sparse { floor, above: Vec::new() };
         }
@@ -189,7 +207,7 @@ impl PtccReplica {
         // What the client will read the commit timestamps against: entries
         // at or below its own floor it need not be sent (§V).
         let (naive, floor) = (self.config.naive, deps.min_entry(self.snapshot.len()));
-        let ts_wire = |v: &Version<Arc<Meta>>| if naive { v.meta.ts.to_wire(true) } else { Self::read_ts(v, floor) };
+        let ts_wire = |v: &Version<Held>| if naive { v.meta.ts.to_wire(true) } else { Self::read_ts(v, floor) };
         let (snapshot, least) = (&self.snapshot, self.snapshot.min_entry());
         let mut values: Vec<ReadValue> = Vec::with_capacity(keys.len());
         let mut pending: Vec<Wire> = Vec::new();
@@ -279,13 +297,16 @@ impl PtccReplica {
     /// are not scanned at every write).
     fn install(&mut self, now: PhysicalMicros, prepared: &PreparedTx, decided: &Decided) {
         let ts = VClock::commit_ts(&prepared.deps, decided);
-        let meta = Arc::new(Meta { ts, decided: decided.clone(), committed_at: now });
+        let meta = Arc::new(Meta { ts, decided: decided.clone() });
         let stamp = stamp_of(self.id.dc, decided);
         let (snapshot, timeout, started_at) = (&self.snapshot, self.config.txn_timeout_us, self.started_at);
+        let least = snapshot.min_entry();
         for (key, value) in &prepared.writes {
-            let version = Version { value: value.clone(), stamp, meta: meta.clone() };
+            let version = Version { value: value.clone(), stamp, meta: Held { committed_at: now, meta: meta.clone() } };
+            // Hot path: the time first, inline; a version held that long
+            // is almost always visible by its stamp alone.
             self.collected.insert(&mut self.store, key, version, |v| {
-                Self::visible(snapshot, &v.meta) && v.meta.committed_at.max(started_at) + timeout <= now
+                v.meta.committed_at.max(started_at) + timeout <= now && Self::version_visible(snapshot, least, v)
             });
         }
         self.counters.transactions_applied += 1;
@@ -380,7 +401,7 @@ impl PtccReplica {
                     if let Some(seq) = own_number(&decided, self.id.partition) {
                         self.hlc.observe(0, seq);
                     }
-                    let meta = Arc::new(Meta { ts, decided, committed_at: 0 });
+                    let meta = Held { committed_at: 0, meta: Arc::new(Meta { ts, decided }) };
                     self.store.insert(key, Version { value, stamp, meta }, |_| false);
                 }
                 PtccRecord::Collected { key, upto } => {
@@ -451,6 +472,7 @@ impl Replica for PtccReplica {
             }
             (PtccMsg::Vote { tx, seq }, _, Some(p)) => self.txns.on_vote(now, p, tx, seq, out),
             (PtccMsg::Abort { tx }, _, Some(_)) => self.txns.on_abort(tx, out),
+            (PtccMsg::CommittedHere { tx }, _, Some(p)) => self.txns.on_committed_here(p, tx, out),
             (PtccMsg::Logged { upto }, _, _) if from == Addr::Replica(self.id) => {
                 self.on_logged(now, upto, out);
                 Ok(())
@@ -539,7 +561,7 @@ mod tests {
     #[test]
     fn a_versions_visibility_is_the_rule_whichever_participant_lags() {
         let decided: Decided = vec![(PartitionId(1), Timestamp(30)), (PartitionId(2), Timestamp(50))];
-        let meta = Arc::new(Meta { ts: VClock::zeros(4), decided: decided.clone(), committed_at: 0 });
+        let meta = Held { committed_at: 0, meta: Arc::new(Meta { ts: VClock::zeros(4), decided: decided.clone() }) };
         let v = Version { value: None, stamp: stamp_of(DcId(0), &decided), meta };
         assert_eq!(top_partition(&v.stamp), PartitionId(2));
         let snapshot = |entries: [u64; 4]| {
@@ -578,7 +600,7 @@ mod tests {
             d
         };
         let ts = VClock::commit_ts(&deps, &decided);
-        let meta = Arc::new(Meta { ts: ts.clone(), decided: decided.clone(), committed_at: 0 });
+        let meta = Held { committed_at: 0, meta: Arc::new(Meta { ts: ts.clone(), decided: decided.clone() }) };
         let v = Version { value: None, stamp: stamp_of(DcId(0), &decided), meta };
         for floor in [0, 19, 20, 29, 30, 49, 50, 51, 99] {
             let floor = Timestamp(floor);

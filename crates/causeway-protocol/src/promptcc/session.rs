@@ -35,8 +35,9 @@ pub enum PtccClientTimer {
 }
 
 /// A read round being gathered. Hot path: an answer's values go straight
-/// into the round's list and its timestamps into the snapshot being built,
-/// so that nothing of an answer is kept but what it says of its `S_i`.
+/// into the round's list and its timestamps into the snapshot being built
+/// — `D_c` itself, which the snapshot becomes — so that nothing of an
+/// answer is kept but what it says of its `S_i`.
 #[derive(Debug)]
 struct Gather {
     round: u32,
@@ -57,12 +58,15 @@ impl Gather {
 /// What a round's answers are taken into.
 #[derive(Debug)]
 enum RoundKind {
-    /// A first round: `D_c` joined with every commit timestamp answered so
-    /// far (Alg. 1 lines 23–31).
-    First { seen: VClock },
-    /// A round at the transaction's snapshot `bound`: whether every
-    /// timestamp answered is within it.
-    AtSnapshot { bound: VClock, within: bool },
+    /// A first round: every commit timestamp answered is joined into `D_c`
+    /// (Alg. 1 lines 23–31, as a join). Each is the timestamp of a version
+    /// visible where it was read, whose every entry a partition may adopt:
+    /// a round given up half-way leaves `D_c` fresher, never wrong.
+    First,
+    /// A round at the transaction's snapshot — `D_c`, which stands still
+    /// until the commit once the first read call has fixed it: whether
+    /// every timestamp answered is within it.
+    AtSnapshot { within: bool },
 }
 
 /// A partition asked in a read round.
@@ -118,11 +122,14 @@ pub struct PtccClient {
     epoch: u64,
     /// Transactions begun; names reads and writes.
     n: u64,
-    /// The running transaction's snapshot, once its first read call is done.
-    snapshot: Option<VClock>,
+    /// Whether the running transaction's first read call is done: its
+    /// snapshot is then `D_c`, which changes again only at its commit.
+    fixed: bool,
     next_round: u32,
     reading: Option<Gather>,
-    committing: Option<Commit<VClock>>,
+    /// The commit under way. `D_c` stands still while it runs (the session
+    /// does nothing else), so it is not kept with it: the decision joins it.
+    committing: Option<Commit<()>>,
 }
 
 /// What a PrompTCC session token carries: `D_c`.
@@ -146,7 +153,7 @@ impl PtccClient {
             deadline: ReadDeadline::default(),
             epoch: 0,
             n: 0,
-            snapshot: None,
+            fixed: false,
             next_round: 0,
             reading: None,
             committing: None,
@@ -157,13 +164,13 @@ impl PtccClient {
         Addr::Replica(ReplicaId::at(self.id.dc, p))
     }
 
-    /// Sends one read round to the partitions of `keys`.
-    fn send_round(&mut self, keys: BTreeMap<PartitionId, Vec<Key>>, bound: Option<VClock>, out: &mut Out) {
+    /// Sends one read round to the partitions of `keys`: a first round
+    /// with `D_c`, or one at the transaction's snapshot, which is `D_c`.
+    fn send_round(&mut self, keys: BTreeMap<PartitionId, Vec<Key>>, at_snapshot: bool, out: &mut Out) {
         let round = self.next_round;
         self.next_round += 1;
         let tag = ReadTag { tx: self.n, round };
-        let mut deps = bound.as_ref().unwrap_or(&self.deps).to_wire(self.naive);
-        let at_snapshot = bound.is_some();
+        let mut deps = self.deps.to_wire(self.naive);
         let mut slots = Vec::with_capacity(keys.len());
         let mut total = 0;
         let mut keys = keys.into_iter().peekable();
@@ -175,10 +182,7 @@ impl PtccClient {
                 if keys.peek().is_some() { deps.clone() } else { std::mem::replace(&mut deps, Wire::Full(Vec::new())) };
             out.send(self.partition(p), PtccMsg::Read { tag, keys: keys_of_p, deps, at_snapshot });
         }
-        let kind = match bound {
-            None => RoundKind::First { seen: self.deps.clone() },
-            Some(bound) => RoundKind::AtSnapshot { bound, within: true },
-        };
+        let kind = if at_snapshot { RoundKind::AtSnapshot { within: true } } else { RoundKind::First };
         self.reading = Some(Gather { round, slots, values: Vec::with_capacity(total), kind });
     }
 
@@ -186,6 +190,7 @@ impl PtccClient {
     /// if it is malformed (a vector, or not a value for each key asked).
     fn take_answer(
         gather: &mut Gather,
+        deps: &mut VClock,
         slot: usize,
         cover: Cover,
         values: Vec<(Key, Option<Value>, Option<Wire>)>,
@@ -200,8 +205,8 @@ impl PtccClient {
             if let Some(wire) = ts {
                 let ts = wire.decode_sparse(partitions)?;
                 match &mut gather.kind {
-                    RoundKind::First { seen } => ts.join_into(seen),
-                    RoundKind::AtSnapshot { bound, within } => *within &= ts.is_below(bound),
+                    RoundKind::First => ts.join_into(deps),
+                    RoundKind::AtSnapshot { within } => *within &= ts.is_below(deps),
                 }
             }
             gather.values.push((key, value));
@@ -217,7 +222,8 @@ impl PtccClient {
             // Alg. 1 lines 23–31: the snapshot is what the client had seen
             // and everything the first round returned; a partition whose
             // vector does not cover it may have missed a version in it.
-            RoundKind::First { seen: mut snapshot } => {
+            RoundKind::First => {
+                let snapshot = &mut self.deps;
                 // And the smallest vector the partitions answered with (or,
                 // under §V, the smallest of their smallest entries): each of
                 // them covers it already, so it asks no second round, and
@@ -246,15 +252,14 @@ impl PtccClient {
                 let behind: Vec<(PartitionId, std::ops::Range<usize>)> = slots
                     .iter()
                     .filter_map(|s| match &s.answer {
-                        Some((cover, start)) if !cover.covers(s.partition, &snapshot) => {
+                        Some((cover, start)) if !cover.covers(s.partition, snapshot) => {
                             Some((s.partition, *start..*start + s.asked))
                         }
                         _ => None,
                     })
                     .collect();
-                self.deps.clone_from(&snapshot);
+                self.fixed = true;
                 if behind.is_empty() || self.fault == PtccFault::OneRound {
-                    self.snapshot = Some(snapshot);
                     return Some(Reply::Values(values));
                 }
                 // Their values are asked again; the others' are kept, and
@@ -266,17 +271,16 @@ impl PtccClient {
                     keep[range].fill(false);
                 }
                 let kept = values.into_iter().zip(keep).filter_map(|(v, keep)| keep.then_some(v)).collect();
-                self.snapshot = Some(snapshot.clone());
-                self.send_round(again, Some(snapshot), out);
+                self.send_round(again, true, out);
                 self.reading.as_mut().expect("just sent").values = kept;
                 None
             }
-            RoundKind::AtSnapshot { bound, within } => {
+            RoundKind::AtSnapshot { within } => {
                 // A round at the snapshot: every partition has adopted it,
                 // so every version in it is visible there (no third round).
                 let consistent = within
                     && slots.iter().all(|s| match &s.answer {
-                        Some((Covers::Vector(s), _)) => s.dominates(&bound),
+                        Some((Covers::Vector(s), _)) => s.dominates(&self.deps),
                         Some((Covers::Floor { .. }, _)) => true,
                         None => false,
                     });
@@ -318,7 +322,7 @@ impl ClientRole for PtccClient {
             self.epoch = now.max(1);
         }
         self.n += 1;
-        self.snapshot = None;
+        self.fixed = false;
         self.deadline.reset();
         self.next_round = 0;
         true
@@ -332,20 +336,27 @@ impl ClientRole for PtccClient {
             return;
         }
         let by_partition = self.topology.group_by_partition(keys, |k| k);
-        let bound = self.snapshot.clone();
-        self.send_round(by_partition, bound, out);
+        self.send_round(by_partition, self.fixed, out);
     }
 
     fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
         let tx = WtxId { client: self.id, epoch: self.epoch, n: self.n };
-        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, self.deps.clone());
-        for part in parts {
+        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, (), true);
+        // Encoded once; the last part takes it.
+        let mut deps = self.deps.to_wire(self.naive);
+        let mut parts = parts.into_iter().peekable();
+        while let Some(part) = parts.next() {
+            let deps = if parts.peek().is_some() {
+                deps.clone()
+            } else {
+                std::mem::replace(&mut deps, Wire::Full(Vec::new()))
+            };
             let msg = PtccMsg::Write {
                 tx,
                 writes: part.writes,
                 participants: part.participants,
                 coordinator: part.coordinator,
-                deps: self.deps.to_wire(self.naive),
+                deps,
             };
             out.send(self.partition(part.partition), msg);
         }
@@ -375,7 +386,7 @@ impl ClientRole for PtccClient {
                     return None;
                 }
                 let slot = gather.awaiting(r.partition)?;
-                if Self::take_answer(gather, slot, cover, values, partitions).is_none() {
+                if Self::take_answer(gather, &mut self.deps, slot, cover, values, partitions).is_none() {
                     return Some(Reply::Failed(SessionError::InvalidArgument("a malformed read reply".into())));
                 }
                 if gather.slots.iter().any(|s| s.answer.is_none()) {
@@ -394,9 +405,13 @@ impl ClientRole for PtccClient {
             }
             (PtccMsg::Committed { tx, decided }, Awaiting::Commit) => {
                 let decided = self.committing.as_mut()?.on_committed(r.partition, tx, decided).ok()??;
-                let c = self.committing.take().expect("committing");
+                self.committing = None;
                 // Alg. 1 line 10, as a join: what was read before stays seen.
-                self.deps.join(&VClock::commit_ts(&c.deps, &decided));
+                // The commit timestamp is `D_c` raised to the decided
+                // numbers, so raising `D_c` is the join.
+                for &(p, t) in &decided {
+                    self.deps.raise_entry(p, t);
+                }
                 Some(Reply::Committed(stamp_of(self.id.dc, &decided)))
             }
             (PtccMsg::Aborted { tx }, Awaiting::Commit) => write_only::client::on_aborted(&mut self.committing, tx),
@@ -424,7 +439,7 @@ impl ClientRole for PtccClient {
     fn finished(&mut self) {
         self.reading = None;
         self.committing = None;
-        self.snapshot = None;
+        self.fixed = false;
     }
 
     fn export_state(&self) -> PtccSessionState {

@@ -178,6 +178,34 @@ fn a_write_seen_at_one_partition_only_is_read_whole_in_a_second_round_at_the_oth
     assert_eq!(values, vec![(a, value("a1")), (b, value("b1"))]);
 }
 
+/// The coordinator answers the client once, for every participant, and
+/// only once every participant has committed: a participant's word that
+/// it did, lost, leaves the client unanswered (its commit times out), so
+/// that no read after the answer can miss the write at a participant.
+#[test]
+fn the_coordinator_answers_once_every_participant_has_committed() {
+    let mut c = Cluster::new(2);
+    let (a, b) = (c.key(0), c.key(1));
+    let answers = std::cell::Cell::new(0);
+    let mut writer = c.session(1);
+    let counted = |_: &Addr, to: &Addr, m: &PtccMsg| {
+        if matches!((to, m), (Addr::Client(_), PtccMsg::Committed { .. })) {
+            answers.set(answers.get() + 1);
+        }
+        false
+    };
+    let events = c.commit(&mut writer, &[(&a, "a1"), (&b, "b1")], counted);
+    assert!(matches!(events[..], [SessionEvent::Committed(Some(_))]), "{events:?}");
+    assert_eq!(answers.get(), 1, "one answer for both participants");
+
+    let mut other = c.session(3);
+    let lost = |_: &Addr, _: &Addr, m: &PtccMsg| matches!(m, PtccMsg::CommittedHere { .. });
+    let events = c.commit(&mut other, &[(&a, "a2"), (&b, "b2")], lost);
+    assert!(events.is_empty(), "unanswered while a participant's commit is not heard of: {events:?}");
+    let committed = |p: usize| c.records[p].iter().filter(|r| matches!(r, PtccRecord::Committed { .. })).count();
+    assert_eq!((committed(0), committed(1)), (2, 2), "both participants committed both transactions");
+}
+
 #[test]
 fn a_clients_dependencies_advance_the_partitions_it_reads() {
     let mut c = Cluster::new(2);

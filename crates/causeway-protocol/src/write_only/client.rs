@@ -1,14 +1,17 @@
 //! The client's side of one write-only transaction: its parts by
 //! partition, the coordinator it picks, and the participants' answers
 //! gathered — the client waits for every participant's commit, not only the
-//! coordinator's, so that its next read finds its write wherever it reads.
+//! coordinator's, so that its next read finds its write wherever it reads:
+//! each participant's answer, or, where the coordinator gathers them
+//! ([`Rules::gathered`](super::Rules::gathered)), the coordinator's once
+//! every participant has told it.
 
 use super::{Decided, Refused, WtxId};
 use crate::contract::{AbortReason, Key, SessionError, Value};
 use crate::ids::{ClientId, PartitionId};
 use crate::session_core::{Awaiting, Reply};
 use crate::topology::Topology;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// One commit under way, with what the client depended on when it sent it.
 #[derive(Debug)]
@@ -16,7 +19,8 @@ pub struct Commit<D> {
     pub tx: WtxId,
     pub deps: D,
     participants: Vec<PartitionId>,
-    waiting: BTreeSet<PartitionId>,
+    /// The participants yet to answer (a handful: a list).
+    waiting: Vec<PartitionId>,
     decided: Option<Decided>,
 }
 
@@ -30,13 +34,16 @@ pub struct Part {
 
 impl<D> Commit<D> {
     /// Splits `writes` by partition and picks a coordinator among them,
-    /// spread by client and transaction.
+    /// spread by client and transaction. `gathered`: the coordinator
+    /// answers for every participant once all have committed
+    /// ([`Rules::gathered`](super::Rules::gathered)); else each answers.
     pub fn start(
         topology: &Topology,
         client: ClientId,
         tx: WtxId,
         writes: &[(Key, Option<Value>)],
         deps: D,
+        gathered: bool,
     ) -> (Self, Vec<Part>) {
         let by_partition: BTreeMap<PartitionId, Vec<(Key, Option<Value>)>> =
             topology.group_by_partition(writes.to_vec(), |(k, _)| k);
@@ -46,7 +53,7 @@ impl<D> Commit<D> {
             .into_iter()
             .map(|(partition, writes)| Part { partition, writes, participants: participants.clone(), coordinator })
             .collect();
-        let waiting = participants.iter().copied().collect();
+        let waiting = if gathered { vec![coordinator] } else { participants.clone() };
         (Commit { tx, deps, participants, waiting, decided: None }, parts)
     }
 
@@ -59,9 +66,10 @@ impl<D> Commit<D> {
         let fits = tx == self.tx
             && decided.len() == self.participants.len()
             && decided.iter().zip(&self.participants).all(|((p, _), q)| p == q);
-        if !fits || !self.waiting.remove(&from) {
+        let Some(at) = self.waiting.iter().position(|&p| p == from).filter(|_| fits) else {
             return Err(Refused);
-        }
+        };
+        self.waiting.swap_remove(at);
         self.decided.get_or_insert(decided);
         if !self.waiting.is_empty() {
             return Ok(None);

@@ -140,6 +140,12 @@ pub trait TxnMessages: Sized {
         let _ = txs;
         None
     }
+    /// To the coordinator, where it gathers the commits ([`Rules`]): the
+    /// sender has committed `tx`. `None`: the protocol does not.
+    fn committed_here(tx: WtxId) -> Option<Self> {
+        let _ = tx;
+        None
+    }
     /// From a coordinator: it has forgotten `txs`, and so may the
     /// participant.
     fn forget(txs: Vec<WtxId>) -> Option<Self> {

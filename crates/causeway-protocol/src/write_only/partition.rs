@@ -58,6 +58,24 @@ pub struct Rules {
     /// the first (Eiger): a commit forgotten while a participant still
     /// holds it prepared would be aborted by a termination.
     pub acknowledged: bool,
+    /// The coordinator answers the client once every participant has told
+    /// it that it committed (`committed_here`), rather than every
+    /// participant answering the client itself (PrompTCC): one answer to
+    /// the client's session instead of one per participant, for a message
+    /// from each participant to the coordinator — which a partition takes
+    /// in with the others it has queued, where a session wakes for each.
+    pub gathered: bool,
+}
+
+/// A commit whose coordinator gathers the participants' commits before it
+/// answers the client ([`Rules::gathered`]).
+#[derive(Debug)]
+struct Gathering {
+    client: ClientId,
+    decided: Decided,
+    /// The participants that have yet to say they committed.
+    waiting: Vec<PartitionId>,
+    began: PhysicalMicros,
 }
 
 /// Votes a coordinator gathers: in the commit (`Some` only) or in a
@@ -100,6 +118,9 @@ pub struct WriteOnly<D> {
     /// arbitrarily late.
     fenced: FxHashSet<WtxId>,
     recent: FxHashMap<WtxId, Recent>,
+    /// Commits this partition decided as coordinator whose participants
+    /// have not all committed yet ([`Rules::gathered`]).
+    gathering: FxHashMap<WtxId, Gathering>,
     /// Outcome records appended so far.
     logged: u64,
     /// Decisions this partition made as coordinator since the caller last
@@ -134,6 +155,7 @@ impl<D: Deps> WriteOnly<D> {
             terminating: FxHashMap::default(),
             fenced: FxHashSet::default(),
             recent: FxHashMap::default(),
+            gathering: FxHashMap::default(),
             logged: 0,
             decisions: Vec::new(),
         }
@@ -324,6 +346,11 @@ impl<D: Deps> WriteOnly<D> {
         match decided {
             // PrompTCC Alg. 2 lines 13–17.
             Some(decided) => {
+                if self.rules.gathered {
+                    let waiting = ballot.participants.clone();
+                    let g = Gathering { client: ballot.client, decided: decided.clone(), waiting, began: now };
+                    self.gathering.insert(tx, g);
+                }
                 for &p in &ballot.participants {
                     if p == self.me() {
                         // Its own number is in the ballot: it fits.
@@ -434,8 +461,18 @@ impl<D: Deps> WriteOnly<D> {
         upto: u64,
         out: &mut Out<M, T, R>,
     ) -> Vec<(PreparedTx<D>, Decided)> {
-        let done: Vec<Timestamp> =
-            self.pending.iter().filter(|(_, p)| p.logged.is_some_and(|n| n <= upto)).map(|(&s, _)| s).collect();
+        let logged = |p: &Pending<D>| p.logged.is_some_and(|n| n <= upto);
+        // In order, outcomes are recorded oldest first: those logged are the
+        // oldest pending, and the scan stops at the first that is not.
+        let done: Vec<Timestamp> = if self.rules.in_order {
+            self.pending.iter().take_while(|(_, p)| logged(p)).map(|(&s, _)| s).collect()
+        } else {
+            self.pending.iter().filter(|(_, p)| logged(p)).map(|(&s, _)| s).collect()
+        };
+        debug_assert!(
+            !self.rules.in_order || self.pending.iter().skip(done.len()).all(|(_, p)| !logged(p)),
+            "logged out of order"
+        );
         let mut committed = Vec::new();
         for seq in done {
             let Pending { prepared, outcome, .. } = self.pending.remove(&seq).expect("listed");
@@ -444,7 +481,12 @@ impl<D: Deps> WriteOnly<D> {
                 Outcome::Commit(decided) => {
                     let recent = self.recent_of(now, prepared.coordinator, decided.clone());
                     self.recent.insert(prepared.tx, recent);
-                    out.send(Addr::Client(prepared.tx.client), M::committed(prepared.tx, decided.clone()));
+                    let tx = prepared.tx;
+                    match (self.rules.gathered && prepared.participants.len() > 1, M::committed_here(tx)) {
+                        (true, _) if prepared.coordinator == self.me() => self.committed_at(self.me(), tx, out),
+                        (true, Some(m)) => out.send(self.partition(prepared.coordinator), m),
+                        _ => out.send(Addr::Client(tx.client), M::committed(tx, decided.clone())),
+                    }
                     committed.push((prepared, decided));
                 }
                 Outcome::Abort => {
@@ -464,6 +506,34 @@ impl<D: Deps> WriteOnly<D> {
             false => Vec::new(),
         };
         Recent { at, decided, coordinator, unacked }
+    }
+
+    /// A participant says it committed `tx`, which this partition
+    /// coordinates ([`Rules::gathered`]); the client is answered once
+    /// every participant has. One about a commit not gathered here (this
+    /// partition restarted since it decided it, or gave up waiting) is
+    /// dropped: the client's commit times out, its outcome unknown to it.
+    pub fn on_committed_here<M: TxnMessages, T, R>(
+        &mut self,
+        from: PartitionId,
+        tx: WtxId,
+        out: &mut Out<M, T, R>,
+    ) -> Result<(), Refused> {
+        if !self.rules.gathered {
+            return Err(Refused);
+        }
+        self.committed_at(from, tx, out);
+        Ok(())
+    }
+
+    fn committed_at<M: TxnMessages, T, R>(&mut self, from: PartitionId, tx: WtxId, out: &mut Out<M, T, R>) {
+        let Some(g) = self.gathering.get_mut(&tx) else { return };
+        let Some(at) = g.waiting.iter().position(|&p| p == from) else { return };
+        g.waiting.swap_remove(at);
+        if g.waiting.is_empty() {
+            let g = self.gathering.remove(&tx).expect("just found");
+            out.send(Addr::Client(g.client), M::committed(tx, g.decided));
+        }
     }
 
     /// Gives a transaction up here: a prepared one ends aborted (in its
@@ -628,6 +698,7 @@ impl<D: Deps> WriteOnly<D> {
             self.recent.retain(|_, r| now < r.at + keep || !settled(&r.decided));
         }
         self.coordinating.retain(|_, b| now < b.began + keep);
+        self.gathering.retain(|_, g| now < g.began + keep);
         self.terminating.retain(|_, b| now < b.began + keep);
     }
 
