@@ -200,10 +200,19 @@ impl PtccClient {
             return None;
         }
         let cover = decode_cover(cover, partitions)?;
+        // Every timestamp decoded before any is joined into `D_c`: a
+        // malformed answer leaves it as it was. (In place: the list of
+        // values becomes the decoded one.)
+        let values: Vec<(Key, Option<Value>, Option<Sparse>)> = values
+            .into_iter()
+            .map(|(key, value, ts)| match ts {
+                Some(wire) => wire.decode_sparse(partitions).map(|ts| (key, value, Some(ts))),
+                None => Some((key, value, None)),
+            })
+            .collect::<Option<_>>()?;
         let start = gather.values.len();
         for (key, value, ts) in values {
-            if let Some(wire) = ts {
-                let ts = wire.decode_sparse(partitions)?;
+            if let Some(ts) = ts {
                 match &mut gather.kind {
                     RoundKind::First => ts.join_into(deps),
                     RoundKind::AtSnapshot { within } => *within &= ts.is_below(deps),

@@ -206,6 +206,40 @@ fn the_coordinator_answers_once_every_participant_has_committed() {
     assert_eq!((committed(0), committed(1)), (2, 2), "both participants committed both transactions");
 }
 
+/// An answer with a malformed timestamp fails the read and leaves `D_c`
+/// as it was, even when a timestamp before it in the answer was sound: the
+/// snapshot is built in `D_c`, and nothing of a bad answer joins it.
+#[test]
+fn a_malformed_answer_leaves_the_clients_dependencies_as_they_were() {
+    use super::messages::Cover;
+    use super::Wire;
+    use crate::hlc::Timestamp;
+    let c = Cluster::new(2);
+    let keys: Vec<Key> = (0..)
+        .map(|i| Key::from(format!("k{i}")))
+        .filter(|k| c.topology.partition_of(k) == PartitionId(0))
+        .take(2)
+        .collect();
+    let mut reader = c.session(2);
+    let before = reader.export_state().unwrap();
+    let mut out = Default::default();
+    assert_eq!(reader.read_only(c.now, &keys, &mut out).unwrap(), None);
+    let tag = match &out.messages[..] {
+        [(_, PtccMsg::Read { tag, .. })] => *tag,
+        other => panic!("{other:?}"),
+    };
+    let sound = Wire::Sparse { floor: Timestamp(0), above: vec![(1, 99)] };
+    let partition_7_of_2 = Wire::Sparse { floor: Timestamp(0), above: vec![(7, 5)] };
+    let answer = PtccMsg::ReadResp {
+        tag,
+        cover: Cover::Floor { own: Timestamp(100), floor: Timestamp(0), pending: Vec::new() },
+        values: vec![(keys[0].clone(), None, Some(sound)), (keys[1].clone(), None, Some(partition_7_of_2))],
+    };
+    let event = reader.on_message(c.now, Addr::Replica(ReplicaId::new(0, 0)), answer, &mut Default::default());
+    assert!(matches!(event, Some(SessionEvent::Failed(_))), "{event:?}");
+    assert_eq!(reader.export_state().unwrap(), before, "D_c untouched by the bad answer");
+}
+
 #[test]
 fn a_clients_dependencies_advance_the_partitions_it_reads() {
     let mut c = Cluster::new(2);

@@ -13,7 +13,9 @@ use crate::session_core::{Awaiting, Reply};
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 
-/// One commit under way, with what the client depended on when it sent it.
+/// One commit under way, with what the client depended on when it sent it
+/// (if the protocol keeps that with it: PrompTCC's `D_c` stands still
+/// while it commits, and the decision raises it).
 #[derive(Debug)]
 pub struct Commit<D> {
     pub tx: WtxId,
@@ -57,11 +59,12 @@ impl<D> Commit<D> {
         (Commit { tx, deps, participants, waiting, decided: None }, parts)
     }
 
-    /// A participant says `tx` committed there: `Err` if the answer is not
-    /// one this commit can get (another transaction, a decision that does
-    /// not name every partition written in order, a participant twice),
-    /// `Ok(None)` while others are still to answer, and the decision once
-    /// every one has.
+    /// A participant says `tx` committed there — or, where the coordinator
+    /// gathers the commits, the coordinator says every participant did:
+    /// `Err` if the answer is not one this commit can get (another
+    /// transaction, a decision that does not name every partition written
+    /// in order, one it does not wait for, or twice), `Ok(None)` while
+    /// others are still to answer, and the decision once every one has.
     pub fn on_committed(&mut self, from: PartitionId, tx: WtxId, decided: Decided) -> Result<Option<Decided>, Refused> {
         let fits = tx == self.tx
             && decided.len() == self.participants.len()

@@ -346,7 +346,8 @@ impl<D: Deps> WriteOnly<D> {
         match decided {
             // PrompTCC Alg. 2 lines 13–17.
             Some(decided) => {
-                if self.rules.gathered {
+                // A lone participant answers the client itself.
+                if self.rules.gathered && ballot.participants.len() > 1 {
                     let waiting = ballot.participants.clone();
                     let g = Gathering { client: ballot.client, decided: decided.clone(), waiting, began: now };
                     self.gathering.insert(tx, g);
@@ -454,7 +455,8 @@ impl<D: Deps> WriteOnly<D> {
 
     /// The outcomes recorded up to the `upto`-th are durable: they take
     /// effect. Returns the commits, oldest first, for the protocol to
-    /// install; each client is told.
+    /// install; each client is told (where the coordinator gathers the
+    /// commits, the coordinator is, and it tells the client).
     pub fn on_logged<M: TxnMessages, T, R>(
         &mut self,
         now: PhysicalMicros,
