@@ -401,7 +401,7 @@ impl Replica for EigerReplica {
             (EigerMsg::Prepared { tx, seq, participants, client }, _, Some(p)) => {
                 self.txns.on_prepared(now, p, tx, seq, participants, client, out)
             }
-            (EigerMsg::Commit { tx, decided }, _, Some(_)) => self.txns.on_commit(now, tx, decided),
+            (EigerMsg::Commit { tx, decided }, _, Some(p)) => self.txns.on_commit(now, p, tx, decided, out),
             (EigerMsg::Resolve { tx, participants, client }, _, Some(p)) => {
                 self.txns.on_resolve(now, p, tx, participants, client, out)
             }

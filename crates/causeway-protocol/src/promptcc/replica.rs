@@ -462,7 +462,7 @@ impl Replica for PtccReplica {
             (PtccMsg::Prepared { tx, seq, participants, client }, _, Some(p)) => {
                 self.txns.on_prepared(now, p, tx, seq, participants, client, out)
             }
-            (PtccMsg::Commit { tx, decided }, _, Some(_)) => self.txns.on_commit(now, tx, decided),
+            (PtccMsg::Commit { tx, decided }, _, Some(p)) => self.txns.on_commit(now, p, tx, decided, out),
             (PtccMsg::Resolve { tx, participants, client }, _, Some(p)) => {
                 self.txns.on_resolve(now, p, tx, participants, client, out)
             }

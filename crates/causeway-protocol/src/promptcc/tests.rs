@@ -206,6 +206,47 @@ fn the_coordinator_answers_once_every_participant_has_committed() {
     assert_eq!((committed(0), committed(1)), (2, 2), "both participants committed both transactions");
 }
 
+/// A participant that has committed a transaction and hears its decision
+/// again from the coordinator — which restarted and ended it by a
+/// termination, gathering the commits anew — says again that it committed,
+/// so that the client can still be answered; from another partition, the
+/// decision is ignored.
+#[test]
+fn a_participant_told_the_decision_again_says_again_that_it_committed() {
+    let mut c = Cluster::new(2);
+    let (a, b) = (c.key(0), c.key(1));
+    let mut writer = c.session(1);
+    let mut out = Default::default();
+    writer.begin(c.now, &mut out).unwrap();
+    writer.write(a.clone(), value("a1")).unwrap();
+    writer.write(b.clone(), value("b1")).unwrap();
+    writer.commit(c.now, &mut out).unwrap();
+    let coordinator = match &out.messages[0].1 {
+        PtccMsg::Write { coordinator, .. } => *coordinator,
+        other => panic!("{other:?}"),
+    };
+    let other = PartitionId(1 - coordinator.0);
+    c.send_from(&writer, out);
+    assert!(matches!(c.run(&mut writer, nothing)[..], [SessionEvent::Committed(Some(_))]));
+    let (tx, decided) = match c.records[other.0 as usize].iter().find_map(|r| match r {
+        PtccRecord::Committed { tx, decided } => Some((*tx, decided.clone())),
+        _ => None,
+    }) {
+        Some(found) => found,
+        None => panic!("{:?}", c.records[other.0 as usize]),
+    };
+    for (from, answered) in [(coordinator, true), (other, false)] {
+        let mut out = Out::default();
+        let again = PtccMsg::Commit { tx, decided: decided.clone() };
+        c.replicas[other.0 as usize].on_message(c.now, Addr::Replica(ReplicaId::at(DcId(0), from)), again, &mut out);
+        let said = out.messages.iter().any(|(to, m)| {
+            matches!(m, PtccMsg::CommittedHere { tx: t } if *t == tx)
+                && *to == Addr::Replica(ReplicaId::at(DcId(0), coordinator))
+        });
+        assert_eq!(said, answered, "from {from:?}: {:?}", out.messages);
+    }
+}
+
 /// An answer with a malformed timestamp fails the read and leaves `D_c`
 /// as it was, even when a timestamp before it in the answer was sound: the
 /// snapshot is built in `D_c`, and nothing of a bad answer joins it.

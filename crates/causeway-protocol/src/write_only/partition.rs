@@ -394,7 +394,26 @@ impl<D: Deps> WriteOnly<D> {
     /// The coordinator's decision reaches a participant (line 20). A
     /// decision must name exactly the participants, with this partition's
     /// number, none beyond the horizon.
-    pub fn on_commit(&mut self, now: PhysicalMicros, tx: WtxId, decided: Decided) -> Result<(), Refused> {
+    pub fn on_commit<M: TxnMessages, T, R>(
+        &mut self,
+        now: PhysicalMicros,
+        from: PartitionId,
+        tx: WtxId,
+        decided: Decided,
+        out: &mut Out<M, T, R>,
+    ) -> Result<(), Refused> {
+        // Committed here already: a coordinator that decides it again
+        // restarted and ended it by a termination, and gathers the commits
+        // anew ([`Rules::gathered`]); this one is said again, or the client
+        // would never be answered.
+        if self.rules.gathered && !self.by_tx.contains_key(&tx) {
+            if let (Some(r), Some(m)) = (self.recent.get(&tx), M::committed_here(tx)) {
+                if r.coordinator == from {
+                    out.send(self.partition(from), m);
+                }
+                return Ok(());
+            }
+        }
         self.decide_here(tx, decided, horizon(now))
     }
 
