@@ -300,13 +300,16 @@ impl PtccReplica {
         let meta = Arc::new(Meta { ts, decided: decided.clone() });
         let stamp = stamp_of(self.id.dc, decided);
         let (snapshot, timeout, started_at) = (&self.snapshot, self.config.txn_timeout_us, self.started_at);
-        let least = snapshot.min_entry();
+        // `S_i`'s smallest entry, found (a walk over every partition's) only
+        // if some version is old enough to be collected.
+        let mut least = None;
         for (key, value) in &prepared.writes {
             let version = Version { value: value.clone(), stamp, meta: Held { committed_at: now, meta: meta.clone() } };
             // Hot path: the time first, inline; a version held that long
             // is almost always visible by its stamp alone.
             self.collected.insert(&mut self.store, key, version, |v| {
-                v.meta.committed_at.max(started_at) + timeout <= now && Self::version_visible(snapshot, least, v)
+                v.meta.committed_at.max(started_at) + timeout <= now
+                    && Self::version_visible(snapshot, *least.get_or_insert_with(|| snapshot.min_entry()), v)
             });
         }
         self.counters.transactions_applied += 1;

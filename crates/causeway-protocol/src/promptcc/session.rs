@@ -122,9 +122,10 @@ pub struct PtccClient {
     epoch: u64,
     /// Transactions begun; names reads and writes.
     n: u64,
-    /// Whether the running transaction's first read call is done: its
-    /// snapshot is then `D_c`, which changes again only at its commit.
-    fixed: bool,
+    /// Read rounds the running transaction has sent. Once it has sent one,
+    /// its first read call is done (a read call waits for its rounds): its
+    /// snapshot is then `D_c`, which changes again only at its commit, and
+    /// every later round reads at it.
     next_round: u32,
     reading: Option<Gather>,
     /// The commit under way. `D_c` stands still while it runs (the session
@@ -153,7 +154,6 @@ impl PtccClient {
             deadline: ReadDeadline::default(),
             epoch: 0,
             n: 0,
-            fixed: false,
             next_round: 0,
             reading: None,
             committing: None,
@@ -170,16 +170,13 @@ impl PtccClient {
         let round = self.next_round;
         self.next_round += 1;
         let tag = ReadTag { tx: self.n, round };
-        let mut deps = self.deps.to_wire(self.naive);
         let mut slots = Vec::with_capacity(keys.len());
         let mut total = 0;
-        let mut keys = keys.into_iter().peekable();
-        while let Some((p, keys_of_p)) = keys.next() {
+        // Encoded once: a copy for each partition but the last, which takes it.
+        let deps = std::iter::repeat_n(self.deps.to_wire(self.naive), keys.len());
+        for ((p, keys_of_p), deps) in keys.into_iter().zip(deps) {
             total += keys_of_p.len();
             slots.push(Slot { partition: p, asked: keys_of_p.len(), answer: None });
-            // The last partition takes the vector itself.
-            let deps =
-                if keys.peek().is_some() { deps.clone() } else { std::mem::replace(&mut deps, Wire::Full(Vec::new())) };
             out.send(self.partition(p), PtccMsg::Read { tag, keys: keys_of_p, deps, at_snapshot });
         }
         let kind = if at_snapshot { RoundKind::AtSnapshot { within: true } } else { RoundKind::First };
@@ -267,7 +264,6 @@ impl PtccClient {
                         _ => None,
                     })
                     .collect();
-                self.fixed = true;
                 if behind.is_empty() || self.fault == PtccFault::OneRound {
                     return Some(Reply::Values(values));
                 }
@@ -331,7 +327,6 @@ impl ClientRole for PtccClient {
             self.epoch = now.max(1);
         }
         self.n += 1;
-        self.fixed = false;
         self.deadline.reset();
         self.next_round = 0;
         true
@@ -345,21 +340,16 @@ impl ClientRole for PtccClient {
             return;
         }
         let by_partition = self.topology.group_by_partition(keys, |k| k);
-        self.send_round(by_partition, self.fixed, out);
+        let at_snapshot = self.next_round > 0;
+        self.send_round(by_partition, at_snapshot, out);
     }
 
     fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
         let tx = WtxId { client: self.id, epoch: self.epoch, n: self.n };
         let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, (), true);
-        // Encoded once; the last part takes it.
-        let mut deps = self.deps.to_wire(self.naive);
-        let mut parts = parts.into_iter().peekable();
-        while let Some(part) = parts.next() {
-            let deps = if parts.peek().is_some() {
-                deps.clone()
-            } else {
-                std::mem::replace(&mut deps, Wire::Full(Vec::new()))
-            };
+        // Encoded once: a copy for each part but the last, which takes it.
+        let deps = std::iter::repeat_n(self.deps.to_wire(self.naive), parts.len());
+        for (part, deps) in parts.into_iter().zip(deps) {
             let msg = PtccMsg::Write {
                 tx,
                 writes: part.writes,
@@ -448,7 +438,6 @@ impl ClientRole for PtccClient {
     fn finished(&mut self) {
         self.reading = None;
         self.committing = None;
-        self.fixed = false;
     }
 
     fn export_state(&self) -> PtccSessionState {

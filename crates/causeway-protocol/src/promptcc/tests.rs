@@ -119,14 +119,25 @@ impl Cluster {
         writes: &[(&Key, &str)],
         drop: impl Fn(&Addr, &Addr, &PtccMsg) -> bool,
     ) -> Vec<SessionEvent> {
+        self.send_commit(session, writes);
+        self.run(session, drop)
+    }
+
+    /// Begins a transaction of `writes` at `session` and queues its commit's
+    /// messages, undelivered; returns the coordinator the client picked.
+    fn send_commit(&mut self, session: &mut PtccSession, writes: &[(&Key, &str)]) -> PartitionId {
         let mut out = Default::default();
         session.begin(self.now, &mut out).unwrap();
         for (k, v) in writes {
-            session.write((*k).clone(), Some(Value::from(v.to_string()))).unwrap();
+            session.write((*k).clone(), value(v)).unwrap();
         }
         assert_eq!(session.commit(self.now, &mut out).unwrap(), None);
+        let coordinator = match out.messages.first() {
+            Some((_, PtccMsg::Write { coordinator, .. })) => *coordinator,
+            other => panic!("{other:?}"),
+        };
         self.send_from(session, out);
-        self.run(session, drop)
+        coordinator
     }
 
     fn read_only(
@@ -216,17 +227,8 @@ fn a_participant_told_the_decision_again_says_again_that_it_committed() {
     let mut c = Cluster::new(2);
     let (a, b) = (c.key(0), c.key(1));
     let mut writer = c.session(1);
-    let mut out = Default::default();
-    writer.begin(c.now, &mut out).unwrap();
-    writer.write(a.clone(), value("a1")).unwrap();
-    writer.write(b.clone(), value("b1")).unwrap();
-    writer.commit(c.now, &mut out).unwrap();
-    let coordinator = match &out.messages[0].1 {
-        PtccMsg::Write { coordinator, .. } => *coordinator,
-        other => panic!("{other:?}"),
-    };
+    let coordinator = c.send_commit(&mut writer, &[(&a, "a1"), (&b, "b1")]);
     let other = PartitionId(1 - coordinator.0);
-    c.send_from(&writer, out);
     assert!(matches!(c.run(&mut writer, nothing)[..], [SessionEvent::Committed(Some(_))]));
     let (tx, decided) = match c.records[other.0 as usize].iter().find_map(|r| match r {
         PtccRecord::Committed { tx, decided } => Some((*tx, decided.clone())),
@@ -306,17 +308,8 @@ fn a_transaction_whose_coordinator_never_heard_of_it_is_aborted_and_fenced() {
     // The coordinator is partition (index + n) % 2 = 0 for the first
     // transaction of client 1... find it from the message itself, and lose
     // the client's Write to it.
-    let mut out = Default::default();
-    writer.begin(c.now, &mut out).unwrap();
-    writer.write(a.clone(), value("a1")).unwrap();
-    writer.write(b.clone(), value("b1")).unwrap();
-    writer.commit(c.now, &mut out).unwrap();
-    let coordinator = match &out.messages[0].1 {
-        PtccMsg::Write { coordinator, .. } => *coordinator,
-        other => panic!("{other:?}"),
-    };
+    let coordinator = c.send_commit(&mut writer, &[(&a, "a1"), (&b, "b1")]);
     let other = PartitionId(1 - coordinator.0);
-    c.send_from(&writer, out);
     let lost_write = |_: &Addr, to: &Addr, m: &PtccMsg| {
         matches!(m, PtccMsg::Write { .. }) && *to == Addr::Replica(ReplicaId::at(DcId(0), coordinator))
     };

@@ -346,8 +346,7 @@ impl<D: Deps> WriteOnly<D> {
         match decided {
             // PrompTCC Alg. 2 lines 13–17.
             Some(decided) => {
-                // A lone participant answers the client itself.
-                if self.rules.gathered && ballot.participants.len() > 1 {
+                if self.gathers(&ballot.participants) {
                     let waiting = ballot.participants.clone();
                     let g = Gathering { client: ballot.client, decided: decided.clone(), waiting, began: now };
                     self.gathering.insert(tx, g);
@@ -503,7 +502,7 @@ impl<D: Deps> WriteOnly<D> {
                     let recent = self.recent_of(now, prepared.coordinator, decided.clone());
                     self.recent.insert(prepared.tx, recent);
                     let tx = prepared.tx;
-                    match (self.rules.gathered && prepared.participants.len() > 1, M::committed_here(tx)) {
+                    match (self.gathers(&prepared.participants), M::committed_here(tx)) {
                         (true, _) if prepared.coordinator == self.me() => self.committed_at(self.me(), tx, out),
                         (true, Some(m)) => out.send(self.partition(prepared.coordinator), m),
                         _ => out.send(Addr::Client(tx.client), M::committed(tx, decided.clone())),
@@ -527,6 +526,13 @@ impl<D: Deps> WriteOnly<D> {
             false => Vec::new(),
         };
         Recent { at, decided, coordinator, unacked }
+    }
+
+    /// Whether the coordinator of a commit to `participants` answers its
+    /// client for all of them ([`Rules::gathered`]); a lone participant
+    /// answers the client itself.
+    fn gathers(&self, participants: &[PartitionId]) -> bool {
+        self.rules.gathered && participants.len() > 1
     }
 
     /// A participant says it committed `tx`, which this partition
