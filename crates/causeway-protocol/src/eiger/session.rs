@@ -14,7 +14,7 @@ use crate::hlc::{PhysicalMicros, Timestamp};
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
 use crate::session_core::{Awaiting, ClientRole, ReadDeadline, Reply, SessionCore};
 use crate::topology::Topology;
-use crate::write_only::{self, commit_ts, stamp_of, Commit, Decided, WtxId};
+use crate::write_only::{self, commit_ts, stamp_of, Commit, CommitTimer, Decided, WtxId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -24,8 +24,8 @@ pub type EigerSession = SessionCore<EigerClient>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EigerClientTimer {
-    /// The commit of transaction `n` has not been answered in time.
-    CommitTimeout(u64),
+    /// The commit under way may have run out of time ([`CommitTimer`]).
+    CommitTimeout,
     /// Transaction `n` read past the transaction timeout: it is aborted.
     Expired(u64),
     /// Round `round` of transaction `n`, a third round, has not been
@@ -96,6 +96,8 @@ pub struct EigerClient {
     next_round: u32,
     reading: Option<Reading>,
     committing: Option<Commit<EigerDeps>>,
+    /// The commit timeouts, on one timer.
+    commit_timer: CommitTimer,
 }
 
 /// What an Eiger session token carries: its clock and causal past.
@@ -123,6 +125,7 @@ impl EigerClient {
             next_round: 0,
             reading: None,
             committing: None,
+            commit_timer: CommitTimer::default(),
         }
     }
 
@@ -321,7 +324,7 @@ impl ClientRole for EigerClient {
         self.send_round(by_partition, phase, Vec::new(), out);
     }
 
-    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
+    fn request_commit(&mut self, now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
         let tx = WtxId { client: self.id, epoch: self.epoch, n: self.n };
         let deps = EigerDeps { clock: self.clock, deps: self.deps.iter().map(|(k, &t)| (k.clone(), t)).collect() };
         let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, deps.clone(), false);
@@ -335,7 +338,9 @@ impl ClientRole for EigerClient {
             };
             out.send(self.partition(part.partition), msg);
         }
-        out.set_timer(EigerClientTimer::CommitTimeout(self.n), self.config.commit_timeout_us);
+        if let Some(after) = self.commit_timer.start(now, self.n, self.config.commit_timeout_us) {
+            out.set_timer(EigerClientTimer::CommitTimeout, after);
+        }
         self.committing = Some(commit);
     }
 
@@ -458,15 +463,15 @@ impl ClientRole for EigerClient {
 
     fn on_timer(
         &mut self,
-        _now: PhysicalMicros,
+        now: PhysicalMicros,
         timer: EigerClientTimer,
         awaiting: Option<Awaiting>,
-        _out: &mut Out,
+        out: &mut Out,
     ) -> Option<Reply> {
         match timer {
-            EigerClientTimer::CommitTimeout(n) => {
-                write_only::client::on_commit_timeout(&mut self.committing, n, awaiting)
-            }
+            EigerClientTimer::CommitTimeout => self.commit_timer.fired(now, &mut self.committing, awaiting, |after| {
+                out.set_timer(EigerClientTimer::CommitTimeout, after)
+            }),
             EigerClientTimer::Expired(n) => ReadDeadline::expired(awaiting, n == self.n, self.reading.is_some()),
             EigerClientTimer::StatusTimeout(n, round) => {
                 let r = self.reading.as_ref()?;

@@ -7,9 +7,8 @@ use crate::ids::{ClientId, PartitionId};
 use crate::write_only::{Decided, TxnMessages, WtxId};
 use serde::{Deserialize, Serialize};
 
-/// One key read: its value (`None`: no version, or a delete) and the
-/// version's commit timestamp (`None` when no version is visible).
-pub type ReadValue = (Key, Option<Value>, Option<Wire>);
+/// One key read: its value (`None`: no version, or a delete).
+pub type ReadValue = (Key, Option<Value>);
 
 /// What a partition says of its snapshot vector with a first round's
 /// values, for the client to tell whether they are of one snapshot.
@@ -40,8 +39,13 @@ pub enum PtccMsg {
     /// (Alg. 2 lines 37, 46) and reads the newest visible versions (line
     /// 40), at the snapshot only versions within it (line 49).
     Read { tag: ReadTag, keys: Vec<Key>, deps: Wire, at_snapshot: bool },
-    /// `cover`: what the client needs of `S_i` after the read.
-    ReadResp { tag: ReadTag, cover: Cover, values: Vec<ReadValue> },
+    /// `cover`: what the client needs of `S_i` after the read. `read_ts`:
+    /// the commit timestamps of the versions returned — PrompTCC-naive's
+    /// one per version, in full; PrompTCC's (§V) their join, above the
+    /// client's floor, or nothing if no entry is above it. The client only
+    /// ever joins them (a first round) or tests them against its snapshot
+    /// (a round at it), for which their join says as much.
+    ReadResp { tag: ReadTag, cover: Cover, values: Vec<ReadValue>, read_ts: Vec<Wire> },
     /// A read at a snapshot whose version of a key may have been
     /// collected (§VII): the transaction must start again.
     TooOld { tag: ReadTag },

@@ -72,6 +72,9 @@ pub struct PtccReplica {
     reserved: Reservations,
     /// `S_i`; entry `i` is [`Self::frontier`].
     snapshot: VClock,
+    /// Scratch for a read's joined commit timestamp (§V), kept to spare an
+    /// allocation of a whole vector per read.
+    read_join: VClock,
     store: MvStore<Held>,
     /// The write-only transactions, as participant and coordinator; they
     /// end here in the order of their numbers.
@@ -98,6 +101,7 @@ impl PtccReplica {
             hlc: Hlc::new(),
             reserved: Reservations::default(),
             snapshot: VClock::zeros(topology.partition_count()),
+            read_join: VClock::zeros(topology.partition_count()),
             store: MvStore::keeping_tombstones(),
             txns: WriteOnly::new(id, topology.partition_count(), config.resolve_after_us, PTCC_RULES),
             collected: CollectedMarks::default(),
@@ -207,13 +211,18 @@ impl PtccReplica {
         // What the client will read the commit timestamps against: entries
         // at or below its own floor it need not be sent (§V).
         let (naive, floor) = (self.config.naive, deps.min_entry(self.snapshot.len()));
-        let ts_wire = |v: &Version<Held>| if naive { v.meta.ts.to_wire(true) } else { Self::read_ts(v, floor) };
         let (snapshot, least) = (&self.snapshot, self.snapshot.min_entry());
         let mut values: Vec<ReadValue> = Vec::with_capacity(keys.len());
         let mut pending: Vec<Wire> = Vec::new();
+        // The commit timestamps of the versions returned: naive, each in
+        // full; else (§V) their join, in the scratch vector, of the versions
+        // with an entry above the floor (one stamped at or below it has
+        // none).
+        let mut read_ts: Vec<Wire> = Vec::new();
+        let (join, mut joined) = (&mut self.read_join, false);
         for key in keys {
             let Some(chain) = self.store.chain(&key) else {
-                values.push((key, None, None));
+                values.push((key, None));
                 continue;
             };
             let (found, newer) = chain.newest_visible_and_newer(|v| {
@@ -223,7 +232,7 @@ impl PtccReplica {
             // visible yet, are all a first round's client needs to know of
             // S_i (one of them in its snapshot means a second round here).
             if !naive && bound.is_none() {
-                pending.extend(newer.map(ts_wire));
+                pending.extend(newer.map(|v| Self::read_ts(v, floor)));
             }
             // A collected version newer than what the read would return
             // may be the one it needs: it cannot answer. A first round that
@@ -241,17 +250,30 @@ impl PtccReplica {
                 out.send(from, PtccMsg::TooOld { tag });
                 return;
             }
-            match found {
-                Some(v) => values.push((key, v.value.clone(), Some(ts_wire(v)))),
-                None => values.push((key, None, None)),
+            let Some(v) = found else {
+                values.push((key, None));
+                continue;
+            };
+            if naive {
+                read_ts.push(v.meta.ts.to_wire(true));
+            } else if v.stamp.ts > floor {
+                if !joined {
+                    join.reset(floor);
+                    joined = true;
+                }
+                join.join(&v.meta.ts);
             }
+            values.push((key, v.value.clone()));
+        }
+        if joined {
+            read_ts.push(join.above(floor));
         }
         let cover = if naive {
             Cover::Vector(self.snapshot.to_wire(true))
         } else {
             Cover::Floor { own: self.snapshot.get(self.me()), floor: least, pending }
         };
-        out.send(from, PtccMsg::ReadResp { tag, cover, values });
+        out.send(from, PtccMsg::ReadResp { tag, cover, values, read_ts });
     }
 
     /// A vector from a message, if well formed for this DC: of its shape

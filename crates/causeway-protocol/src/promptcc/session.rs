@@ -18,7 +18,7 @@ use crate::hlc::PhysicalMicros;
 use crate::ids::{Addr, ClientId, PartitionId, ReplicaId};
 use crate::session_core::{Awaiting, ClientRole, ReadDeadline, Reply, SessionCore};
 use crate::topology::Topology;
-use crate::write_only::{self, stamp_of, Commit, WtxId};
+use crate::write_only::{self, stamp_of, Commit, CommitTimer, WtxId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,8 +28,8 @@ pub type PtccSession = SessionCore<PtccClient>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PtccClientTimer {
-    /// The commit of transaction `n` has not been answered in time.
-    CommitTimeout(u64),
+    /// The commit under way may have run out of time ([`CommitTimer`]).
+    CommitTimeout,
     /// Transaction `n` read past the transaction timeout: it is aborted.
     Expired(u64),
 }
@@ -131,6 +131,8 @@ pub struct PtccClient {
     /// The commit under way. `D_c` stands still while it runs (the session
     /// does nothing else), so it is not kept with it: the decision joins it.
     committing: Option<Commit<()>>,
+    /// The commit timeouts, on one timer.
+    commit_timer: CommitTimer,
 }
 
 /// What a PrompTCC session token carries: `D_c`.
@@ -157,6 +159,7 @@ impl PtccClient {
             next_round: 0,
             reading: None,
             committing: None,
+            commit_timer: CommitTimer::default(),
         }
     }
 
@@ -190,7 +193,8 @@ impl PtccClient {
         deps: &mut VClock,
         slot: usize,
         cover: Cover,
-        values: Vec<(Key, Option<Value>, Option<Wire>)>,
+        values: Vec<(Key, Option<Value>)>,
+        read_ts: Vec<Wire>,
         partitions: u32,
     ) -> Option<()> {
         if values.len() != gather.slots[slot].asked {
@@ -198,25 +202,16 @@ impl PtccClient {
         }
         let cover = decode_cover(cover, partitions)?;
         // Every timestamp decoded before any is joined into `D_c`: a
-        // malformed answer leaves it as it was. (In place: the list of
-        // values becomes the decoded one.)
-        let values: Vec<(Key, Option<Value>, Option<Sparse>)> = values
-            .into_iter()
-            .map(|(key, value, ts)| match ts {
-                Some(wire) => wire.decode_sparse(partitions).map(|ts| (key, value, Some(ts))),
-                None => Some((key, value, None)),
-            })
-            .collect::<Option<_>>()?;
-        let start = gather.values.len();
-        for (key, value, ts) in values {
-            if let Some(ts) = ts {
-                match &mut gather.kind {
-                    RoundKind::First => ts.join_into(deps),
-                    RoundKind::AtSnapshot { within } => *within &= ts.is_below(deps),
-                }
+        // malformed answer leaves it as it was.
+        let read_ts: Vec<Sparse> = read_ts.into_iter().map(|w| w.decode_sparse(partitions)).collect::<Option<_>>()?;
+        for ts in &read_ts {
+            match &mut gather.kind {
+                RoundKind::First => ts.join_into(deps),
+                RoundKind::AtSnapshot { within } => *within &= ts.is_below(deps),
             }
-            gather.values.push((key, value));
         }
+        let start = gather.values.len();
+        gather.values.extend(values);
         gather.slots[slot].answer = Some((cover, start));
         Some(())
     }
@@ -344,7 +339,7 @@ impl ClientRole for PtccClient {
         self.send_round(by_partition, at_snapshot, out);
     }
 
-    fn request_commit(&mut self, _now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
+    fn request_commit(&mut self, now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
         let tx = WtxId { client: self.id, epoch: self.epoch, n: self.n };
         let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, (), true);
         // Encoded once: a copy for each part but the last, which takes it.
@@ -359,7 +354,9 @@ impl ClientRole for PtccClient {
             };
             out.send(self.partition(part.partition), msg);
         }
-        out.set_timer(PtccClientTimer::CommitTimeout(self.n), self.commit_timeout_us);
+        if let Some(after) = self.commit_timer.start(now, self.n, self.commit_timeout_us) {
+            out.set_timer(PtccClientTimer::CommitTimeout, after);
+        }
         self.committing = Some(commit);
     }
 
@@ -378,14 +375,14 @@ impl ClientRole for PtccClient {
             return None;
         }
         match (msg, awaiting) {
-            (PtccMsg::ReadResp { tag, cover, values }, Awaiting::Read) => {
+            (PtccMsg::ReadResp { tag, cover, values, read_ts }, Awaiting::Read) => {
                 let partitions = self.topology.partition_count();
                 let gather = self.reading.as_mut()?;
                 if tag != (ReadTag { tx: self.n, round: gather.round }) {
                     return None;
                 }
                 let slot = gather.awaiting(r.partition)?;
-                if Self::take_answer(gather, &mut self.deps, slot, cover, values, partitions).is_none() {
+                if Self::take_answer(gather, &mut self.deps, slot, cover, values, read_ts, partitions).is_none() {
                     return Some(Reply::Failed(SessionError::InvalidArgument("a malformed read reply".into())));
                 }
                 if gather.slots.iter().any(|s| s.answer.is_none()) {
@@ -420,15 +417,15 @@ impl ClientRole for PtccClient {
 
     fn on_timer(
         &mut self,
-        _now: PhysicalMicros,
+        now: PhysicalMicros,
         timer: PtccClientTimer,
         awaiting: Option<Awaiting>,
-        _out: &mut Out,
+        out: &mut Out,
     ) -> Option<Reply> {
         match timer {
-            PtccClientTimer::CommitTimeout(n) => {
-                write_only::client::on_commit_timeout(&mut self.committing, n, awaiting)
-            }
+            PtccClientTimer::CommitTimeout => self.commit_timer.fired(now, &mut self.committing, awaiting, |after| {
+                out.set_timer(PtccClientTimer::CommitTimeout, after)
+            }),
             PtccClientTimer::Expired(n) => ReadDeadline::expired(awaiting, n == self.n, self.reading.is_some()),
         }
     }

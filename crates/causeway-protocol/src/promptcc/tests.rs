@@ -276,7 +276,8 @@ fn a_malformed_answer_leaves_the_clients_dependencies_as_they_were() {
     let answer = PtccMsg::ReadResp {
         tag,
         cover: Cover::Floor { own: Timestamp(100), floor: Timestamp(0), pending: Vec::new() },
-        values: vec![(keys[0].clone(), None, Some(sound)), (keys[1].clone(), None, Some(partition_7_of_2))],
+        values: vec![(keys[0].clone(), None), (keys[1].clone(), None)],
+        read_ts: vec![sound, partition_7_of_2],
     };
     let event = reader.on_message(c.now, Addr::Replica(ReplicaId::new(0, 0)), answer, &mut Default::default());
     assert!(matches!(event, Some(SessionEvent::Failed(_))), "{event:?}");
@@ -621,4 +622,52 @@ fn no_entry_of_a_commit_vector_is_above_its_stamp() {
         }
     }
     assert_eq!(versions, 2, "the transaction committed at both partitions");
+}
+
+/// §V's local-max-read-ts: a partition answers a read of several keys with
+/// one timestamp, the join of the versions' (above the reader's floor),
+/// not one per version — what a first round joins into `D_c` and a round
+/// at the snapshot tests against it is the same either way.
+#[test]
+fn a_read_of_several_keys_carries_the_join_of_their_commit_timestamps() {
+    use super::VClock;
+    use crate::hlc::Timestamp;
+    let mut c = Cluster::new(3);
+    let a = c.key(0);
+    let a2 = (0..).map(|i| Key::from(format!("x{i}"))).find(|k| c.topology.partition_of(k) == PartitionId(0)).unwrap();
+    let (b, d) = (c.key(1), c.key(2));
+    let mut writer = c.session(1);
+    c.commit(&mut writer, &[(&a, "a1"), (&b, "b1")], nothing);
+    let mut other = c.session(2);
+    c.commit(&mut other, &[(&a2, "x1"), (&d, "d1")], nothing);
+    // A reader whose D_c says partitions 1 and 2 committed everything (so
+    // both versions are visible at partition 0), with floor 0.
+    let high = Timestamp::from_physical(c.now + 1_000_000);
+    let mut deps = VClock::zeros(3);
+    deps.raise_entry(PartitionId(1), high);
+    deps.raise_entry(PartitionId(2), high);
+    let mut read = |keys: Vec<Key>| {
+        let msg = PtccMsg::Read {
+            tag: crate::contract::ReadTag { tx: 1, round: 0 },
+            keys,
+            deps: deps.to_wire(false),
+            at_snapshot: false,
+        };
+        let mut out = Out::default();
+        c.now += 10;
+        c.replicas[0].on_message(c.now, Addr::Client(ClientId { dc: DcId(0), index: 9 }), msg, &mut out);
+        match out.messages.into_iter().next() {
+            Some((_, PtccMsg::ReadResp { values, read_ts, .. })) => {
+                assert!(values.iter().all(|(_, v)| v.is_some()), "both versions visible: {values:?}");
+                read_ts.into_iter().map(|w| w.decode(3).unwrap()).collect::<Vec<VClock>>()
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    let (ts_a, ts_a2) = (read(vec![a.clone()]), read(vec![a2.clone()]));
+    assert_eq!((ts_a.len(), ts_a2.len()), (1, 1), "one timestamp per read");
+    assert_ne!(ts_a, ts_a2, "two transactions, two timestamps");
+    let mut join = ts_a[0].clone();
+    join.join(&ts_a2[0]);
+    assert_eq!(read(vec![a, a2]), vec![join], "one timestamp for both: their join");
 }

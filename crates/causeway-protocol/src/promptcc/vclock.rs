@@ -54,6 +54,11 @@ impl VClock {
         }
     }
 
+    /// Sets every entry to `t`.
+    pub fn reset(&mut self, t: Timestamp) {
+        self.0.fill(t);
+    }
+
     /// Raises every entry to at least `t`.
     pub fn raise_all(&mut self, t: Timestamp) {
         for e in &mut self.0 {

@@ -8,6 +8,7 @@
 
 use super::{Decided, Refused, WtxId};
 use crate::contract::{AbortReason, Key, SessionError, Value};
+use crate::hlc::PhysicalMicros;
 use crate::ids::{ClientId, PartitionId};
 use crate::session_core::{Awaiting, Reply};
 use crate::topology::Topology;
@@ -89,12 +90,106 @@ pub fn on_aborted<D>(committing: &mut Option<Commit<D>>, tx: WtxId) -> Option<Re
     Some(Reply::Aborted(AbortReason::Unavailable("a partition the transaction wrote did not answer in time".into())))
 }
 
-/// The commit timer of transaction `n` fired: if the session still waits
-/// for that commit, its outcome is unknown (part of it may commit yet).
-pub fn on_commit_timeout<D>(committing: &mut Option<Commit<D>>, n: u64, awaiting: Option<Awaiting>) -> Option<Reply> {
-    if awaiting != Some(Awaiting::Commit) || committing.as_ref().is_none_or(|c| c.tx.n != n) {
-        return None;
+/// A session's commit timeouts, on one timer. A session commits one
+/// transaction at a time, hundreds a second, each answered long before its
+/// timeout: a timer per commit would keep hundreds armed in the session's
+/// timer queue, each going off for nothing (docs/BENCHMARKS.md, stop 42).
+/// The one armed goes off at the deadline of the commit that armed it; if a
+/// later commit is under way then, it is armed again for what that one has
+/// left.
+#[derive(Debug, Default)]
+pub struct CommitTimer {
+    /// When the armed timer goes off, if one is.
+    armed_until: Option<PhysicalMicros>,
+    /// The last commit begun: its transaction number and deadline.
+    last: Option<(u64, PhysicalMicros)>,
+}
+
+impl CommitTimer {
+    /// Commit `n` begins at `now`: after how long to arm the timer, unless
+    /// one armed already goes off before its deadline.
+    pub fn start(&mut self, now: PhysicalMicros, n: u64, timeout_us: u64) -> Option<u64> {
+        let due = now.saturating_add(timeout_us);
+        self.last = Some((n, due));
+        if self.armed_until.is_some_and(|at| at <= due) {
+            return None;
+        }
+        self.armed_until = Some(due);
+        Some(timeout_us)
     }
-    *committing = None;
-    Some(Reply::Failed(SessionError::OutcomeUnknown))
+
+    /// The timer went off at `now`, while commit `current` is under way (if
+    /// one is): the session's answer if its deadline has passed and the
+    /// session still waits for it (its outcome is unknown: part of it may
+    /// commit yet). Arms the timer again for a commit with time left.
+    pub fn fired<D>(
+        &mut self,
+        now: PhysicalMicros,
+        committing: &mut Option<Commit<D>>,
+        awaiting: Option<Awaiting>,
+        mut arm: impl FnMut(u64),
+    ) -> Option<Reply> {
+        self.armed_until = None;
+        let current = committing.as_ref().map(|c| c.tx.n).filter(|_| awaiting == Some(Awaiting::Commit))?;
+        let (_, due) = self.last.filter(|&(n, _)| n == current)?;
+        if now < due {
+            self.armed_until = Some(due);
+            arm(due - now);
+            return None;
+        }
+        *committing = None;
+        Some(Reply::Failed(SessionError::OutcomeUnknown))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::DcId;
+
+    fn commit(n: u64) -> Commit<()> {
+        let topology = Topology::full(1, 2).unwrap();
+        let client = ClientId { dc: DcId(0), index: 1 };
+        let tx = WtxId { client, epoch: 1, n };
+        Commit::start(&topology, client, tx, &[(Key::from("k"), None)], (), true).0
+    }
+
+    /// One timer serves a run of commits: the second arms none, the one
+    /// armed goes off at the first's deadline and is armed again for what
+    /// the second has left, and the second times out at its own deadline.
+    #[test]
+    fn one_timer_times_out_each_commit_at_its_own_deadline() {
+        let mut timer = CommitTimer::default();
+        assert_eq!(timer.start(1_000, 1, 500), Some(500));
+        // Commit 1 is answered; commit 2 begins before its deadline.
+        assert_eq!(timer.start(1_200, 2, 500), None, "the armed timer goes off first");
+        let mut committing = Some(commit(2));
+        let mut armed = Vec::new();
+        let wait = Some(Awaiting::Commit);
+        assert_eq!(timer.fired(1_500, &mut committing, wait, |after| armed.push(after)), None);
+        assert_eq!(armed, [200], "armed again for what commit 2 has left");
+        assert!(committing.is_some(), "commit 2 still under way");
+        let answer = timer.fired(1_700, &mut committing, wait, |after| armed.push(after));
+        assert_eq!(answer, Some(Reply::Failed(SessionError::OutcomeUnknown)));
+        assert!(committing.is_none(), "the commit ends");
+        assert_eq!(armed, [200], "nothing to arm for");
+        // The next commit arms the timer again.
+        assert_eq!(timer.start(2_000, 3, 500), Some(500));
+    }
+
+    /// A timer that goes off with no commit under way, or one the session
+    /// no longer waits for, answers nothing and arms nothing.
+    #[test]
+    fn a_timer_with_no_commit_waiting_does_nothing() {
+        let mut timer = CommitTimer::default();
+        assert_eq!(timer.start(0, 1, 500), Some(500));
+        let mut armed = 0;
+        assert_eq!(timer.fired(500, &mut None::<Commit<()>>, None, |_| armed += 1), None);
+        let mut reading = Some(commit(1));
+        assert_eq!(timer.fired(500, &mut reading, Some(Awaiting::Read), |_| armed += 1), None);
+        assert!(reading.is_some());
+        assert_eq!(armed, 0);
+        // Gone off: the next commit arms it.
+        assert_eq!(timer.start(600, 2, 500), Some(500));
+    }
 }

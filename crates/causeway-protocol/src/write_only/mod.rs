@@ -34,7 +34,7 @@ use crate::ids::{ClientId, DcId, PartitionId, TxId};
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
 
-pub use client::Commit;
+pub use client::{Commit, CommitTimer};
 pub use partition::{Refused, Rules, Status, WriteOnly};
 
 /// A write-only transaction, as the client names it: every participant
