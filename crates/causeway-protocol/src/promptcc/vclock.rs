@@ -90,11 +90,15 @@ impl VClock {
     /// dependencies, raised at the partitions it wrote to their decided
     /// sequence numbers.
     pub fn commit_ts(deps: &VClock, decided: &[(PartitionId, Timestamp)]) -> VClock {
-        let mut ts = deps.clone();
+        Self::raised(deps.clone(), decided)
+    }
+
+    /// [`Self::commit_ts`], made of the dependencies themselves.
+    pub fn raised(mut deps: VClock, decided: &[(PartitionId, Timestamp)]) -> VClock {
         for &(p, t) in decided {
-            ts.raise_entry(p, t);
+            deps.raise_entry(p, t);
         }
-        ts
+        deps
     }
 }
 
