@@ -24,8 +24,9 @@ pub type EigerSession = SessionCore<EigerClient>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EigerClientTimer {
-    /// The commit under way may have run out of time ([`CommitTimer`]).
-    CommitTimeout,
+    /// The commit under way may have run out of time ([`CommitTimer`]):
+    /// the deadline, on the session's clock, the timer was armed for.
+    CommitTimeout(PhysicalMicros),
     /// Transaction `n` read past the transaction timeout: it is aborted.
     Expired(u64),
     /// Round `round` of transaction `n`, a third round, has not been
@@ -338,8 +339,8 @@ impl ClientRole for EigerClient {
             };
             out.send(self.partition(part.partition), msg);
         }
-        if let Some(after) = self.commit_timer.start(now, self.n, self.config.commit_timeout_us) {
-            out.set_timer(EigerClientTimer::CommitTimeout, after);
+        if let Some((after, at)) = self.commit_timer.start(now, self.n, self.config.commit_timeout_us) {
+            out.set_timer(EigerClientTimer::CommitTimeout(at), after);
         }
         self.committing = Some(commit);
     }
@@ -463,15 +464,17 @@ impl ClientRole for EigerClient {
 
     fn on_timer(
         &mut self,
-        now: PhysicalMicros,
+        _now: PhysicalMicros,
         timer: EigerClientTimer,
         awaiting: Option<Awaiting>,
         out: &mut Out,
     ) -> Option<Reply> {
         match timer {
-            EigerClientTimer::CommitTimeout => self.commit_timer.fired(now, &mut self.committing, awaiting, |after| {
-                out.set_timer(EigerClientTimer::CommitTimeout, after)
-            }),
+            EigerClientTimer::CommitTimeout(at) => {
+                self.commit_timer.fired(at, &mut self.committing, awaiting, |after, at| {
+                    out.set_timer(EigerClientTimer::CommitTimeout(at), after)
+                })
+            }
             EigerClientTimer::Expired(n) => ReadDeadline::expired(awaiting, n == self.n, self.reading.is_some()),
             EigerClientTimer::StatusTimeout(n, round) => {
                 let r = self.reading.as_ref()?;

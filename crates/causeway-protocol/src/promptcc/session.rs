@@ -28,8 +28,9 @@ pub type PtccSession = SessionCore<PtccClient>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PtccClientTimer {
-    /// The commit under way may have run out of time ([`CommitTimer`]).
-    CommitTimeout,
+    /// The commit under way may have run out of time ([`CommitTimer`]):
+    /// the deadline, on the session's clock, the timer was armed for.
+    CommitTimeout(PhysicalMicros),
     /// Transaction `n` read past the transaction timeout: it is aborted.
     Expired(u64),
 }
@@ -354,8 +355,8 @@ impl ClientRole for PtccClient {
             };
             out.send(self.partition(part.partition), msg);
         }
-        if let Some(after) = self.commit_timer.start(now, self.n, self.commit_timeout_us) {
-            out.set_timer(PtccClientTimer::CommitTimeout, after);
+        if let Some((after, at)) = self.commit_timer.start(now, self.n, self.commit_timeout_us) {
+            out.set_timer(PtccClientTimer::CommitTimeout(at), after);
         }
         self.committing = Some(commit);
     }
@@ -417,15 +418,17 @@ impl ClientRole for PtccClient {
 
     fn on_timer(
         &mut self,
-        now: PhysicalMicros,
+        _now: PhysicalMicros,
         timer: PtccClientTimer,
         awaiting: Option<Awaiting>,
         out: &mut Out,
     ) -> Option<Reply> {
         match timer {
-            PtccClientTimer::CommitTimeout => self.commit_timer.fired(now, &mut self.committing, awaiting, |after| {
-                out.set_timer(PtccClientTimer::CommitTimeout, after)
-            }),
+            PtccClientTimer::CommitTimeout(at) => {
+                self.commit_timer.fired(at, &mut self.committing, awaiting, |after, at| {
+                    out.set_timer(PtccClientTimer::CommitTimeout(at), after)
+                })
+            }
             PtccClientTimer::Expired(n) => ReadDeadline::expired(awaiting, n == self.n, self.reading.is_some()),
         }
     }

@@ -97,6 +97,13 @@ pub fn on_aborted<D>(committing: &mut Option<Commit<D>>, tx: WtxId) -> Option<Re
 /// The one armed goes off at the deadline of the commit that armed it; if a
 /// later commit is under way then, it is armed again for what that one has
 /// left.
+///
+/// A timer carries the deadline it was armed for, and going off it is
+/// judged by that, not by the clock read then: the host runs a timer for
+/// its duration on a monotonic clock, while the session's clock is the wall
+/// clock, which may be stepped meanwhile — a step forward must not end a
+/// commit before its time (one back, or forward between two commits, can
+/// only make a timeout late).
 #[derive(Debug, Default)]
 pub struct CommitTimer {
     /// When the armed timer goes off, if one is.
@@ -106,35 +113,41 @@ pub struct CommitTimer {
 }
 
 impl CommitTimer {
-    /// Commit `n` begins at `now`: after how long to arm the timer, unless
-    /// one armed already goes off before its deadline.
-    pub fn start(&mut self, now: PhysicalMicros, n: u64, timeout_us: u64) -> Option<u64> {
+    /// Commit `n` begins at `now`: the timer to arm — after how long, and
+    /// the deadline it goes off at — unless one armed already goes off
+    /// before this commit's deadline.
+    pub fn start(&mut self, now: PhysicalMicros, n: u64, timeout_us: u64) -> Option<(u64, PhysicalMicros)> {
         let due = now.saturating_add(timeout_us);
         self.last = Some((n, due));
         if self.armed_until.is_some_and(|at| at <= due) {
             return None;
         }
         self.armed_until = Some(due);
-        Some(timeout_us)
+        Some((timeout_us, due))
     }
 
-    /// The timer went off at `now`, while commit `current` is under way (if
-    /// one is): the session's answer if its deadline has passed and the
-    /// session still waits for it (its outcome is unknown: part of it may
-    /// commit yet). Arms the timer again for a commit with time left.
+    /// The timer armed for deadline `at` went off: the session's answer if
+    /// the commit under way (if any) is due by then and the session still
+    /// waits for it (its outcome is unknown: part of it may commit yet).
+    /// Arms the timer again (`arm`: after how long, for what deadline) for
+    /// a commit with time left.
     pub fn fired<D>(
         &mut self,
-        now: PhysicalMicros,
+        at: PhysicalMicros,
         committing: &mut Option<Commit<D>>,
         awaiting: Option<Awaiting>,
-        mut arm: impl FnMut(u64),
+        mut arm: impl FnMut(u64, PhysicalMicros),
     ) -> Option<Reply> {
-        self.armed_until = None;
+        if self.armed_until == Some(at) {
+            self.armed_until = None;
+        }
         let current = committing.as_ref().map(|c| c.tx.n).filter(|_| awaiting == Some(Awaiting::Commit))?;
         let (_, due) = self.last.filter(|&(n, _)| n == current)?;
-        if now < due {
-            self.armed_until = Some(due);
-            arm(due - now);
+        if at < due {
+            if self.armed_until.is_none_or(|armed| armed > due) {
+                self.armed_until = Some(due);
+                arm(due - at, due);
+            }
             return None;
         }
         *committing = None;
@@ -160,21 +173,21 @@ mod tests {
     #[test]
     fn one_timer_times_out_each_commit_at_its_own_deadline() {
         let mut timer = CommitTimer::default();
-        assert_eq!(timer.start(1_000, 1, 500), Some(500));
+        assert_eq!(timer.start(1_000, 1, 500), Some((500, 1_500)));
         // Commit 1 is answered; commit 2 begins before its deadline.
         assert_eq!(timer.start(1_200, 2, 500), None, "the armed timer goes off first");
         let mut committing = Some(commit(2));
         let mut armed = Vec::new();
         let wait = Some(Awaiting::Commit);
-        assert_eq!(timer.fired(1_500, &mut committing, wait, |after| armed.push(after)), None);
-        assert_eq!(armed, [200], "armed again for what commit 2 has left");
+        assert_eq!(timer.fired(1_500, &mut committing, wait, |after, at| armed.push((after, at))), None);
+        assert_eq!(armed, [(200, 1_700)], "armed again for what commit 2 has left");
         assert!(committing.is_some(), "commit 2 still under way");
-        let answer = timer.fired(1_700, &mut committing, wait, |after| armed.push(after));
+        let answer = timer.fired(1_700, &mut committing, wait, |after, at| armed.push((after, at)));
         assert_eq!(answer, Some(Reply::Failed(SessionError::OutcomeUnknown)));
         assert!(committing.is_none(), "the commit ends");
-        assert_eq!(armed, [200], "nothing to arm for");
+        assert_eq!(armed, [(200, 1_700)], "nothing to arm for");
         // The next commit arms the timer again.
-        assert_eq!(timer.start(2_000, 3, 500), Some(500));
+        assert_eq!(timer.start(2_000, 3, 500), Some((500, 2_500)));
     }
 
     /// A timer that goes off with no commit under way, or one the session
@@ -182,14 +195,37 @@ mod tests {
     #[test]
     fn a_timer_with_no_commit_waiting_does_nothing() {
         let mut timer = CommitTimer::default();
-        assert_eq!(timer.start(0, 1, 500), Some(500));
+        assert_eq!(timer.start(0, 1, 500), Some((500, 500)));
         let mut armed = 0;
-        assert_eq!(timer.fired(500, &mut None::<Commit<()>>, None, |_| armed += 1), None);
+        assert_eq!(timer.fired(500, &mut None::<Commit<()>>, None, |_, _| armed += 1), None);
         let mut reading = Some(commit(1));
-        assert_eq!(timer.fired(500, &mut reading, Some(Awaiting::Read), |_| armed += 1), None);
+        assert_eq!(timer.fired(500, &mut reading, Some(Awaiting::Read), |_, _| armed += 1), None);
         assert!(reading.is_some());
         assert_eq!(armed, 0);
         // Gone off: the next commit arms it.
-        assert_eq!(timer.start(600, 2, 500), Some(500));
+        assert_eq!(timer.start(600, 2, 500), Some((500, 1_100)));
+    }
+
+    /// The session's clock stepped forward while a timer ran: a commit is
+    /// judged by the deadline the timer was armed for, so it does not end
+    /// before its time; and a stale timer does not forget the one armed.
+    #[test]
+    fn a_clock_stepped_forward_does_not_end_a_commit_early() {
+        let mut timer = CommitTimer::default();
+        assert_eq!(timer.start(1_000, 1, 500), Some((500, 1_500)));
+        assert_eq!(timer.start(1_010, 2, 500), None);
+        let mut committing = Some(commit(2));
+        let mut armed = Vec::new();
+        let wait = Some(Awaiting::Commit);
+        // Goes off after its 500 µs, the wall clock 50 µs ahead by then: the
+        // timer's own deadline decides, and commit 2 has 10 µs left.
+        assert_eq!(timer.fired(1_500, &mut committing, wait, |after, at| armed.push((after, at))), None);
+        assert_eq!(armed, [(10, 1_510)]);
+        assert!(committing.is_some(), "not ended 10 µs early");
+        // A stale timer (an earlier deadline) neither ends it nor arms
+        // another: the one for 1,510 is still armed.
+        assert_eq!(timer.fired(1_400, &mut committing, wait, |after, at| armed.push((after, at))), None);
+        assert_eq!(armed, [(10, 1_510)]);
+        assert!(timer.fired(1_510, &mut committing, wait, |_, _| ()).is_some(), "ended at its deadline");
     }
 }
