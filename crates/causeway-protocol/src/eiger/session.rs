@@ -96,7 +96,7 @@ pub struct EigerClient {
     effective: Option<Timestamp>,
     next_round: u32,
     reading: Option<Reading>,
-    committing: Option<Commit<EigerDeps>>,
+    committing: Option<Commit>,
     /// The commit timeouts, on one timer.
     commit_timer: CommitTimer,
 }
@@ -328,18 +328,21 @@ impl ClientRole for EigerClient {
     fn request_commit(&mut self, now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
         let tx = WtxId { client: self.id, epoch: self.epoch, n: self.n };
         let deps = EigerDeps { clock: self.clock, deps: self.deps.iter().map(|(k, &t)| (k.clone(), t)).collect() };
-        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, deps.clone(), false);
-        for part in parts {
+        let due = now.saturating_add(self.config.commit_timeout_us);
+        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, due, false);
+        // A copy for each part but the last, which takes them.
+        let deps = std::iter::repeat_n(deps, parts.len());
+        for (part, deps) in parts.into_iter().zip(deps) {
             let msg = EigerMsg::Write {
                 tx,
                 writes: part.writes,
                 participants: part.participants,
                 coordinator: part.coordinator,
-                deps: deps.clone(),
+                deps,
             };
             out.send(self.partition(part.partition), msg);
         }
-        if let Some((after, at)) = self.commit_timer.start(now, self.n, self.config.commit_timeout_us) {
+        if let Some((after, at)) = self.commit_timer.start(now, &commit) {
             out.set_timer(EigerClientTimer::CommitTimeout(at), after);
         }
         self.committing = Some(commit);

@@ -323,7 +323,7 @@ impl PtccReplica {
     fn install(&mut self, now: PhysicalMicros, prepared: PreparedTx, decided: Decided) {
         let stamp = stamp_of(self.id.dc, &decided);
         let PreparedTx { deps, writes, .. } = prepared;
-        let ts = VClock::raised(deps, &decided);
+        let ts = VClock::commit_ts(deps, &decided);
         let meta = Arc::new(Meta { ts, decided });
         let (snapshot, timeout, started_at) = (&self.snapshot, self.config.txn_timeout_us, self.started_at);
         // `S_i`'s smallest entry, found (a walk over every partition's) only
@@ -628,7 +628,7 @@ mod tests {
             d.raise_entry(PartitionId(3), Timestamp(29));
             d
         };
-        let ts = VClock::commit_ts(&deps, &decided);
+        let ts = VClock::commit_ts(deps, &decided);
         let meta = Held { committed_at: 0, meta: Arc::new(Meta { ts: ts.clone(), decided: decided.clone() }) };
         let v = Version { value: None, stamp: stamp_of(DcId(0), &decided), meta };
         for floor in [0, 19, 20, 29, 30, 49, 50, 51, 99] {

@@ -131,7 +131,7 @@ pub struct PtccClient {
     reading: Option<Gather>,
     /// The commit under way. `D_c` stands still while it runs (the session
     /// does nothing else), so it is not kept with it: the decision joins it.
-    committing: Option<Commit<()>>,
+    committing: Option<Commit>,
     /// The commit timeouts, on one timer.
     commit_timer: CommitTimer,
 }
@@ -342,7 +342,8 @@ impl ClientRole for PtccClient {
 
     fn request_commit(&mut self, now: PhysicalMicros, writes: &[(Key, Option<Value>)], out: &mut Out) {
         let tx = WtxId { client: self.id, epoch: self.epoch, n: self.n };
-        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, (), true);
+        let due = now.saturating_add(self.commit_timeout_us);
+        let (commit, parts) = Commit::start(&self.topology, self.id, tx, writes, due, true);
         // Encoded once: a copy for each part but the last, which takes it.
         let deps = std::iter::repeat_n(self.deps.to_wire(self.naive), parts.len());
         for (part, deps) in parts.into_iter().zip(deps) {
@@ -355,7 +356,7 @@ impl ClientRole for PtccClient {
             };
             out.send(self.partition(part.partition), msg);
         }
-        if let Some((after, at)) = self.commit_timer.start(now, self.n, self.commit_timeout_us) {
+        if let Some((after, at)) = self.commit_timer.start(now, &commit) {
             out.set_timer(PtccClientTimer::CommitTimeout(at), after);
         }
         self.committing = Some(commit);
@@ -406,9 +407,7 @@ impl ClientRole for PtccClient {
                 // Alg. 1 line 10, as a join: what was read before stays seen.
                 // The commit timestamp is `D_c` raised to the decided
                 // numbers, so raising `D_c` is the join.
-                for &(p, t) in &decided {
-                    self.deps.raise_entry(p, t);
-                }
+                self.deps.raise_entries(&decided);
                 Some(Reply::Committed(stamp_of(self.id.dc, &decided)))
             }
             (PtccMsg::Aborted { tx }, Awaiting::Commit) => write_only::client::on_aborted(&mut self.committing, tx),

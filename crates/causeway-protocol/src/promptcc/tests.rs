@@ -106,10 +106,16 @@ impl Cluster {
 
     /// A key stored by `partition`.
     fn key(&self, partition: u32) -> Key {
+        self.keys(partition, 1).remove(0)
+    }
+
+    /// `n` keys stored by `partition`.
+    fn keys(&self, partition: u32, n: usize) -> Vec<Key> {
         (0..)
             .map(|i| Key::from(format!("k{i}")))
-            .find(|k| self.topology.partition_of(k) == PartitionId(partition))
-            .unwrap()
+            .filter(|k| self.topology.partition_of(k) == PartitionId(partition))
+            .take(n)
+            .collect()
     }
 
     /// Commits `writes` from `session`; returns its events.
@@ -258,11 +264,7 @@ fn a_malformed_answer_leaves_the_clients_dependencies_as_they_were() {
     use super::Wire;
     use crate::hlc::Timestamp;
     let c = Cluster::new(2);
-    let keys: Vec<Key> = (0..)
-        .map(|i| Key::from(format!("k{i}")))
-        .filter(|k| c.topology.partition_of(k) == PartitionId(0))
-        .take(2)
-        .collect();
+    let keys = c.keys(0, 2);
     let mut reader = c.session(2);
     let before = reader.export_state().unwrap();
     let mut out = Default::default();
@@ -633,8 +635,7 @@ fn a_read_of_several_keys_carries_the_join_of_their_commit_timestamps() {
     use super::VClock;
     use crate::hlc::Timestamp;
     let mut c = Cluster::new(3);
-    let a = c.key(0);
-    let a2 = (0..).map(|i| Key::from(format!("x{i}"))).find(|k| c.topology.partition_of(k) == PartitionId(0)).unwrap();
+    let [a, a2]: [Key; 2] = c.keys(0, 2).try_into().unwrap();
     let (b, d) = (c.key(1), c.key(2));
     let mut writer = c.session(1);
     c.commit(&mut writer, &[(&a, "a1"), (&b, "b1")], nothing);

@@ -88,17 +88,17 @@ impl VClock {
 
     /// A transaction's commit timestamp (Alg. 2 line 24): its writer's
     /// dependencies, raised at the partitions it wrote to their decided
-    /// sequence numbers.
-    pub fn commit_ts(deps: &VClock, decided: &[(PartitionId, Timestamp)]) -> VClock {
-        Self::raised(deps.clone(), decided)
+    /// sequence numbers — made of the dependencies themselves (no copy).
+    pub fn commit_ts(mut deps: VClock, decided: &[(PartitionId, Timestamp)]) -> VClock {
+        deps.raise_entries(decided);
+        deps
     }
 
-    /// [`Self::commit_ts`], made of the dependencies themselves.
-    pub fn raised(mut deps: VClock, decided: &[(PartitionId, Timestamp)]) -> VClock {
-        for &(p, t) in decided {
-            deps.raise_entry(p, t);
+    /// Raises each listed entry to at least its timestamp.
+    pub fn raise_entries(&mut self, entries: &[(PartitionId, Timestamp)]) {
+        for &(p, t) in entries {
+            self.raise_entry(p, t);
         }
-        deps
     }
 }
 
@@ -268,7 +268,7 @@ mod tests {
         assert_eq!(a, v(&[2, 5, 3]));
         assert!(a.dominates(&v(&[2, 5, 3])) && !a.dominates(&v(&[3, 0, 0])));
         assert!(!a.dominates(&v(&[1, 1])), "vectors of another length are never below");
-        let ts = VClock::commit_ts(&v(&[1, 1, 1]), &[(PartitionId(0), Timestamp(9)), (PartitionId(2), Timestamp(7))]);
+        let ts = VClock::commit_ts(v(&[1, 1, 1]), &[(PartitionId(0), Timestamp(9)), (PartitionId(2), Timestamp(7))]);
         assert_eq!(ts, v(&[9, 1, 7]));
         assert_eq!((ts.max_entry(), ts.min_entry()), (Timestamp(9), Timestamp(1)));
     }

@@ -14,13 +14,12 @@ use crate::session_core::{Awaiting, Reply};
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 
-/// One commit under way, with what the client depended on when it sent it
-/// (if the protocol keeps that with it: PrompTCC's `D_c` stands still
-/// while it commits, and the decision raises it).
+/// One commit under way.
 #[derive(Debug)]
-pub struct Commit<D> {
+pub struct Commit {
     pub tx: WtxId,
-    pub deps: D,
+    /// When the client stops waiting for it ([`CommitTimer`]), on its clock.
+    due: PhysicalMicros,
     participants: Vec<PartitionId>,
     /// The participants yet to answer (a handful: a list).
     waiting: Vec<PartitionId>,
@@ -35,17 +34,18 @@ pub struct Part {
     pub coordinator: PartitionId,
 }
 
-impl<D> Commit<D> {
+impl Commit {
     /// Splits `writes` by partition and picks a coordinator among them,
-    /// spread by client and transaction. `gathered`: the coordinator
-    /// answers for every participant once all have committed
-    /// ([`Rules::gathered`](super::Rules::gathered)); else each answers.
+    /// spread by client and transaction; the client waits until `due`.
+    /// `gathered`: the coordinator answers for every participant once all
+    /// have committed ([`Rules::gathered`](super::Rules::gathered)); else
+    /// each answers.
     pub fn start(
         topology: &Topology,
         client: ClientId,
         tx: WtxId,
         writes: &[(Key, Option<Value>)],
-        deps: D,
+        due: PhysicalMicros,
         gathered: bool,
     ) -> (Self, Vec<Part>) {
         let by_partition: BTreeMap<PartitionId, Vec<(Key, Option<Value>)>> =
@@ -57,7 +57,7 @@ impl<D> Commit<D> {
             .map(|(partition, writes)| Part { partition, writes, participants: participants.clone(), coordinator })
             .collect();
         let waiting = if gathered { vec![coordinator] } else { participants.clone() };
-        (Commit { tx, deps, participants, waiting, decided: None }, parts)
+        (Commit { tx, due, participants, waiting, decided: None }, parts)
     }
 
     /// A participant says `tx` committed there — or, where the coordinator
@@ -84,7 +84,7 @@ impl<D> Commit<D> {
 
 /// A participant says `tx` was given up: the session's answer, if it is the
 /// commit under way (which ends).
-pub fn on_aborted<D>(committing: &mut Option<Commit<D>>, tx: WtxId) -> Option<Reply> {
+pub fn on_aborted(committing: &mut Option<Commit>, tx: WtxId) -> Option<Reply> {
     committing.as_ref().filter(|c| c.tx == tx)?;
     *committing = None;
     Some(Reply::Aborted(AbortReason::Unavailable("a partition the transaction wrote did not answer in time".into())))
@@ -108,22 +108,18 @@ pub fn on_aborted<D>(committing: &mut Option<Commit<D>>, tx: WtxId) -> Option<Re
 pub struct CommitTimer {
     /// When the armed timer goes off, if one is.
     armed_until: Option<PhysicalMicros>,
-    /// The last commit begun: its transaction number and deadline.
-    last: Option<(u64, PhysicalMicros)>,
 }
 
 impl CommitTimer {
-    /// Commit `n` begins at `now`: the timer to arm — after how long, and
-    /// the deadline it goes off at — unless one armed already goes off
-    /// before this commit's deadline.
-    pub fn start(&mut self, now: PhysicalMicros, n: u64, timeout_us: u64) -> Option<(u64, PhysicalMicros)> {
-        let due = now.saturating_add(timeout_us);
-        self.last = Some((n, due));
-        if self.armed_until.is_some_and(|at| at <= due) {
+    /// `commit` begins: the timer to arm — after how long, and the
+    /// deadline it goes off at — unless one armed already goes off before
+    /// the commit's deadline.
+    pub fn start(&mut self, now: PhysicalMicros, commit: &Commit) -> Option<(u64, PhysicalMicros)> {
+        if self.armed_until.is_some_and(|at| at <= commit.due) {
             return None;
         }
-        self.armed_until = Some(due);
-        Some((timeout_us, due))
+        self.armed_until = Some(commit.due);
+        Some((commit.due.saturating_sub(now), commit.due))
     }
 
     /// The timer armed for deadline `at` went off: the session's answer if
@@ -131,18 +127,17 @@ impl CommitTimer {
     /// waits for it (its outcome is unknown: part of it may commit yet).
     /// Arms the timer again (`arm`: after how long, for what deadline) for
     /// a commit with time left.
-    pub fn fired<D>(
+    pub fn fired(
         &mut self,
         at: PhysicalMicros,
-        committing: &mut Option<Commit<D>>,
+        committing: &mut Option<Commit>,
         awaiting: Option<Awaiting>,
         mut arm: impl FnMut(u64, PhysicalMicros),
     ) -> Option<Reply> {
         if self.armed_until == Some(at) {
             self.armed_until = None;
         }
-        let current = committing.as_ref().map(|c| c.tx.n).filter(|_| awaiting == Some(Awaiting::Commit))?;
-        let (_, due) = self.last.filter(|&(n, _)| n == current)?;
+        let due = committing.as_ref().map(|c| c.due).filter(|_| awaiting == Some(Awaiting::Commit))?;
         if at < due {
             if self.armed_until.is_none_or(|armed| armed > due) {
                 self.armed_until = Some(due);
@@ -160,11 +155,12 @@ mod tests {
     use super::*;
     use crate::ids::DcId;
 
-    fn commit(n: u64) -> Commit<()> {
+    /// Commit `n`, begun at `now` with a timeout of 500 µs.
+    fn commit(n: u64, now: PhysicalMicros) -> Commit {
         let topology = Topology::full(1, 2).unwrap();
         let client = ClientId { dc: DcId(0), index: 1 };
         let tx = WtxId { client, epoch: 1, n };
-        Commit::start(&topology, client, tx, &[(Key::from("k"), None)], (), true).0
+        Commit::start(&topology, client, tx, &[(Key::from("k"), None)], now + 500, true).0
     }
 
     /// One timer serves a run of commits: the second arms none, the one
@@ -173,10 +169,10 @@ mod tests {
     #[test]
     fn one_timer_times_out_each_commit_at_its_own_deadline() {
         let mut timer = CommitTimer::default();
-        assert_eq!(timer.start(1_000, 1, 500), Some((500, 1_500)));
+        assert_eq!(timer.start(1_000, &commit(1, 1_000)), Some((500, 1_500)));
         // Commit 1 is answered; commit 2 begins before its deadline.
-        assert_eq!(timer.start(1_200, 2, 500), None, "the armed timer goes off first");
-        let mut committing = Some(commit(2));
+        let mut committing = Some(commit(2, 1_200));
+        assert_eq!(timer.start(1_200, committing.as_ref().unwrap()), None, "the armed timer goes off first");
         let mut armed = Vec::new();
         let wait = Some(Awaiting::Commit);
         assert_eq!(timer.fired(1_500, &mut committing, wait, |after, at| armed.push((after, at))), None);
@@ -187,7 +183,7 @@ mod tests {
         assert!(committing.is_none(), "the commit ends");
         assert_eq!(armed, [(200, 1_700)], "nothing to arm for");
         // The next commit arms the timer again.
-        assert_eq!(timer.start(2_000, 3, 500), Some((500, 2_500)));
+        assert_eq!(timer.start(2_000, &commit(3, 2_000)), Some((500, 2_500)));
     }
 
     /// A timer that goes off with no commit under way, or one the session
@@ -195,15 +191,15 @@ mod tests {
     #[test]
     fn a_timer_with_no_commit_waiting_does_nothing() {
         let mut timer = CommitTimer::default();
-        assert_eq!(timer.start(0, 1, 500), Some((500, 500)));
+        assert_eq!(timer.start(0, &commit(1, 0)), Some((500, 500)));
         let mut armed = 0;
-        assert_eq!(timer.fired(500, &mut None::<Commit<()>>, None, |_, _| armed += 1), None);
-        let mut reading = Some(commit(1));
+        assert_eq!(timer.fired(500, &mut None, None, |_, _| armed += 1), None);
+        let mut reading = Some(commit(1, 0));
         assert_eq!(timer.fired(500, &mut reading, Some(Awaiting::Read), |_, _| armed += 1), None);
         assert!(reading.is_some());
         assert_eq!(armed, 0);
         // Gone off: the next commit arms it.
-        assert_eq!(timer.start(600, 2, 500), Some((500, 1_100)));
+        assert_eq!(timer.start(600, &commit(2, 600)), Some((500, 1_100)));
     }
 
     /// The session's clock stepped forward while a timer ran: a commit is
@@ -212,9 +208,9 @@ mod tests {
     #[test]
     fn a_clock_stepped_forward_does_not_end_a_commit_early() {
         let mut timer = CommitTimer::default();
-        assert_eq!(timer.start(1_000, 1, 500), Some((500, 1_500)));
-        assert_eq!(timer.start(1_010, 2, 500), None);
-        let mut committing = Some(commit(2));
+        assert_eq!(timer.start(1_000, &commit(1, 1_000)), Some((500, 1_500)));
+        let mut committing = Some(commit(2, 1_010));
+        assert_eq!(timer.start(1_010, committing.as_ref().unwrap()), None);
         let mut armed = Vec::new();
         let wait = Some(Awaiting::Commit);
         // Goes off after its 500 µs, the wall clock 50 µs ahead by then: the
