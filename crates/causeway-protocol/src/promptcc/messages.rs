@@ -27,6 +27,21 @@ pub enum Cover {
     Floor { own: Timestamp, floor: Timestamp, pending: Vec<Wire> },
 }
 
+/// The commit timestamps of the versions a read returns. The client only
+/// ever joins them (a first round) or tests them against its snapshot (a
+/// round at it), for which their join says as much.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReadTs {
+    /// PrompTCC-naive: one per version, in full.
+    Each(Vec<Wire>),
+    /// PrompTCC (§V's local-max-read-ts): their join, above the client's
+    /// floor.
+    Joined(Wire),
+    /// PrompTCC: no entry of theirs is above the client's floor (as many
+    /// bytes as an empty list).
+    AtFloor,
+}
+
 /// Stable-time gossip inside the DC.
 pub const STABILIZATION: MsgClass = MsgClass::new(2, "stabilization");
 
@@ -40,12 +55,8 @@ pub enum PtccMsg {
     /// 40), at the snapshot only versions within it (line 49).
     Read { tag: ReadTag, keys: Vec<Key>, deps: Wire, at_snapshot: bool },
     /// `cover`: what the client needs of `S_i` after the read. `read_ts`:
-    /// the commit timestamps of the versions returned — PrompTCC-naive's
-    /// one per version, in full; PrompTCC's (§V) their join, above the
-    /// client's floor, or nothing if no entry is above it. The client only
-    /// ever joins them (a first round) or tests them against its snapshot
-    /// (a round at it), for which their join says as much.
-    ReadResp { tag: ReadTag, cover: Cover, values: Vec<ReadValue>, read_ts: Vec<Wire> },
+    /// the commit timestamps of the versions returned.
+    ReadResp { tag: ReadTag, cover: Cover, values: Vec<ReadValue>, read_ts: ReadTs },
     /// A read at a snapshot whose version of a key may have been
     /// collected (§VII): the transaction must start again.
     TooOld { tag: ReadTag },

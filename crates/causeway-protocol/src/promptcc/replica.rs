@@ -6,7 +6,7 @@
 //! went silent.
 
 use super::durable::{PreparedTx, PtccRecord};
-use super::messages::{Cover, PtccMsg, ReadValue};
+use super::messages::{Cover, PtccMsg, ReadTs, ReadValue};
 use super::vclock::{Sparse, VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::replica::ReplicaEffects;
@@ -218,7 +218,7 @@ impl PtccReplica {
         // full; else (§V) their join, in the scratch vector, of the versions
         // with an entry above the floor (one stamped at or below it has
         // none).
-        let mut read_ts: Vec<Wire> = Vec::new();
+        let mut each: Vec<Wire> = Vec::new();
         let (join, mut joined) = (&mut self.read_join, false);
         for key in keys {
             let Some(chain) = self.store.chain(&key) else {
@@ -255,7 +255,7 @@ impl PtccReplica {
                 continue;
             };
             if naive {
-                read_ts.push(v.meta.ts.to_wire(true));
+                each.push(v.meta.ts.to_wire(true));
             } else if v.stamp.ts > floor {
                 if !joined {
                     join.reset(floor);
@@ -265,9 +265,11 @@ impl PtccReplica {
             }
             values.push((key, v.value.clone()));
         }
-        if joined {
-            read_ts.push(join.above(floor));
-        }
+        let read_ts = match (naive, joined) {
+            (true, _) => ReadTs::Each(each),
+            (false, true) => ReadTs::Joined(join.above(floor)),
+            (false, false) => ReadTs::AtFloor,
+        };
         let cover = if naive {
             Cover::Vector(self.snapshot.to_wire(true))
         } else {

@@ -10,7 +10,7 @@
 //! later read calls read at that snapshot in one round, and its commit
 //! sends the writes with the dependencies.
 
-use super::messages::{Cover, PtccMsg};
+use super::messages::{Cover, PtccMsg, ReadTs};
 use super::vclock::{Sparse, VClock, Wire};
 use super::{PtccConfig, PtccFault};
 use crate::contract::{AbortReason, CommitStamp, Effects, Key, ReadTag, SessionError, Value};
@@ -195,7 +195,7 @@ impl PtccClient {
         slot: usize,
         cover: Cover,
         values: Vec<(Key, Option<Value>)>,
-        read_ts: Vec<Wire>,
+        read_ts: ReadTs,
         partitions: u32,
     ) -> Option<()> {
         if values.len() != gather.slots[slot].asked {
@@ -203,13 +203,17 @@ impl PtccClient {
         }
         let cover = decode_cover(cover, partitions)?;
         // Every timestamp decoded before any is joined into `D_c`: a
-        // malformed answer leaves it as it was.
-        let read_ts: Vec<Sparse> = read_ts.into_iter().map(|w| w.decode_sparse(partitions)).collect::<Option<_>>()?;
-        for ts in &read_ts {
-            match &mut gather.kind {
-                RoundKind::First => ts.join_into(deps),
-                RoundKind::AtSnapshot { within } => *within &= ts.is_below(deps),
-            }
+        // malformed answer leaves it as it was. Hot path: PrompTCC's one
+        // is decoded where it lies, naive's many listed.
+        let decode = |w: Wire| w.decode_sparse(partitions);
+        let mut take = |ts: &Sparse| match &mut gather.kind {
+            RoundKind::First => ts.join_into(deps),
+            RoundKind::AtSnapshot { within } => *within &= ts.is_below(deps),
+        };
+        match read_ts {
+            ReadTs::AtFloor => {}
+            ReadTs::Joined(w) => take(&decode(w)?),
+            ReadTs::Each(ws) => ws.into_iter().map(decode).collect::<Option<Vec<Sparse>>>()?.iter().for_each(take),
         }
         let start = gather.values.len();
         gather.values.extend(values);

@@ -260,30 +260,38 @@ fn a_participant_told_the_decision_again_says_again_that_it_committed() {
 /// snapshot is built in `D_c`, and nothing of a bad answer joins it.
 #[test]
 fn a_malformed_answer_leaves_the_clients_dependencies_as_they_were() {
-    use super::messages::Cover;
+    use super::messages::{Cover, ReadTs};
     use super::Wire;
     use crate::hlc::Timestamp;
     let c = Cluster::new(2);
     let keys = c.keys(0, 2);
-    let mut reader = c.session(2);
-    let before = reader.export_state().unwrap();
-    let mut out = Default::default();
-    assert_eq!(reader.read_only(c.now, &keys, &mut out).unwrap(), None);
-    let tag = match &out.messages[..] {
-        [(_, PtccMsg::Read { tag, .. })] => *tag,
-        other => panic!("{other:?}"),
-    };
     let sound = Wire::Sparse { floor: Timestamp(0), above: vec![(1, 99)] };
     let partition_7_of_2 = Wire::Sparse { floor: Timestamp(0), above: vec![(7, 5)] };
-    let answer = PtccMsg::ReadResp {
-        tag,
-        cover: Cover::Floor { own: Timestamp(100), floor: Timestamp(0), pending: Vec::new() },
-        values: vec![(keys[0].clone(), None), (keys[1].clone(), None)],
-        read_ts: vec![sound, partition_7_of_2],
-    };
-    let event = reader.on_message(c.now, Addr::Replica(ReplicaId::new(0, 0)), answer, &mut Default::default());
-    assert!(matches!(event, Some(SessionEvent::Failed(_))), "{event:?}");
-    assert_eq!(reader.export_state().unwrap(), before, "D_c untouched by the bad answer");
+    // Naive's timestamps, one sound and one not; PrompTCC's join; a
+    // pending version's timestamp naming a partition that does not exist.
+    for (read_ts, pending) in [
+        (ReadTs::Each(vec![sound, partition_7_of_2.clone()]), Vec::new()),
+        (ReadTs::Joined(partition_7_of_2.clone()), Vec::new()),
+        (ReadTs::AtFloor, vec![partition_7_of_2]),
+    ] {
+        let mut reader = c.session(2);
+        let before = reader.export_state().unwrap();
+        let mut out = Default::default();
+        assert_eq!(reader.read_only(c.now, &keys, &mut out).unwrap(), None);
+        let tag = match &out.messages[..] {
+            [(_, PtccMsg::Read { tag, .. })] => *tag,
+            other => panic!("{other:?}"),
+        };
+        let answer = PtccMsg::ReadResp {
+            tag,
+            cover: Cover::Floor { own: Timestamp(100), floor: Timestamp(0), pending },
+            values: vec![(keys[0].clone(), None), (keys[1].clone(), None)],
+            read_ts,
+        };
+        let event = reader.on_message(c.now, Addr::Replica(ReplicaId::new(0, 0)), answer, &mut Default::default());
+        assert!(matches!(event, Some(SessionEvent::Failed(_))), "{event:?}");
+        assert_eq!(reader.export_state().unwrap(), before, "D_c untouched by the bad answer");
+    }
 }
 
 #[test]
@@ -660,7 +668,12 @@ fn a_read_of_several_keys_carries_the_join_of_their_commit_timestamps() {
         match out.messages.into_iter().next() {
             Some((_, PtccMsg::ReadResp { values, read_ts, .. })) => {
                 assert!(values.iter().all(|(_, v)| v.is_some()), "both versions visible: {values:?}");
-                read_ts.into_iter().map(|w| w.decode(3).unwrap()).collect::<Vec<VClock>>()
+                use super::messages::ReadTs;
+                match read_ts {
+                    ReadTs::Joined(w) => vec![w.decode(3).unwrap()],
+                    ReadTs::AtFloor => Vec::new(),
+                    ReadTs::Each(_) => panic!("PrompTCC answers the join"),
+                }
             }
             other => panic!("{other:?}"),
         }
