@@ -38,7 +38,7 @@ const MAX_DEP_KEY_BYTES: usize = 1024;
 /// Each commit installed as soon as durable; commits acknowledged to their
 /// coordinator, which forgets them once every participant has (no stable
 /// time says when that is).
-const EIGER_RULES: Rules = Rules { in_order: false, acknowledged: true, gathered: false };
+const EIGER_RULES: Rules = Rules { in_order: false, acknowledged: true, gathered: false, decisions: true };
 
 /// A third-round question waiting for its transaction's decision.
 #[derive(Debug)]

@@ -61,8 +61,9 @@ impl std::ops::Deref for Held {
 
 /// Outcomes end in the order of their numbers (`S_i[i]` passes only ended
 /// transactions); a commit is forgotten once `S_i` says every participant
-/// has ended it; the coordinator answers the client for all participants.
-const PTCC_RULES: Rules = Rules { in_order: true, acknowledged: false, gathered: true };
+/// has ended it; the coordinator answers the client for all participants;
+/// no reader asks for the decisions.
+const PTCC_RULES: Rules = Rules { in_order: true, acknowledged: false, gathered: true, decisions: false };
 
 pub struct PtccReplica {
     id: ReplicaId,
@@ -407,8 +408,6 @@ impl PtccReplica {
     /// of their numbers), `S_i[i]` brought up to date, the clock reserved.
     fn end_step(&mut self, out: &mut Out) {
         self.txns.record_outcomes(out);
-        // Decisions are for protocols that answer readers with them.
-        let _ = self.txns.take_decisions();
         self.refresh();
         self.reserved.after_step(&self.hlc, 0, out);
     }

@@ -65,6 +65,11 @@ pub struct Rules {
     /// from each participant to the coordinator — which a partition takes
     /// in with the others it has queued, where a session wakes for each.
     pub gathered: bool,
+    /// The coordinator lists its decisions for the protocol
+    /// ([`WriteOnly::take_decisions`]): Eiger answers with them the readers
+    /// that asked for a pending write's status. Else none is listed (a
+    /// copy of every commit's numbers, for nothing).
+    pub decisions: bool,
 }
 
 /// A commit whose coordinator gathers the participants' commits before it
@@ -263,7 +268,9 @@ impl<D: Deps> WriteOnly<D> {
         if participants.len() == 1 {
             // One partition: nothing to agree on (one round).
             self.decide_here(tx, vec![(me, seq)], Timestamp::MAX)?;
-            self.decisions.push((tx, Status::Committed(vec![(me, seq)])));
+            if self.rules.decisions {
+                self.decisions.push((tx, Status::Committed(vec![(me, seq)])));
+            }
         } else if coordinator == me {
             self.vote(now, tx, me, Some(seq), &participants, client, false, out);
         } else {
@@ -360,7 +367,9 @@ impl<D: Deps> WriteOnly<D> {
                         out.send_after_durable(self.partition(p), M::commit(tx, decided.clone()));
                     }
                 }
-                self.decisions.push((tx, Status::Committed(decided)));
+                if self.rules.decisions {
+                    self.decisions.push((tx, Status::Committed(decided)));
+                }
             }
             None => self.abort_everywhere(tx, &ballot.participants, ballot.client, out),
         }
@@ -387,7 +396,9 @@ impl<D: Deps> WriteOnly<D> {
             let _ = self.on_abort(tx, out);
         }
         out.send_after_durable(Addr::Client(client), M::aborted(tx));
-        self.decisions.push((tx, Status::Aborted));
+        if self.rules.decisions {
+            self.decisions.push((tx, Status::Aborted));
+        }
     }
 
     /// The coordinator's decision reaches a participant (line 20). A
