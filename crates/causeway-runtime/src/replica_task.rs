@@ -84,7 +84,7 @@ impl ReplicaGauges {
             changed |= slot.swap(v, Ordering::Relaxed) != v;
         }
         if changed {
-            let values = self.visible.iter().map(|v| v.load(Ordering::Relaxed)).collect();
+            let values = self.visible.iter().map(|v| v.load(Ordering::Relaxed));
             self.changes.lock().unwrap_or_else(|e| e.into_inner()).record(values, now_us);
         }
     }
@@ -109,16 +109,21 @@ struct Changes {
 const CHANGE_SPACING_US: u64 = 500;
 
 impl Changes {
-    fn record(&mut self, visible_upto: Vec<u64>, now_us: u64) {
+    /// Hot path (a protocol that moves its stable time at every step, after
+    /// every batch): a change merged into the last takes its place in the
+    /// last's list, not in a new one.
+    fn record(&mut self, visible_upto: impl Iterator<Item = u64>, now_us: u64) {
         match self.kept.back_mut() {
             Some(last) if now_us.saturating_sub(self.last_started_us) < CHANGE_SPACING_US => {
-                *last = VisibleChange { at_us: now_us, visible_upto };
+                last.at_us = now_us;
+                last.visible_upto.clear();
+                last.visible_upto.extend(visible_upto);
             }
             _ => {
                 if self.kept.len() == ReplicaReading::MAX_CHANGES {
                     self.kept.pop_front();
                 }
-                self.kept.push_back(VisibleChange { at_us: now_us, visible_upto });
+                self.kept.push_back(VisibleChange { at_us: now_us, visible_upto: visible_upto.collect() });
                 self.last_started_us = now_us;
             }
         }
@@ -384,14 +389,14 @@ mod tests {
     #[test]
     fn changes_are_spaced_merged_and_bounded() {
         let mut c = Changes::default();
-        c.record(vec![1], 1_000);
-        c.record(vec![2], 1_200);
-        c.record(vec![3], 1_499);
-        c.record(vec![4], 1_500);
+        c.record([1].into_iter(), 1_000);
+        c.record([2].into_iter(), 1_200);
+        c.record([3].into_iter(), 1_499);
+        c.record([4].into_iter(), 1_500);
         let kept: Vec<(u64, u64)> = c.kept.iter().map(|x| (x.at_us, x.visible_upto[0])).collect();
         assert_eq!(kept, vec![(1_499, 3), (1_500, 4)]);
         for i in 0..100u64 {
-            c.record(vec![10 + i], 10_000 + i * CHANGE_SPACING_US);
+            c.record([10 + i].into_iter(), 10_000 + i * CHANGE_SPACING_US);
         }
         assert_eq!(c.kept.len(), ReplicaReading::MAX_CHANGES);
         assert_eq!(c.kept.back().map(|x| x.visible_upto[0]), Some(109));
