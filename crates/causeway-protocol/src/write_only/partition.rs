@@ -217,9 +217,19 @@ impl<D: Deps> WriteOnly<D> {
         }
     }
 
-    /// The decisions this partition made as coordinator since last asked.
+    /// The decisions this partition made as coordinator since last asked
+    /// (none unless [`Rules::decisions`]).
     pub fn take_decisions(&mut self) -> Vec<(WtxId, Status)> {
         std::mem::take(&mut self.decisions)
+    }
+
+    /// Lists a decision this partition made as coordinator, if the protocol
+    /// reads them ([`Rules::decisions`]; one that does not never takes them,
+    /// so they are not kept).
+    fn note_decision(&mut self, tx: WtxId, status: impl FnOnce() -> Status) {
+        if self.rules.decisions {
+            self.decisions.push((tx, status()));
+        }
     }
 
     /// A client's part of `tx` (PrompTCC Alg. 2 lines 3–8): numbered above
@@ -268,9 +278,7 @@ impl<D: Deps> WriteOnly<D> {
         if participants.len() == 1 {
             // One partition: nothing to agree on (one round).
             self.decide_here(tx, vec![(me, seq)], Timestamp::MAX)?;
-            if self.rules.decisions {
-                self.decisions.push((tx, Status::Committed(vec![(me, seq)])));
-            }
+            self.note_decision(tx, || Status::Committed(vec![(me, seq)]));
         } else if coordinator == me {
             self.vote(now, tx, me, Some(seq), &participants, client, false, out);
         } else {
@@ -367,9 +375,7 @@ impl<D: Deps> WriteOnly<D> {
                         out.send_after_durable(self.partition(p), M::commit(tx, decided.clone()));
                     }
                 }
-                if self.rules.decisions {
-                    self.decisions.push((tx, Status::Committed(decided)));
-                }
+                self.note_decision(tx, || Status::Committed(decided));
             }
             None => self.abort_everywhere(tx, &ballot.participants, ballot.client, out),
         }
@@ -396,9 +402,7 @@ impl<D: Deps> WriteOnly<D> {
             let _ = self.on_abort(tx, out);
         }
         out.send_after_durable(Addr::Client(client), M::aborted(tx));
-        if self.rules.decisions {
-            self.decisions.push((tx, Status::Aborted));
-        }
+        self.note_decision(tx, || Status::Aborted);
     }
 
     /// The coordinator's decision reaches a participant (line 20). A
@@ -878,5 +882,42 @@ impl<D: Deps> WriteOnly<D> {
         let mut recent: Vec<(WtxId, &Recent)> = self.recent.iter().map(|(&tx, r)| (tx, r)).collect();
         recent.sort_by_key(|(tx, _)| *tx);
         records.extend(recent.into_iter().map(|(tx, r)| R::recent(tx, r.decided.clone(), r.coordinator)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::DcId;
+    use crate::promptcc::messages::PtccMsg;
+    use crate::promptcc::vclock::VClock;
+    use crate::promptcc::PtccRecord;
+
+    type PtccOut = Out<PtccMsg, (), PtccRecord>;
+
+    /// A coordinator lists its decisions — a lone participant's, and one
+    /// gathered from the votes — only where the protocol reads them: one
+    /// that never takes them (PrompTCC) must not keep them.
+    #[test]
+    fn decisions_are_listed_only_for_a_protocol_that_reads_them() {
+        for listed in [false, true] {
+            let rules = Rules { in_order: true, acknowledged: false, gathered: true, decisions: listed };
+            let me = ReplicaId::new(0, 0);
+            let mut txns: WriteOnly<VClock> = WriteOnly::new(me, 2, 500_000, rules);
+            let (mut hlc, mut out) = (Hlc::new(), PtccOut::default());
+            let client = ClientId { dc: DcId(0), index: 7 };
+            let write = |n: u64| (WtxId { client, epoch: 1, n }, vec![(Key::from("k"), None)]);
+            let (alone, writes) = write(1);
+            let only_me = vec![PartitionId(0)];
+            txns.on_write(1_000, &mut hlc, client, alone, writes, only_me, PartitionId(0), VClock::zeros(2), &mut out)
+                .unwrap();
+            let (both, writes) = write(2);
+            let all = vec![PartitionId(0), PartitionId(1)];
+            let (deps, c) = (VClock::zeros(2), PartitionId(0));
+            txns.on_write(1_001, &mut hlc, client, both, writes, all.clone(), c, deps, &mut out).unwrap();
+            txns.on_prepared(1_002, PartitionId(1), both, Timestamp(1_002), all, client, &mut out).unwrap();
+            let decided: Vec<WtxId> = txns.take_decisions().into_iter().map(|(tx, _)| tx).collect();
+            assert_eq!(decided, if listed { vec![alone, both] } else { Vec::new() }, "listed: {listed}");
+        }
     }
 }
