@@ -889,11 +889,58 @@ impl<D: Deps> WriteOnly<D> {
 mod tests {
     use super::*;
     use crate::ids::DcId;
-    use crate::promptcc::messages::PtccMsg;
-    use crate::promptcc::vclock::VClock;
-    use crate::promptcc::PtccRecord;
 
-    type PtccOut = Out<PtccMsg, (), PtccRecord>;
+    /// What the partition sends and records, as far as these tests look:
+    /// nothing of it (a protocol's own types would tie this module to it).
+    #[derive(Debug)]
+    struct Said;
+
+    impl TxnMessages for Said {
+        fn committed(_: WtxId, _: Decided) -> Self {
+            Said
+        }
+        fn aborted(_: WtxId) -> Self {
+            Said
+        }
+        fn prepared(_: WtxId, _: Timestamp, _: Vec<PartitionId>, _: ClientId) -> Self {
+            Said
+        }
+        fn commit(_: WtxId, _: Decided) -> Self {
+            Said
+        }
+        fn resolve(_: WtxId, _: Vec<PartitionId>, _: ClientId) -> Self {
+            Said
+        }
+        fn query(_: WtxId) -> Self {
+            Said
+        }
+        fn vote(_: WtxId, _: Option<Timestamp>) -> Self {
+            Said
+        }
+        fn abort(_: WtxId) -> Self {
+            Said
+        }
+        fn logged(_: u64) -> Self {
+            Said
+        }
+    }
+
+    impl TxnRecords<Timestamp> for Said {
+        fn prepared(_: PreparedTx<Timestamp>) -> Self {
+            Said
+        }
+        fn committed(_: WtxId, _: Decided) -> Self {
+            Said
+        }
+        fn aborted(_: WtxId) -> Self {
+            Said
+        }
+        fn recent(_: WtxId, _: Decided, _: PartitionId) -> Self {
+            Said
+        }
+    }
+
+    type TestOut = Out<Said, (), Said>;
 
     /// A coordinator lists its decisions — a lone participant's, and one
     /// gathered from the votes — only where the protocol reads them: one
@@ -903,17 +950,16 @@ mod tests {
         for listed in [false, true] {
             let rules = Rules { in_order: true, acknowledged: false, gathered: true, decisions: listed };
             let me = ReplicaId::new(0, 0);
-            let mut txns: WriteOnly<VClock> = WriteOnly::new(me, 2, 500_000, rules);
-            let (mut hlc, mut out) = (Hlc::new(), PtccOut::default());
+            let mut txns: WriteOnly<Timestamp> = WriteOnly::new(me, 2, 500_000, rules);
+            let (mut hlc, mut out) = (Hlc::new(), TestOut::default());
             let client = ClientId { dc: DcId(0), index: 7 };
             let write = |n: u64| (WtxId { client, epoch: 1, n }, vec![(Key::from("k"), None)]);
             let (alone, writes) = write(1);
             let only_me = vec![PartitionId(0)];
-            txns.on_write(1_000, &mut hlc, client, alone, writes, only_me, PartitionId(0), VClock::zeros(2), &mut out)
-                .unwrap();
+            let (c, deps) = (PartitionId(0), Timestamp::ZERO);
+            txns.on_write(1_000, &mut hlc, client, alone, writes, only_me, c, deps, &mut out).unwrap();
             let (both, writes) = write(2);
             let all = vec![PartitionId(0), PartitionId(1)];
-            let (deps, c) = (VClock::zeros(2), PartitionId(0));
             txns.on_write(1_001, &mut hlc, client, both, writes, all.clone(), c, deps, &mut out).unwrap();
             txns.on_prepared(1_002, PartitionId(1), both, Timestamp(1_002), all, client, &mut out).unwrap();
             let decided: Vec<WtxId> = txns.take_decisions().into_iter().map(|(tx, _)| tx).collect();
